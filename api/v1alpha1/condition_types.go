@@ -1,0 +1,95 @@
+package v1alpha1
+
+// Condition types beside kstatus' Ready, Reconciling and Stalled.
+const (
+	// PlannedCondition is True while a plan waits for approval or was made.
+	PlannedCondition = "Planned"
+	// AppliedCondition is True when the last approved plan was applied.
+	AppliedCondition = "Applied"
+	// DriftedCondition is True when a drift-check plan found changes.
+	DriftedCondition = "Drifted"
+	// StateLockedCondition is True while the state lock blocks a run.
+	StateLockedCondition = "StateLocked"
+	// OutputsWrittenCondition is True when the outputs Secret is up to date.
+	OutputsWrittenCondition = "OutputsWritten"
+)
+
+// Condition reasons.
+const (
+	// ReconciliationSucceededReason: everything applied and written.
+	ReconciliationSucceededReason = "ReconciliationSucceeded"
+	// ProgressingReason: a step is under way.
+	ProgressingReason = "Progressing"
+	// SuspendedReason: spec.suspend is true.
+	SuspendedReason = "Suspended"
+	// DependencyNotReadyReason: a dependsOn object is not Ready.
+	DependencyNotReadyReason = "DependencyNotReady"
+	// SourceNotFoundReason: the source object does not exist.
+	SourceNotFoundReason = "SourceNotFound"
+	// SourceNotReadyReason: the source has no artifact yet.
+	SourceNotReadyReason = "SourceNotReady"
+	// ArtifactFailedReason: the artifact could not be downloaded.
+	ArtifactFailedReason = "ArtifactFailed"
+	// DigestMismatchReason: the artifact's digest is not the advertised one.
+	DigestMismatchReason = "ArtifactDigestMismatch"
+	// InvalidPathReason: spec.path escapes the artifact or does not exist.
+	InvalidPathReason = "InvalidPath"
+	// VarsNotFoundReason: a varsFrom object or key is missing.
+	VarsNotFoundReason = "VarsNotFound"
+	// InvalidConfigurationReason: the module does not parse or validate.
+	InvalidConfigurationReason = "InvalidConfiguration"
+	// MissingVariableReason: a required variable has no value.
+	MissingVariableReason = "MissingVariable"
+	// PlanFailedReason: terraform plan failed.
+	PlanFailedReason = "PlanFailed"
+	// PlanPendingReason: a plan waits for approval.
+	PlanPendingReason = "PlanPending"
+	// PlanOnlyReason: spec.planOnly keeps the plan from being applied.
+	PlanOnlyReason = "PlanOnly"
+	// PlannedNoChangesReason: the plan has nothing to do.
+	PlannedNoChangesReason = "NoChanges"
+	// PlannedWithChangesReason: the plan has changes.
+	PlannedWithChangesReason = "ChangesPlanned"
+	// ApprovalMismatchReason: an approval names a plan that is not pending.
+	ApprovalMismatchReason = "ApprovalMismatch"
+	// ApplyFailedReason: terraform apply failed.
+	ApplyFailedReason = "ApplyFailed"
+	// AppliedReason: the plan was applied.
+	AppliedReason = "Applied"
+	// DriftDetectedReason: a drift-check plan found changes.
+	DriftDetectedReason = "DriftDetected"
+	// NoDriftReason: the last drift check found nothing.
+	NoDriftReason = "NoDrift"
+	// StateLockedReason: the state is locked by another run.
+	StateLockedReason = "StateLocked"
+	// StateUnlockedReason: the state is not locked.
+	StateUnlockedReason = "StateUnlocked"
+	// OutputsWrittenReason: outputs were written.
+	OutputsWrittenReason = "OutputsWritten"
+	// OutputSecretConflictReason: the outputs Secret belongs to someone else.
+	OutputSecretConflictReason = "OutputSecretConflict"
+	// OutputsFailedReason: outputs could not be read or written.
+	OutputsFailedReason = "OutputsFailed"
+	// RunnerFailedReason: the runner could not be started or reached.
+	RunnerFailedReason = "RunnerFailed"
+	// DestroyFailedReason: destroying on deletion failed.
+	DestroyFailedReason = "DestroyFailed"
+	// DeletingReason: the object is being deleted.
+	DeletingReason = "Deleting"
+)
+
+// Annotations and labels.
+const (
+	// ApproveAnnotation approves the pending plan whose id is its value.
+	ApproveAnnotation = "infra.landform.dev/approve"
+	// Finalizer guards destroy on deletion.
+	Finalizer = "infra.landform.dev/finalizer"
+	// ManagedByLabel marks Secrets Landform owns.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	// ManagedByValue is ManagedByLabel's value.
+	ManagedByValue = "landform"
+	// OwnerNameLabel names the Terraform object owning a Secret.
+	OwnerNameLabel = "infra.landform.dev/terraform"
+	// ApprovePlanAuto is spec.approvePlan's value for automatic approval.
+	ApprovePlanAuto = "auto"
+)

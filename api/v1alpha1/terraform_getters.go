@@ -1,0 +1,104 @@
+package v1alpha1
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	defaultInterval      = 10 * time.Minute
+	defaultTimeout       = 20 * time.Minute
+	maxDefaultRetry      = 5 * time.Minute
+	defaultWorkspace     = "default"
+	defaultRunnerAccount = "landform-runner"
+)
+
+// GetConditions returns the status conditions.
+func (in *Terraform) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions replaces the status conditions.
+func (in *Terraform) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
+
+// GetRequeueAfter is the drift-check interval.
+func (in *Terraform) GetRequeueAfter() time.Duration { return in.GetInterval() }
+
+// GetInterval is spec.interval, defaulted.
+func (in *Terraform) GetInterval() time.Duration {
+	if in.Spec.Interval.Duration > 0 {
+		return in.Spec.Interval.Duration
+	}
+	return defaultInterval
+}
+
+// GetRetryInterval is spec.retryInterval, or the interval capped at five minutes.
+func (in *Terraform) GetRetryInterval() time.Duration {
+	if in.Spec.RetryInterval != nil && in.Spec.RetryInterval.Duration > 0 {
+		return in.Spec.RetryInterval.Duration
+	}
+	return min(in.GetInterval(), maxDefaultRetry)
+}
+
+// GetTimeout is spec.timeout, defaulted.
+func (in *Terraform) GetTimeout() time.Duration {
+	if in.Spec.Timeout != nil && in.Spec.Timeout.Duration > 0 {
+		return in.Spec.Timeout.Duration
+	}
+	return defaultTimeout
+}
+
+// GetWorkspace is spec.workspace, defaulted.
+func (in *Terraform) GetWorkspace() string {
+	if in.Spec.Workspace != "" {
+		return in.Spec.Workspace
+	}
+	return defaultWorkspace
+}
+
+// GetDeletionPolicy is spec.deletionPolicy, defaulted.
+func (in *Terraform) GetDeletionPolicy() DeletionPolicy {
+	if in.Spec.DeletionPolicy != "" {
+		return in.Spec.DeletionPolicy
+	}
+	return DeletionPolicyDelete
+}
+
+// GetSecretSuffix is the state Secret's suffix: tfstate-<workspace>-<suffix>.
+func (in *Terraform) GetSecretSuffix() string {
+	if in.Spec.BackendConfig != nil && in.Spec.BackendConfig.SecretSuffix != "" {
+		return in.Spec.BackendConfig.SecretSuffix
+	}
+	return in.Name
+}
+
+// GetStateSecretName is the name of the default backend's state Secret.
+func (in *Terraform) GetStateSecretName() string {
+	return "tfstate-" + in.GetWorkspace() + "-" + in.GetSecretSuffix()
+}
+
+// GetServiceAccountName is the runner Pod's ServiceAccount, defaulted.
+func (in *Terraform) GetServiceAccountName() string {
+	if in.Spec.ServiceAccountName != "" {
+		return in.Spec.ServiceAccountName
+	}
+	return defaultRunnerAccount
+}
+
+// GetSourceNamespace is the source's namespace, defaulted to the object's.
+func (in *Terraform) GetSourceNamespace() string {
+	if in.Spec.SourceRef.Namespace != "" {
+		return in.Spec.SourceRef.Namespace
+	}
+	return in.Namespace
+}
+
+// IsAutoApprove reports whether every plan is applied without approval.
+func (in *Terraform) IsAutoApprove() bool { return in.Spec.ApprovePlan == ApprovePlanAuto }
+
+// PendingPlan is the id of the plan waiting for approval, if any.
+func (in *Terraform) PendingPlan() string {
+	if in.Status.Plan == nil {
+		return ""
+	}
+	return in.Status.Plan.Pending
+}

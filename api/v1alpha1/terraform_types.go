@@ -1,0 +1,442 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TerraformSpec is the desired state of a Terraform object: which module to
+// run, with which inputs, how plans are approved and where outputs go.
+// +kubebuilder:validation:XValidation:rule="!has(self.writeOutputsToSecret) || !has(self.writeOutputsToSecret.outputs) || self.writeOutputsToSecret.outputs.all(o, o.size() > 0)",message="writeOutputsToSecret.outputs entries must not be empty"
+type TerraformSpec struct {
+	// SourceRef is the Flux source (GitRepository, OCIRepository or Bucket)
+	// whose artifact holds the module.
+	// +required
+	SourceRef SourceReference `json:"sourceRef"`
+
+	// Path is the module's directory inside the source artifact, relative to
+	// its root. It may not escape the artifact.
+	// +kubebuilder:default="./"
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Path string `json:"path,omitempty"`
+
+	// Interval is how often the module is planned again to detect drift.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:default="10m"
+	// +optional
+	Interval metav1.Duration `json:"interval,omitempty"`
+
+	// RetryInterval is how long to wait before retrying after a failure.
+	// Defaults to Interval, capped at five minutes.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +optional
+	RetryInterval *metav1.Duration `json:"retryInterval,omitempty"`
+
+	// Timeout bounds one terraform run (init plus plan, apply or destroy).
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:default="20m"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// Suspend stops all reconciliation, including deletion's destroy, until
+	// set back to false.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// ApprovePlan is "auto" to apply every plan, empty to wait for manual
+	// approval (the infra.landform.dev/approve annotation), or a plan id to
+	// approve exactly that plan (approval committed to Git).
+	// +kubebuilder:validation:Pattern="^(auto|plan-[a-z0-9]+-[a-f0-9]+)?$"
+	// +optional
+	ApprovePlan string `json:"approvePlan,omitempty"`
+
+	// DeletionPolicy says what happens to the cloud resources when the object
+	// is deleted: Delete destroys them and the state, Orphan keeps both.
+	// +kubebuilder:validation:Enum=Delete;Orphan
+	// +kubebuilder:default=Delete
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// Vars are input variables; a value may be any JSON value.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=500
+	// +optional
+	Vars []Variable `json:"vars,omitempty"`
+
+	// VarsFrom reads input variables from Secrets and ConfigMaps in the
+	// object's namespace. Later entries override earlier ones; Vars override
+	// all of them.
+	// +kubebuilder:validation:MaxItems=50
+	// +optional
+	VarsFrom []VarsReference `json:"varsFrom,omitempty"`
+
+	// WriteOutputsToSecret writes the module's outputs into a Secret owned by
+	// this object.
+	// +optional
+	WriteOutputsToSecret *WriteOutputsToSecretSpec `json:"writeOutputsToSecret,omitempty"`
+
+	// DependsOn lists objects that must be Ready at their current generation
+	// before this module is planned: other Terraform objects or any Flux
+	// object with a Ready condition (Kustomization, HelmRelease).
+	// +kubebuilder:validation:MaxItems=50
+	// +optional
+	DependsOn []DependencyReference `json:"dependsOn,omitempty"`
+
+	// BackendConfig configures where state is kept. The default is
+	// Terraform's kubernetes backend with the state in Secret
+	// tfstate-<workspace>-<secretSuffix> in the object's namespace.
+	// +optional
+	BackendConfig *BackendConfig `json:"backendConfig,omitempty"`
+
+	// Workspace is the Terraform workspace.
+	// +kubebuilder:default=default
+	// +kubebuilder:validation:Pattern="^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$"
+	// +optional
+	Workspace string `json:"workspace,omitempty"`
+
+	// RunnerPodTemplate customises the runner Pod (pod placement only).
+	// +optional
+	RunnerPodTemplate *RunnerPodTemplate `json:"runnerPodTemplate,omitempty"`
+
+	// ServiceAccountName is the runner Pod's ServiceAccount (pod placement
+	// only). Defaults to landform-runner.
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// DisableDriftDetection turns off the periodic drift-check plan.
+	// +optional
+	DisableDriftDetection bool `json:"disableDriftDetection,omitempty"`
+
+	// PlanOnly plans but never applies, whatever ApprovePlan says.
+	// +optional
+	PlanOnly bool `json:"planOnly,omitempty"`
+
+	// Destroy plans the destruction of every resource of the module; the plan
+	// is approved like any other.
+	// +optional
+	Destroy bool `json:"destroy,omitempty"`
+}
+
+// SourceReference names a Flux source.
+type SourceReference struct {
+	// APIVersion of the source; defaults to the kind's current Flux version.
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+
+	// Kind of the source.
+	// +kubebuilder:validation:Enum=GitRepository;OCIRepository;Bucket
+	// +required
+	Kind string `json:"kind"`
+
+	// Name of the source.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Name string `json:"name"`
+
+	// Namespace of the source; defaults to the object's namespace.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// DeletionPolicy says what happens to cloud resources on deletion.
+type DeletionPolicy string
+
+const (
+	// DeletionPolicyDelete destroys the resources and the state.
+	DeletionPolicyDelete DeletionPolicy = "Delete"
+	// DeletionPolicyOrphan keeps the resources and the state.
+	DeletionPolicyOrphan DeletionPolicy = "Orphan"
+)
+
+// Variable is one input variable.
+type Variable struct {
+	// Name of the variable.
+	// +kubebuilder:validation:Pattern="^[a-zA-Z_][a-zA-Z0-9_-]*$"
+	// +required
+	Name string `json:"name"`
+
+	// Value is any JSON value: string, number, bool, list or map.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=""
+	// +optional
+	Value *apiextensionsv1.JSON `json:"value,omitempty"`
+}
+
+// VarsReference reads variables from a Secret or ConfigMap.
+type VarsReference struct {
+	// Kind is Secret or ConfigMap.
+	// +kubebuilder:validation:Enum=Secret;ConfigMap
+	// +required
+	Kind string `json:"kind"`
+
+	// Name of the Secret or ConfigMap, in the object's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Name string `json:"name"`
+
+	// VarsKeys selects keys; "key:name" reads key into variable name. All
+	// keys when empty. A value that parses as JSON is passed as that value,
+	// anything else as a string.
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
+	VarsKeys []string `json:"varsKeys,omitempty"`
+
+	// Optional tolerates a missing object or key.
+	// +optional
+	Optional bool `json:"optional,omitempty"`
+}
+
+// WriteOutputsToSecretSpec says which outputs to write where.
+type WriteOutputsToSecretSpec struct {
+	// Name of the Secret, in the object's namespace. Landform creates and
+	// owns it, and refuses to take over a Secret it does not own.
+	// +kubebuilder:validation:Pattern="^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Name string `json:"name"`
+
+	// Outputs to write; "name:alias" writes output name under key alias.
+	// All outputs when empty.
+	// +kubebuilder:validation:MaxItems=200
+	// +optional
+	Outputs []string `json:"outputs,omitempty"`
+
+	// Labels added to the Secret.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// Annotations added to the Secret.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// DependencyReference names an object that must be Ready first.
+type DependencyReference struct {
+	// APIVersion of the object; defaults to infra.landform.dev/v1alpha1.
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+
+	// Kind of the object; defaults to Terraform.
+	// +optional
+	Kind string `json:"kind,omitempty"`
+
+	// Name of the object.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Name string `json:"name"`
+
+	// Namespace of the object; defaults to this object's namespace.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// BackendConfig configures the state backend.
+// +kubebuilder:validation:XValidation:rule="!(has(self.customConfiguration) && has(self.secretSuffix))",message="secretSuffix applies only to the default kubernetes backend, not with customConfiguration"
+type BackendConfig struct {
+	// SecretSuffix of the state Secret tfstate-<workspace>-<secretSuffix>;
+	// defaults to the object's name.
+	// +kubebuilder:validation:Pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+	// +kubebuilder:validation:MaxLength=200
+	// +optional
+	SecretSuffix string `json:"secretSuffix,omitempty"`
+
+	// CustomConfiguration replaces the default backend with this HCL
+	// (a complete terraform { backend "..." { } } block).
+	// +optional
+	CustomConfiguration string `json:"customConfiguration,omitempty"`
+}
+
+// RunnerPodTemplate customises runner Pods.
+type RunnerPodTemplate struct {
+	// Metadata added to the runner Pod.
+	// +optional
+	Metadata RunnerPodMetadata `json:"metadata,omitempty"`
+
+	// Spec of the runner Pod.
+	// +optional
+	Spec RunnerPodSpec `json:"spec,omitempty"`
+}
+
+// RunnerPodMetadata is the runner Pod's extra metadata.
+type RunnerPodMetadata struct {
+	// Labels added to the runner Pod.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations added to the runner Pod.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// RunnerPodSpec is the part of the runner Pod's spec a user may set.
+type RunnerPodSpec struct {
+	// Image of the runner.
+	// +optional
+	Image string `json:"image,omitempty"`
+	// Env of the runner container.
+	// +optional
+	Env []corev1.EnvVar `json:"env,omitempty"`
+	// EnvFrom of the runner container.
+	// +optional
+	EnvFrom []corev1.EnvFromSource `json:"envFrom,omitempty"`
+	// Resources of the runner container.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// NodeSelector of the runner Pod.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Tolerations of the runner Pod.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// Affinity of the runner Pod.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// Volumes added to the runner Pod.
+	// +optional
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
+	// VolumeMounts added to the runner container.
+	// +optional
+	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
+}
+
+// TerraformStatus is the observed state of a Terraform object.
+type TerraformStatus struct {
+	// ObservedGeneration is the last generation reconciled to completion.
+	// +kubebuilder:default=-1
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration"`
+
+	// Conditions: Ready, Reconciling, Stalled, Planned, Applied, Drifted,
+	// StateLocked, OutputsWritten.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// LastAttemptedRevision is the source revision last tried.
+	// +optional
+	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
+
+	// LastPlannedRevision is the source revision of the last plan.
+	// +optional
+	LastPlannedRevision string `json:"lastPlannedRevision,omitempty"`
+
+	// LastAppliedRevision is the source revision last applied.
+	// +optional
+	LastAppliedRevision string `json:"lastAppliedRevision,omitempty"`
+
+	// LastAppliedPlan is the id of the plan last applied.
+	// +optional
+	LastAppliedPlan string `json:"lastAppliedPlan,omitempty"`
+
+	// Plan summarises the last plan.
+	// +optional
+	Plan *PlanStatus `json:"plan,omitempty"`
+
+	// AvailableOutputs lists the module's output names (never values).
+	// +optional
+	AvailableOutputs []string `json:"availableOutputs,omitempty"`
+
+	// Lock is the state lock holder while the state is locked.
+	// +optional
+	Lock *LockStatus `json:"lock,omitempty"`
+
+	// LastHandledReconcileAt is the last reconcile.fluxcd.io/requestedAt
+	// value handled.
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
+}
+
+// PlanStatus summarises a plan.
+type PlanStatus struct {
+	// Pending is the id of the plan waiting to be applied; empty once
+	// applied or when the plan had no changes.
+	// +optional
+	Pending string `json:"pending,omitempty"`
+
+	// ID of the last plan: plan-<revision short>-<changes digest short>.
+	// +optional
+	ID string `json:"id,omitempty"`
+
+	// Revision the plan was made from.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+
+	// Add, Change and Destroy count the planned resource actions.
+	// +optional
+	Add int32 `json:"add"`
+	// +optional
+	Change int32 `json:"change"`
+	// +optional
+	Destroy int32 `json:"destroy"`
+
+	// Resources are the addresses of the resources the plan changes.
+	// +optional
+	Resources []string `json:"resources,omitempty"`
+
+	// IsDestroy is true for a plan that destroys everything.
+	// +optional
+	IsDestroy bool `json:"isDestroy,omitempty"`
+
+	// IsDrift is true when the plan repairs drift rather than applying a new
+	// revision or spec.
+	// +optional
+	IsDrift bool `json:"isDrift,omitempty"`
+
+	// PlannedAt is when the plan was made.
+	// +optional
+	PlannedAt *metav1.Time `json:"plannedAt,omitempty"`
+}
+
+// LockStatus describes who holds the state lock.
+type LockStatus struct {
+	// ID of the lock.
+	// +optional
+	ID string `json:"id,omitempty"`
+	// Holder of the lock (who and which operation).
+	// +optional
+	Holder string `json:"holder,omitempty"`
+	// Since when the lock is held.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+}
+
+// Terraform runs a Terraform/OpenTofu module from a Flux source.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=tf
+// +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
+// +kubebuilder:printcolumn:name="Status",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].message"
+// +kubebuilder:printcolumn:name="Plan",type="string",JSONPath=".status.plan.pending"
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+type Terraform struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec TerraformSpec `json:"spec"`
+	// +kubebuilder:default={"observedGeneration":-1}
+	// +optional
+	Status TerraformStatus `json:"status,omitempty"`
+}
+
+// TerraformList is a list of Terraform objects.
+// +kubebuilder:object:root=true
+type TerraformList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Terraform `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Terraform{}, &TerraformList{})
+}

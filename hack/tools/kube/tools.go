@@ -1,0 +1,10 @@
+//go:build tools
+
+// Package tools pins the Kubernetes control-plane binaries used by envtest and
+// the real single-node cluster suite.
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+)
