@@ -41,16 +41,19 @@ build:
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/landform-controller ./cmd/controller
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/landform-runner ./cmd/runner
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/landform ./cmd/landform
+	hack/build-provider.sh $(BIN)/providers
 
 vet:
 	go vet ./...
 	cd api && go vet ./...
+	cd providers/landform && go vet ./...
 
 ## test: generate-check, vet, unit and integration tests (real kube-apiserver, etcd and OpenTofu)
 test: generate-check vet build
 	KUBEBUILDER_ASSETS=$(BIN) LANDFORM_RUNNER_BIN=$(BIN)/landform-runner LANDFORM_TOFU=$(BIN)/tofu \
 		LANDFORM_TERRAFORM=$(BIN)/terraform LANDFORM_FLUX_CRDS=$(BIN)/flux-crds \
 		go test -timeout $(TEST_TIMEOUT) -count=1 ./...
+	cd providers/landform && LANDFORM_TOFU=$(BIN)/tofu go test -count=1 ./...
 
 ## bench: benchmarks (performance targets live here, never in tests)
 bench: build

@@ -1,0 +1,147 @@
+// Command landform-runner serves the runner protocol for one workspace over
+// mTLS until SIGTERM or SIGINT, then interrupts terraform gracefully so that
+// it releases its state lock, and exits.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/landform-dev/landform/internal/mtls"
+	"github.com/landform-dev/landform/runner"
+)
+
+func main() {
+	if err := run(); err != nil {
+		slog.Error("runner failed", "error", err.Error())
+		os.Exit(1)
+	}
+}
+
+type stringList []string
+
+func (l *stringList) String() string     { return fmt.Sprint(*l) }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+func run() error {
+	var (
+		listen      = flag.String("listen", ":9443", "address to listen on")
+		addressFile = flag.String("address-file", "", "write the address actually listened on to this file (for --listen with port 0)")
+		tlsCert     = flag.String("tls-cert", "", "server certificate (PEM)")
+		tlsKey      = flag.String("tls-key", "", "server private key (PEM)")
+		tlsClientCA = flag.String("tls-client-ca", "", "CA certificate that client certificates must chain to (PEM)")
+		workDir     = flag.String("work-dir", filepath.Join(os.TempDir(), "landform-runner"), "directory for the workspace, HOME and the CLI configuration")
+		engine      = flag.String("engine", "", "terraform or tofu binary (default: tofu on PATH, else terraform)")
+		grace       = flag.Duration("grace", runner.DefaultInterruptGrace, "time terraform gets to stop after an interrupt before it is killed")
+		mirrors     stringList
+	)
+	flag.Var(&mirrors, "provider-mirror", "read-only provider filesystem mirror (repeatable)")
+	flag.Parse()
+
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	slog.SetDefault(log)
+
+	if *tlsCert == "" || *tlsKey == "" || *tlsClientCA == "" {
+		return errors.New("--tls-cert, --tls-key and --tls-client-ca are required: the runner only serves mTLS")
+	}
+	tlsConfig, err := loadTLS(*tlsCert, *tlsKey, *tlsClientCA)
+	if err != nil {
+		return err
+	}
+	srv, err := runner.NewServer(runner.Options{
+		Engine:          *engine,
+		WorkDir:         *workDir,
+		ProviderMirrors: mirrors,
+		InterruptGrace:  *grace,
+		Logger:          log,
+	})
+	if err != nil {
+		return err
+	}
+	gs, err := srv.NewGRPCServer(tlsConfig)
+	if err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	lis, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	if *addressFile != "" {
+		if err := writeAtomic(*addressFile, []byte(lis.Addr().String()+"\n")); err != nil {
+			lis.Close()
+			return err
+		}
+	}
+	log.Info("runner serving", "address", lis.Addr().String())
+
+	served := make(chan error, 1)
+	go func() { served <- gs.Serve(lis) }()
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: interrupting terraform", "grace", grace.String())
+	// A little beyond the interrupt grace: terraform is killed at the end
+	// of it, and its call still has to return.
+	shutdownErr := srv.Shutdown(*grace + 5*time.Second)
+
+	// The calls have returned (or are abandoned); let their final status
+	// reach the client before the process exits.
+	stopped := make(chan struct{})
+	go func() { gs.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		gs.Stop()
+	}
+	if shutdownErr != nil {
+		return shutdownErr
+	}
+	log.Info("runner stopped")
+	return nil
+}
+
+func loadTLS(certFile, keyFile, caFile string) (*tls.Config, error) {
+	cert, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, fmt.Errorf("read certificate: %w", err)
+	}
+	key, err := os.ReadFile(keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("read key: %w", err)
+	}
+	ca, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("read client CA: %w", err)
+	}
+	return mtls.ServerTLSConfig(cert, key, ca)
+}
+
+// writeAtomic writes through a rename so that a reader polling the file
+// never sees a partial address.
+func writeAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("write address file: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write address file: %w", err)
+	}
+	return nil
+}

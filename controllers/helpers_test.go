@@ -1,0 +1,202 @@
+package controllers
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+const (
+	waitTimeout = 3 * time.Minute
+	pollEvery   = 250 * time.Millisecond
+)
+
+// fileModule is the offline test module: a landform_file whose drift the
+// provider sees, with string, number, map and sensitive outputs.
+func fileModule() map[string]string {
+	return moduleFiles(filepath.Join("..", "modules", "file"), "modules/file")
+}
+
+// newNamespace creates a namespace of its own for one test.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	ns := "t-" + hex.EncodeToString(b)
+	NewWithT(t).Expect(k8sClient.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	return ns
+}
+
+// newGitRepository creates a GitRepository whose status carries artifact,
+// as source-controller would report it.
+func newGitRepository(t *testing.T, ns, name string, artifact *meta.Artifact) *sourcev1.GitRepository {
+	t.Helper()
+	ctx := context.Background()
+	repo := &sourcev1.GitRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       sourcev1.GitRepositorySpec{URL: "https://example.invalid/repo.git", Interval: metav1.Duration{Duration: time.Hour}},
+	}
+	NewWithT(t).Expect(k8sClient.Create(ctx, repo)).To(Succeed())
+	if artifact != nil {
+		setArtifact(t, repo, artifact)
+	}
+	return repo
+}
+
+// setArtifact publishes a new artifact on the source's status.
+func setArtifact(t *testing.T, repo *sourcev1.GitRepository, artifact *meta.Artifact) {
+	t.Helper()
+	ctx := context.Background()
+	NewWithT(t).Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(repo), repo)).To(Succeed())
+	repo.Status.Artifact = artifact
+	repo.Status.ObservedGeneration = repo.Generation
+	conditions.MarkTrue(repo, meta.ReadyCondition, meta.SucceededReason, "stored artifact for revision %s", artifact.Revision)
+	NewWithT(t).Expect(k8sClient.Status().Update(ctx, repo)).To(Succeed())
+}
+
+// newTerraform creates a Terraform object on repo's modules/file.
+func newTerraform(t *testing.T, ns, name string, mutate func(*infrav1.Terraform)) *infrav1.Terraform {
+	t.Helper()
+	tf := &infrav1.Terraform{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: infrav1.TerraformSpec{
+			SourceRef:     infrav1.SourceReference{Kind: sourcev1.GitRepositoryKind, Name: "repo"},
+			Path:          "modules/file",
+			Interval:      metav1.Duration{Duration: time.Hour},
+			RetryInterval: &metav1.Duration{Duration: 2 * time.Second},
+			ApprovePlan:   infrav1.ApprovePlanAuto,
+		},
+	}
+	if mutate != nil {
+		mutate(tf)
+	}
+	NewWithT(t).Expect(k8sClient.Create(context.Background(), tf)).To(Succeed())
+	return tf
+}
+
+// jsonValue wraps a Go value as a Terraform variable value.
+func jsonValue(v any) *apiextensionsv1.JSON {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return &apiextensionsv1.JSON{Raw: b}
+}
+
+// effectPath is a fresh path for a test's external effect.
+func effectPath(t *testing.T) string {
+	name := strings.Map(func(r rune) rune {
+		if (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return '_'
+	}, t.Name())
+	return filepath.Join(effects, name+".txt")
+}
+
+// fileVars are the variables of modules/file.
+func fileVars(path, content string) []infrav1.Variable {
+	return []infrav1.Variable{{Name: "path", Value: jsonValue(path)}, {Name: "content", Value: jsonValue(content)}}
+}
+
+// get reads the object again.
+func get(g Gomega, tf *infrav1.Terraform) *infrav1.Terraform {
+	out := &infrav1.Terraform{}
+	g.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(tf), out)).To(Succeed())
+	return out
+}
+
+// waitFor polls until check passes on the current object, then returns it.
+func waitFor(t *testing.T, tf *infrav1.Terraform, check func(g Gomega, obj *infrav1.Terraform)) *infrav1.Terraform {
+	t.Helper()
+	var last *infrav1.Terraform
+	NewWithT(t).Eventually(func(g Gomega) {
+		last = get(g, tf)
+		check(g, last)
+	}).WithTimeout(waitTimeout).WithPolling(pollEvery).Should(Succeed(), func() string { return describe(last) })
+	return last
+}
+
+// waitReady waits for Ready=True at the current generation.
+func waitReady(t *testing.T, tf *infrav1.Terraform) *infrav1.Terraform {
+	t.Helper()
+	return waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
+		g.Expect(obj.Status.ObservedGeneration).To(Equal(obj.Generation))
+		g.Expect(conditions.IsReady(obj)).To(BeTrue(), "Ready")
+	})
+}
+
+// waitNotReady waits for Ready=False with reason.
+func waitNotReady(t *testing.T, tf *infrav1.Terraform, reason string) *infrav1.Terraform {
+	t.Helper()
+	return waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
+		c := conditions.Get(obj, meta.ReadyCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(reason))
+	})
+}
+
+// describe prints an object's status for failure messages.
+func describe(obj *infrav1.Terraform) string {
+	if obj == nil {
+		return "object not read yet"
+	}
+	b, _ := json.MarshalIndent(obj.Status, "", "  ")
+	return fmt.Sprintf("status of %s/%s (generation %d):\n%s", obj.Namespace, obj.Name, obj.Generation, b)
+}
+
+// secretData reads a Secret's data, nil when it does not exist.
+func secretData(g Gomega, ns, name string) map[string][]byte {
+	s := &corev1.Secret{}
+	err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, s)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	return s.Data
+}
+
+// readFile returns a file's content, or "<missing>".
+func readFile(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "<missing>"
+	}
+	return string(b)
+}
+
+// deleteAndWait deletes the object and waits until it is gone.
+func deleteAndWait(t *testing.T, tf *infrav1.Terraform) {
+	t.Helper()
+	NewWithT(t).Expect(k8sClient.Delete(context.Background(), tf)).To(Succeed())
+	NewWithT(t).Eventually(func() bool {
+		err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(tf), &infrav1.Terraform{})
+		return apierrors.IsNotFound(err)
+	}).WithTimeout(waitTimeout).WithPolling(pollEvery).Should(BeTrue(), func() string { return describe(get(NewWithT(t), tf)) })
+}
+
+func keyOf(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+
+// rawMergePatch is a JSON merge patch.
+func rawMergePatch(b []byte) client.Patch { return client.RawPatch(types.MergePatchType, b) }

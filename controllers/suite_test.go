@@ -1,0 +1,279 @@
+package controllers
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/mtls"
+	"github.com/landform-dev/landform/internal/placement"
+	"github.com/landform-dev/landform/internal/planstore"
+	"github.com/landform-dev/landform/internal/source"
+	"github.com/landform-dev/landform/runner"
+)
+
+// The integration suite: a real kube-apiserver and etcd (envtest), the real
+// runner binary as local child processes, and a real OpenTofu.
+var (
+	k8sClient client.Client
+	restCfg   *rest.Config
+	artifacts *artifactServer
+	// controllerLogs and runnerLogs collect every line either wrote, so that
+	// tests can scan them for secret values.
+	controllerLogs = &syncBuffer{}
+	runnerLogs     = &syncBuffer{}
+	// effects is where test modules create their external objects (files).
+	effects string
+	// mirror is the provider filesystem mirror the runners use.
+	mirror string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	root, _ := filepath.Abs("..")
+	tmp, err := os.MkdirTemp("", "landform-controllers-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(tmp)
+
+	assets := envOr("KUBEBUILDER_ASSETS", filepath.Join(root, "bin"))
+	engine := envOr("LANDFORM_TOFU", filepath.Join(root, "bin", "tofu"))
+	fluxCRDs := envOr("LANDFORM_FLUX_CRDS", filepath.Join(root, "bin", "flux-crds"))
+	for _, p := range []string{filepath.Join(assets, "kube-apiserver"), filepath.Join(assets, "etcd"), engine, fluxCRDs} {
+		if _, err := os.Stat(p); err != nil {
+			fmt.Fprintf(os.Stderr, "integration tests need %s: run `make tools` first (%v)\n", p, err)
+			return 1
+		}
+	}
+	runnerBin := os.Getenv("LANDFORM_RUNNER_BIN")
+	if runnerBin == "" {
+		runnerBin = filepath.Join(tmp, "landform-runner")
+		if out, err := exec.Command("go", "build", "-o", runnerBin, "../cmd/runner").CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "building the runner: %v\n%s", err, out)
+			return 1
+		}
+	}
+	mirror = filepath.Join(tmp, "providers")
+	if out, err := exec.Command(filepath.Join(root, "hack", "build-provider.sh"), mirror).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building the test provider: %v\n%s", err, out)
+		return 1
+	}
+	effects = filepath.Join(tmp, "effects")
+	_ = os.MkdirAll(effects, 0o755)
+
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(controllerLogs, testLogSink())), zap.Level(zapcore.DebugLevel)))
+
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases"), fluxCRDs},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: assets,
+	}
+	restCfg, err = env.Start()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting envtest: %v\n", err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = infrav1.AddToScheme(scheme)
+	_ = sourcev1.AddToScheme(scheme)
+	k8sClient, err = client.New(restCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		panic(err)
+	}
+
+	artifacts = newArtifactServer(filepath.Join(tmp, "artifacts"))
+	defer artifacts.srv.Close()
+
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{Scheme: scheme, Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}}, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		panic(err)
+	}
+	ca, err := mtls.NewCA("landform-test", time.Hour)
+	if err != nil {
+		panic(err)
+	}
+	kubeconfig := filepath.Join(tmp, "kubeconfig")
+	if err := placement.WriteKubeconfig(restCfg, kubeconfig); err != nil {
+		panic(err)
+	}
+	r := &TerraformReconciler{
+		Client:        mgr.GetClient(),
+		EventRecorder: mgr.GetEventRecorderFor("landform-controller"),
+		Fetcher:       source.NewFetcher(filepath.Join(tmp, "cache")),
+		Plans:         planstore.Store{Client: mgr.GetClient()},
+		Placer: &placement.Local{
+			CA:         ca,
+			Kubeconfig: kubeconfig,
+			Grace:      10 * time.Second,
+			Options: runner.LocalOptions{
+				Binary:          runnerBin,
+				Engine:          engine,
+				WorkDir:         filepath.Join(tmp, "runners"),
+				ProviderMirrors: []string{mirror},
+				Stdout:          runnerLogs,
+				Stderr:          runnerLogs,
+			},
+		},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := r.SetupWithManager(ctx, mgr, Options{MaxConcurrentReconciles: 4}); err != nil {
+		panic(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
+		}
+	}()
+	code := m.Run()
+	cancel()
+	<-done
+	return code
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// testLogSink shows controller logs with -v only, to keep failures readable.
+func testLogSink() io.Writer {
+	if os.Getenv("LANDFORM_TEST_LOGS") != "" {
+		return os.Stderr
+	}
+	return io.Discard
+}
+
+// syncBuffer is a goroutine-safe log buffer.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// artifactServer serves tarballs the way source-controller does.
+type artifactServer struct {
+	dir string
+	srv *httptest.Server
+	mu  sync.Mutex
+	n   int
+}
+
+func newArtifactServer(dir string) *artifactServer {
+	_ = os.MkdirAll(dir, 0o755)
+	return &artifactServer{dir: dir, srv: httptest.NewServer(http.FileServer(http.Dir(dir)))}
+}
+
+// publish packs files into a tarball and returns its artifact.
+func (s *artifactServer) publish(files map[string]string) *meta.Artifact {
+	data := tarball(files)
+	s.mu.Lock()
+	s.n++
+	name := fmt.Sprintf("artifact-%d.tar.gz", s.n)
+	s.mu.Unlock()
+	if err := os.WriteFile(filepath.Join(s.dir, name), data, 0o644); err != nil {
+		panic(err)
+	}
+	sum := sha256.Sum256(data)
+	rev := sha1.Sum(data)
+	return &meta.Artifact{
+		Path:           name,
+		URL:            s.srv.URL + "/" + name,
+		Revision:       "main@sha1:" + hex.EncodeToString(rev[:]),
+		Digest:         "sha256:" + hex.EncodeToString(sum[:]),
+		LastUpdateTime: metav1.Now(),
+		Size:           ptrTo(int64(len(data))),
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func tarball(files map[string]string) []byte {
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		_ = tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(files[n])), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0)})
+		_, _ = tw.Write([]byte(files[n]))
+	}
+	_ = tw.Close()
+	_ = gz.Close()
+	return buf.Bytes()
+}
+
+// moduleFiles reads a module directory into a file map for publish.
+func moduleFiles(dir string, prefix string) map[string]string {
+	files := map[string]string{}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		panic(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			panic(err)
+		}
+		files[filepath.Join(prefix, e.Name())] = string(b)
+	}
+	return files
+}

@@ -1,0 +1,96 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+// An auto-approved object plans, applies, writes its outputs and becomes Ready.
+func TestAutoApproveAppliesAndWritesOutputs(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
+	path := effectPath(t)
+	tf := newTerraform(t, ns, "auto", func(tf *infrav1.Terraform) {
+		tf.Spec.Vars = fileVars(path, "hello")
+		tf.Spec.WriteOutputsToSecret = &infrav1.WriteOutputsToSecretSpec{
+			Name:    "auto-outputs",
+			Outputs: []string{"path", "content_length:length", "meta"},
+			Labels:  map[string]string{"team": "a"},
+		}
+	})
+
+	obj := waitReady(t, tf)
+	g.Expect(readFile(path)).To(Equal("hello"), "the module's external effect")
+	g.Expect(obj.Status.LastAppliedRevision).To(Equal(obj.Status.LastAttemptedRevision))
+	g.Expect(obj.Status.LastAppliedPlan).To(MatchRegexp(`^plan-[a-z0-9]{10}-[a-f0-9]{10}$`))
+	g.Expect(obj.Status.Plan.Pending).To(BeEmpty())
+	g.Expect(obj.Status.Plan.Add).To(Equal(int32(1)))
+	g.Expect(obj.Status.Plan.Resources).To(ConsistOf("landform_file.this"))
+	g.Expect(obj.Status.AvailableOutputs).To(ConsistOf("content_length", "meta", "path", "secret", "sha256"))
+	g.Expect(conditions.IsTrue(obj, infrav1.AppliedCondition)).To(BeTrue())
+	g.Expect(conditions.GetReason(obj, infrav1.OutputsWrittenCondition)).To(Equal(infrav1.OutputsWrittenReason))
+	g.Expect(obj.Finalizers).To(ContainElement(infrav1.Finalizer))
+
+	data := secretData(g, ns, "auto-outputs")
+	g.Expect(data).To(HaveLen(3))
+	g.Expect(string(data["path"])).To(Equal(path), "strings are written raw")
+	g.Expect(string(data["length"])).To(Equal("5"), "numbers as JSON, under the alias")
+	g.Expect(data["meta"]).To(MatchJSON(`{"path":"`+path+`","bytes":5}`), "maps as JSON")
+
+	out := &corev1.Secret{}
+	g.Expect(k8sClient.Get(context.Background(), keyOf(ns, "auto-outputs"), out)).To(Succeed())
+	g.Expect(out.Labels).To(HaveKeyWithValue("team", "a"))
+	g.Expect(metav1.GetControllerOf(out).UID).To(Equal(obj.UID), "Landform owns the outputs Secret")
+
+	g.Expect(secretData(g, ns, "tfstate-default-auto")).NotTo(BeNil(), "state in the kubernetes backend")
+}
+
+// A new source revision is planned and applied, and the outputs follow.
+func TestNewRevisionReplansAndUpdatesOutputs(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	repo := newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
+	path := effectPath(t)
+	tf := newTerraform(t, ns, "rev", func(tf *infrav1.Terraform) {
+		tf.Spec.Vars = fileVars(path, "one")
+		tf.Spec.WriteOutputsToSecret = &infrav1.WriteOutputsToSecretSpec{Name: "rev-outputs", Outputs: []string{"content_length", "extra"}}
+	})
+	// The first revision has no output "extra": the outputs selection fails
+	// until the next revision adds it.
+	obj := waitNotReady(t, tf, infrav1.OutputsFailedReason)
+	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring(`"extra"`))
+	first := obj.Status.LastAppliedRevision
+	g.Expect(readFile(path)).To(Equal("one"))
+
+	files := fileModule()
+	files["modules/file/extra.tf"] = `output "extra" { value = "from revision two" }`
+	setArtifact(t, repo, artifacts.publish(files))
+
+	obj = waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
+		g.Expect(obj.Status.LastAppliedRevision).NotTo(Equal(first))
+		g.Expect(conditions.IsReady(obj)).To(BeTrue())
+	})
+	g.Expect(obj.Status.LastAppliedRevision).To(Equal(obj.Status.LastAttemptedRevision))
+	data := secretData(g, ns, "rev-outputs")
+	g.Expect(string(data["extra"])).To(Equal("from revision two"))
+	g.Expect(string(data["content_length"])).To(Equal("3"))
+
+	// A spec change is a new plan too.
+	obj.Spec.Vars = fileVars(path, "three!")
+	g.Expect(k8sClient.Update(context.Background(), obj)).To(Succeed())
+	waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
+		g.Expect(conditions.IsReady(obj)).To(BeTrue())
+		g.Expect(obj.Status.ObservedGeneration).To(Equal(obj.Generation))
+		g.Expect(string(secretData(g, ns, "rev-outputs")["content_length"])).To(Equal("6"))
+	})
+	g.Expect(readFile(path)).To(Equal("three!"))
+}

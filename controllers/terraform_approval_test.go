@@ -1,0 +1,80 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/gomega"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+// A manual plan waits with its summary in status; an approval naming another
+// plan does nothing and says so; the right id applies exactly that plan.
+func TestManualApprovalIsBoundToThePlanID(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
+	path := effectPath(t)
+	tf := newTerraform(t, ns, "manual", func(tf *infrav1.Terraform) {
+		tf.Spec.ApprovePlan = ""
+		tf.Spec.Vars = fileVars(path, "manual")
+	})
+
+	obj := waitNotReady(t, tf, infrav1.PlanPendingReason)
+	pending := obj.Status.Plan.Pending
+	g.Expect(pending).To(MatchRegexp(`^plan-[a-z0-9]{10}-[a-f0-9]{10}$`))
+	g.Expect(obj.Status.Plan.Add).To(Equal(int32(1)))
+	g.Expect(obj.Status.Plan.Change).To(BeZero())
+	g.Expect(obj.Status.Plan.Destroy).To(BeZero())
+	g.Expect(obj.Status.Plan.Resources).To(ConsistOf("landform_file.this"))
+	g.Expect(conditions.GetReason(obj, infrav1.PlannedCondition)).To(Equal(infrav1.PlannedWithChangesReason))
+	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring(infrav1.ApproveAnnotation + "=" + pending))
+	g.Expect(readFile(path)).To(Equal("<missing>"), "nothing applied before approval")
+
+	// A wrong id: nothing happens, and status says why.
+	wrong := "plan-0000000000-0000000000"
+	annotate(t, obj, infrav1.ApproveAnnotation, wrong)
+	obj = waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
+		g.Expect(conditions.GetReason(obj, infrav1.PlannedCondition)).To(Equal(infrav1.ApprovalMismatchReason))
+	})
+	g.Expect(conditions.GetMessage(obj, infrav1.PlannedCondition)).To(ContainSubstring(wrong))
+	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring("does not match"))
+	g.Expect(obj.Status.Plan.Pending).To(Equal(pending))
+	g.Consistently(func() string { return readFile(path) }).WithTimeout(3 * time.Second).Should(Equal("<missing>"))
+
+	// The right id applies that plan.
+	annotate(t, obj, infrav1.ApproveAnnotation, pending)
+	obj = waitReady(t, tf)
+	g.Expect(obj.Status.LastAppliedPlan).To(Equal(pending))
+	g.Expect(obj.Status.Plan.Pending).To(BeEmpty())
+	g.Expect(readFile(path)).To(Equal("manual"))
+}
+
+// spec.approvePlan set to a plan id approves that plan through Git.
+func TestApprovePlanInSpec(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
+	path := effectPath(t)
+	tf := newTerraform(t, ns, "gitops", func(tf *infrav1.Terraform) {
+		tf.Spec.ApprovePlan = ""
+		tf.Spec.Vars = fileVars(path, "gitops")
+	})
+	obj := waitNotReady(t, tf, infrav1.PlanPendingReason)
+	obj.Spec.ApprovePlan = obj.Status.Plan.Pending
+	g.Expect(k8sClient.Update(context.Background(), obj)).To(Succeed())
+	obj = waitReady(t, tf)
+	g.Expect(obj.Status.LastAppliedPlan).To(Equal(obj.Spec.ApprovePlan), "the same changes re-planned keep their id")
+	g.Expect(readFile(path)).To(Equal("gitops"))
+}
+
+// annotate sets one annotation with a merge patch, touching nothing else.
+func annotate(t *testing.T, obj *infrav1.Terraform, key, value string) {
+	t.Helper()
+	patch := []byte(`{"metadata":{"annotations":{"` + key + `":"` + value + `"}}}`)
+	NewWithT(t).Expect(k8sClient.Patch(context.Background(), obj, rawMergePatch(patch))).To(Succeed())
+}

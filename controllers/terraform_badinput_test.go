@@ -1,0 +1,180 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+// Every bad input ends in Ready=False with its own reason and a message that
+// says what to fix, and the object recovers once it is fixed.
+func TestBadInput(t *testing.T) {
+	cases := []struct {
+		name string
+		// setup creates the broken situation and returns the object.
+		setup func(t *testing.T, ns string) *infrav1.Terraform
+		// reason and message are what Ready must say.
+		reason, message string
+		// fix repairs the input.
+		fix func(t *testing.T, ns string, tf *infrav1.Terraform)
+	}{{
+		name: "invalid HCL",
+		setup: func(t *testing.T, ns string) *infrav1.Terraform {
+			files := fileModule()
+			files["modules/file/broken.tf"] = `resource "landform_file" "broken" {`
+			newGitRepository(t, ns, "repo", artifacts.publish(files))
+			return newTerraform(t, ns, "tf", withFileVars(t))
+		},
+		reason:  infrav1.InvalidConfigurationReason,
+		message: "push a new revision",
+		fix: func(t *testing.T, ns string, _ *infrav1.Terraform) {
+			setArtifact(t, repoOf(t, ns), artifacts.publish(fileModule()))
+		},
+	}, {
+		name: "missing required variable",
+		setup: func(t *testing.T, ns string) *infrav1.Terraform {
+			newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
+			return newTerraform(t, ns, "tf", func(tf *infrav1.Terraform) {
+				tf.Spec.Vars = []infrav1.Variable{{Name: "content", Value: jsonValue("x")}}
+			})
+		},
+		reason:  infrav1.MissingVariableReason,
+		message: "spec.vars",
+		fix: func(t *testing.T, ns string, tf *infrav1.Terraform) {
+			updateSpec(t, tf, func(tf *infrav1.Terraform) { tf.Spec.Vars = fileVars(effectPath(t), "x") })
+		},
+	}, {
+		name: "missing source",
+		setup: func(t *testing.T, ns string) *infrav1.Terraform {
+			return newTerraform(t, ns, "tf", withFileVars(t))
+		},
+		reason:  infrav1.SourceNotFoundReason,
+		message: "fix spec.sourceRef",
+		fix: func(t *testing.T, ns string, _ *infrav1.Terraform) {
+			newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
+		},
+	}, {
+		name: "source not ready",
+		setup: func(t *testing.T, ns string) *infrav1.Terraform {
+			newGitRepository(t, ns, "repo", nil)
+			return newTerraform(t, ns, "tf", withFileVars(t))
+		},
+		reason:  infrav1.SourceNotReadyReason,
+		message: "no artifact",
+		fix: func(t *testing.T, ns string, _ *infrav1.Terraform) {
+			setArtifact(t, repoOf(t, ns), artifacts.publish(fileModule()))
+		},
+	}, {
+		name: "digest mismatch",
+		setup: func(t *testing.T, ns string) *infrav1.Terraform {
+			a := artifacts.publish(fileModule())
+			a.Digest = "sha256:" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+			newGitRepository(t, ns, "repo", a)
+			return newTerraform(t, ns, "tf", withFileVars(t))
+		},
+		reason:  infrav1.DigestMismatchReason,
+		message: "digest",
+		fix: func(t *testing.T, ns string, _ *infrav1.Terraform) {
+			setArtifact(t, repoOf(t, ns), artifacts.publish(fileModule()))
+		},
+	}, {
+		name: "varsFrom names a missing Secret",
+		setup: func(t *testing.T, ns string) *infrav1.Terraform {
+			newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
+			return newTerraform(t, ns, "tf", func(tf *infrav1.Terraform) {
+				withFileVars(t)(tf)
+				tf.Spec.VarsFrom = []infrav1.VarsReference{{Kind: "Secret", Name: "creds"}}
+			})
+		},
+		reason:  infrav1.VarsNotFoundReason,
+		message: "create it, or mark the reference optional",
+		fix: func(t *testing.T, ns string, _ *infrav1.Terraform) {
+			NewWithT(t).Expect(k8sClient.Create(context.Background(), &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"},
+				StringData: map[string]string{"sensitive_content": "pa55word-fix"},
+			})).To(Succeed())
+		},
+	}, {
+		name: "outputs Secret owned by something else",
+		setup: func(t *testing.T, ns string) *infrav1.Terraform {
+			NewWithT(t).Expect(k8sClient.Create(context.Background(), &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "taken"},
+				StringData: map[string]string{"keep": "me"},
+			})).To(Succeed())
+			newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
+			return newTerraform(t, ns, "tf", func(tf *infrav1.Terraform) {
+				withFileVars(t)(tf)
+				tf.Spec.WriteOutputsToSecret = &infrav1.WriteOutputsToSecretSpec{Name: "taken"}
+			})
+		},
+		reason:  infrav1.OutputSecretConflictReason,
+		message: "taken",
+		fix: func(t *testing.T, ns string, _ *infrav1.Terraform) {
+			g := NewWithT(t)
+			g.Expect(string(secretData(g, ns, "taken")["keep"])).To(Equal("me"), "the foreign Secret is untouched")
+			NewWithT(t).Expect(k8sClient.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "taken"}})).To(Succeed())
+		},
+	}, {
+		name: "path escaping the artifact",
+		setup: func(t *testing.T, ns string) *infrav1.Terraform {
+			newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
+			return newTerraform(t, ns, "tf", func(tf *infrav1.Terraform) {
+				withFileVars(t)(tf)
+				tf.Spec.Path = "../../etc"
+			})
+		},
+		reason:  infrav1.InvalidPathReason,
+		message: "inside the artifact",
+		fix: func(t *testing.T, ns string, tf *infrav1.Terraform) {
+			updateSpec(t, tf, func(tf *infrav1.Terraform) { tf.Spec.Path = "modules/file" })
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			g := NewWithT(t)
+			ns := newNamespace(t)
+			tf := tc.setup(t, ns)
+			obj := waitNotReady(t, tf, tc.reason)
+			g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring(tc.message))
+			g.Expect(obj.Status.LastAppliedRevision).To(BeEmpty())
+
+			tc.fix(t, ns, obj)
+			obj = waitReady(t, tf)
+			g.Expect(obj.Status.LastAppliedRevision).NotTo(BeEmpty())
+			g.Expect(conditions.Get(obj, meta.StalledCondition)).To(BeNil())
+		})
+	}
+}
+
+func withFileVars(t *testing.T) func(*infrav1.Terraform) {
+	path := effectPath(t)
+	return func(tf *infrav1.Terraform) { tf.Spec.Vars = fileVars(path, "x") }
+}
+
+func repoOf(t *testing.T, ns string) *sourcev1.GitRepository {
+	repo := &sourcev1.GitRepository{}
+	NewWithT(t).Expect(k8sClient.Get(context.Background(), keyOf(ns, "repo"), repo)).To(Succeed())
+	return repo
+}
+
+// updateSpec changes the object's spec, retrying on conflicts.
+func updateSpec(t *testing.T, tf *infrav1.Terraform, mutate func(*infrav1.Terraform)) {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		obj := &infrav1.Terraform{}
+		if err := k8sClient.Get(context.Background(), keyOf(tf.Namespace, tf.Name), obj); err != nil {
+			return err
+		}
+		mutate(obj)
+		return k8sClient.Update(context.Background(), obj)
+	}).WithTimeout(waitTimeout).Should(Succeed())
+}

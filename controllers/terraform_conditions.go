@@ -1,0 +1,108 @@
+package controllers
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+// progressingWithRetryReason marks Reconciling while a failure is retried,
+// so that kstatus (and a Flux health check) sees work in progress, not success.
+const progressingWithRetryReason = "ProgressingWithRetry"
+
+// summarize sets Ready, Reconciling and Stalled from the outcome of one
+// reconcile. It is the only place that writes the kstatus conditions.
+func summarize(obj *infrav1.Terraform, err error) {
+	if v, ok := obj.GetAnnotations()[meta.ReconcileRequestAnnotation]; ok {
+		obj.Status.LastHandledReconcileAt = v
+	}
+	if obj.Spec.Suspend && obj.DeletionTimestamp.IsZero() {
+		conditions.Delete(obj, meta.ReconcilingCondition)
+		return
+	}
+	var s *stallingError
+	var w *waitingError
+	switch {
+	case err == nil && conditions.IsReconciling(obj) && conditions.GetReason(obj, meta.ReconcilingCondition) == infrav1.ProgressingReason && conditions.GetMessage(obj, meta.ReconcilingCondition) == "starting":
+		// The finalizer was just added; the real work comes next.
+		return
+	case err == nil:
+		conditions.Delete(obj, meta.ReconcilingCondition)
+		conditions.Delete(obj, meta.StalledCondition)
+		conditions.MarkTrue(obj, meta.ReadyCondition, infrav1.ReconciliationSucceededReason, "%s", readyMessage(obj))
+		obj.Status.ObservedGeneration = obj.Generation
+	case errors.As(err, &s):
+		conditions.Delete(obj, meta.ReconcilingCondition)
+		conditions.MarkStalled(obj, s.reason, "%s", err.Error())
+		conditions.MarkFalse(obj, meta.ReadyCondition, s.reason, "%s", err.Error())
+		obj.Status.ObservedGeneration = obj.Generation
+	case errors.As(err, &w):
+		conditions.Delete(obj, meta.StalledCondition)
+		conditions.Delete(obj, meta.ReconcilingCondition)
+		conditions.MarkFalse(obj, meta.ReadyCondition, w.reason, "%s", err.Error())
+		obj.Status.ObservedGeneration = obj.Generation
+	default:
+		conditions.Delete(obj, meta.StalledCondition)
+		reason := errorReason(err, infrav1.RunnerFailedReason)
+		conditions.MarkReconciling(obj, progressingWithRetryReason, "retrying after: %s", reason)
+		conditions.MarkFalse(obj, meta.ReadyCondition, reason, "%s", err.Error())
+	}
+}
+
+// readyMessage says what a Ready object has done last.
+func readyMessage(obj *infrav1.Terraform) string {
+	switch {
+	case obj.Spec.PlanOnly && obj.PendingPlan() != "":
+		return fmt.Sprintf("plan %s made (planOnly: not applied)", obj.PendingPlan())
+	case obj.Status.LastAppliedRevision != "":
+		return fmt.Sprintf("applied revision %s", obj.Status.LastAppliedRevision)
+	default:
+		return "no changes"
+	}
+}
+
+// pendingMessage says which plan waits and how to approve it.
+func pendingMessage(obj *infrav1.Terraform) string {
+	p := obj.Status.Plan
+	if p == nil {
+		return "waiting for a plan"
+	}
+	msg := fmt.Sprintf("plan %s (%s) waits for approval: annotate with %s=%s or set spec.approvePlan",
+		p.Pending, planCounts(p), infrav1.ApproveAnnotation, p.Pending)
+	if obj.Spec.PlanOnly {
+		msg = fmt.Sprintf("plan %s (%s) made; spec.planOnly keeps it from being applied", p.Pending, planCounts(p))
+	}
+	if other := approvalMismatch(obj, p.Pending); other != "" {
+		msg = fmt.Sprintf("approval %q does not match the pending plan; %s", other, msg)
+	}
+	return msg
+}
+
+// planCounts is the short summary "+1 ~2 -0".
+func planCounts(p *infrav1.PlanStatus) string {
+	return fmt.Sprintf("+%d ~%d -%d", p.Add, p.Change, p.Destroy)
+}
+
+// markApprovalMismatch tells the user when an approval names another plan.
+func markApprovalMismatch(obj *infrav1.Terraform) {
+	pending := obj.PendingPlan()
+	if pending == "" {
+		return
+	}
+	if other := approvalMismatch(obj, pending); other != "" {
+		conditions.MarkTrue(obj, infrav1.PlannedCondition, infrav1.ApprovalMismatchReason,
+			"approval %q does not match pending plan %s (%s); nothing was applied", other, pending, planCounts(obj.Status.Plan))
+	}
+}
+
+// outputsUpToDate reports whether outputs were written for this generation
+// after the last apply (an apply resets the condition).
+func outputsUpToDate(obj *infrav1.Terraform) bool {
+	c := conditions.Get(obj, infrav1.OutputsWrittenCondition)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == obj.Generation
+}

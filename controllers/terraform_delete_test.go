@@ -1,0 +1,60 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+// deletionPolicy Delete destroys the resources, then the state and the
+// outputs Secret, then lets the object go.
+func TestDeleteDestroysResourcesAndState(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
+	path := effectPath(t)
+	tf := newTerraform(t, ns, "doomed", func(tf *infrav1.Terraform) {
+		tf.Spec.Vars = fileVars(path, "bye")
+		tf.Spec.WriteOutputsToSecret = &infrav1.WriteOutputsToSecretSpec{Name: "doomed-outputs"}
+	})
+	waitReady(t, tf)
+	g.Expect(readFile(path)).To(Equal("bye"))
+	g.Expect(secretData(g, ns, "tfstate-default-doomed")).NotTo(BeNil())
+
+	deleteAndWait(t, tf)
+	g.Expect(readFile(path)).To(Equal("<missing>"), "destroyed")
+	g.Expect(secretData(g, ns, "tfstate-default-doomed")).To(BeNil(), "state deleted")
+	g.Expect(secretData(g, ns, "doomed-outputs")).To(BeNil(), "outputs deleted")
+}
+
+// deletionPolicy Orphan keeps the resources and the state.
+func TestOrphanKeepsResourcesAndState(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
+	path := effectPath(t)
+	tf := newTerraform(t, ns, "orphan", func(tf *infrav1.Terraform) {
+		tf.Spec.Vars = fileVars(path, "stay")
+		tf.Spec.DeletionPolicy = infrav1.DeletionPolicyOrphan
+	})
+	waitReady(t, tf)
+
+	deleteAndWait(t, tf)
+	g.Expect(readFile(path)).To(Equal("stay"), "resources kept")
+	g.Expect(secretData(g, ns, "tfstate-default-orphan")).NotTo(BeNil(), "state kept")
+}
+
+// An object that never applied anything is deleted at once, even when its
+// source is missing.
+func TestDeleteNeverAppliedIsImmediate(t *testing.T) {
+	ns := newNamespace(t)
+	tf := newTerraform(t, ns, "never", func(tf *infrav1.Terraform) {
+		tf.Spec.SourceRef.Name = "does-not-exist"
+	})
+	waitNotReady(t, tf, infrav1.SourceNotFoundReason)
+	NewWithT(t).Expect(k8sClient.Get(context.Background(), keyOf(ns, "never"), tf)).To(Succeed())
+	deleteAndWait(t, tf)
+}

@@ -1,0 +1,79 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+// checkDependencies waits until every dependsOn object is Ready at its
+// current generation, naming what is awaited.
+func (r *TerraformReconciler) checkDependencies(ctx context.Context, obj *infrav1.Terraform) error {
+	var waitingFor []string
+	for _, dep := range obj.Spec.DependsOn {
+		gvk, key := dependencyKey(obj, dep)
+		ready, why, err := r.isReady(ctx, gvk, key)
+		if err != nil {
+			return retry(infrav1.DependencyNotReadyReason, "checking dependency %s %s: %v", gvk.Kind, key, err)
+		}
+		if !ready {
+			waitingFor = append(waitingFor, fmt.Sprintf("%s %s (%s)", gvk.Kind, key, why))
+		}
+	}
+	if len(waitingFor) > 0 {
+		return waiting(infrav1.DependencyNotReadyReason, obj.GetRetryInterval(), "waiting for %s", strings.Join(waitingFor, ", "))
+	}
+	return nil
+}
+
+// dependencyKey defaults a reference to a Terraform object in obj's namespace.
+func dependencyKey(obj *infrav1.Terraform, dep infrav1.DependencyReference) (schema.GroupVersionKind, client.ObjectKey) {
+	apiVersion, kind := dep.APIVersion, dep.Kind
+	if apiVersion == "" && (kind == "" || kind == infrav1.TerraformKind) {
+		apiVersion = infrav1.GroupVersion.String()
+	}
+	if kind == "" {
+		kind = infrav1.TerraformKind
+	}
+	ns := dep.Namespace
+	if ns == "" {
+		ns = obj.Namespace
+	}
+	return schema.FromAPIVersionAndKind(apiVersion, kind), client.ObjectKey{Namespace: ns, Name: dep.Name}
+}
+
+// isReady reads any object with a Ready condition through the unstructured client.
+func (r *TerraformReconciler) isReady(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (bool, string, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	if err := r.APIReader.Get(ctx, key, u); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, "not found", nil
+		}
+		return false, "", err
+	}
+	observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	if observed != u.GetGeneration() {
+		return false, "not reconciled at its current generation yet", nil
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != meta.ReadyCondition {
+			continue
+		}
+		if m["status"] == "True" {
+			return true, "", nil
+		}
+		return false, fmt.Sprintf("not Ready: %v", m["message"]), nil
+	}
+	return false, "no Ready condition yet", nil
+}

@@ -1,0 +1,65 @@
+package controllers
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+// An out-of-band change is detected at the next interval and, with auto
+// approval, repaired.
+func TestDriftIsDetectedAndRepaired(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
+	path := effectPath(t)
+	tf := newTerraform(t, ns, "drift", func(tf *infrav1.Terraform) {
+		tf.Spec.Vars = fileVars(path, "desired")
+		tf.Spec.Interval = metav1.Duration{Duration: 3 * time.Second}
+	})
+	obj := waitReady(t, tf)
+	applied := obj.Status.LastAppliedPlan
+	g.Expect(readFile(path)).To(Equal("desired"))
+
+	g.Expect(os.WriteFile(path, []byte("changed by hand"), 0o644)).To(Succeed())
+
+	obj = waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
+		g.Expect(obj.Status.LastAppliedPlan).NotTo(Equal(applied), "a drift plan was applied")
+		g.Expect(conditions.IsReady(obj)).To(BeTrue())
+	})
+	g.Expect(readFile(path)).To(Equal("desired"), "repaired")
+	g.Expect(obj.Status.Plan.IsDrift).To(BeTrue())
+	g.Expect(obj.Status.Plan.Change).To(Equal(int32(1)))
+	g.Expect(conditions.GetReason(obj, infrav1.DriftedCondition)).To(Equal(infrav1.AppliedReason), "drift repaired")
+}
+
+// Without auto approval, drift is reported and waits for approval.
+func TestDriftIsReportedForManualApproval(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
+	path := effectPath(t)
+	tf := newTerraform(t, ns, "drift-manual", func(tf *infrav1.Terraform) {
+		tf.Spec.Vars = fileVars(path, "desired")
+		tf.Spec.Interval = metav1.Duration{Duration: 3 * time.Second}
+	})
+	waitReady(t, tf)
+	updateSpec(t, tf, func(tf *infrav1.Terraform) { tf.Spec.ApprovePlan = "" })
+	waitReady(t, tf)
+	g.Expect(os.Remove(path)).To(Succeed())
+
+	obj := waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
+		g.Expect(conditions.IsTrue(obj, infrav1.DriftedCondition)).To(BeTrue())
+	})
+	g.Expect(conditions.GetReason(obj, infrav1.DriftedCondition)).To(Equal(infrav1.DriftDetectedReason))
+	g.Expect(conditions.GetMessage(obj, infrav1.DriftedCondition)).To(ContainSubstring("landform_file.this"))
+	g.Expect(obj.Status.Plan.Pending).NotTo(BeEmpty())
+	g.Expect(obj.Status.Plan.IsDrift).To(BeTrue())
+	g.Expect(readFile(path)).To(Equal("<missing>"), "not repaired without approval")
+}

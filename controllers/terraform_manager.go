@@ -1,0 +1,99 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fluxcd/pkg/runtime/predicates"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+const (
+	sourceIndexKey    = ".metadata.sourceRef"
+	dependsOnIndexKey = ".metadata.dependsOnTerraform"
+)
+
+// Options tune the controller.
+type Options struct {
+	MaxConcurrentReconciles int
+}
+
+// SetupWithManager registers indexes and watches: the object itself (spec,
+// approval and reconcile-request annotations), its sources' new artifacts,
+// and the Terraform objects it depends on.
+func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &infrav1.Terraform{}, sourceIndexKey, indexSource); err != nil {
+		return fmt.Errorf("indexing sourceRef: %w", err)
+	}
+	if err := idx.IndexField(ctx, &infrav1.Terraform{}, dependsOnIndexKey, indexDependsOn); err != nil {
+		return fmt.Errorf("indexing dependsOn: %w", err)
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&infrav1.Terraform{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{},
+			predicate.AnnotationChangedPredicate{},
+			predicates.ReconcileRequestedPredicate{},
+		))).
+		Watches(&sourcev1.GitRepository{}, handler.EnqueueRequestsFromMapFunc(r.requestsForSource(sourcev1.GitRepositoryKind))).
+		Watches(&sourcev1.OCIRepository{}, handler.EnqueueRequestsFromMapFunc(r.requestsForSource(sourcev1.OCIRepositoryKind))).
+		Watches(&sourcev1.Bucket{}, handler.EnqueueRequestsFromMapFunc(r.requestsForSource(sourcev1.BucketKind))).
+		Watches(&infrav1.Terraform{}, handler.EnqueueRequestsFromMapFunc(r.requestsForDependents)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)}).
+		Complete(r)
+}
+
+func indexSource(o client.Object) []string {
+	tf := o.(*infrav1.Terraform)
+	return []string{fmt.Sprintf("%s/%s/%s", tf.Spec.SourceRef.Kind, tf.GetSourceNamespace(), tf.Spec.SourceRef.Name)}
+}
+
+func indexDependsOn(o client.Object) []string {
+	tf := o.(*infrav1.Terraform)
+	var keys []string
+	for _, d := range tf.Spec.DependsOn {
+		gvk, key := dependencyKey(tf, d)
+		if gvk.Group == infrav1.GroupVersion.Group && gvk.Kind == infrav1.TerraformKind {
+			keys = append(keys, key.String())
+		}
+	}
+	return keys
+}
+
+// requestsForSource maps a source to the Terraform objects that use it.
+func (r *TerraformReconciler) requestsForSource(kind string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		return r.listRequests(ctx, client.MatchingFields{sourceIndexKey: fmt.Sprintf("%s/%s/%s", kind, o.GetNamespace(), o.GetName())})
+	}
+}
+
+// requestsForDependents maps a Terraform object to those that depend on it.
+func (r *TerraformReconciler) requestsForDependents(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.listRequests(ctx, client.MatchingFields{dependsOnIndexKey: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}.String()})
+}
+
+func (r *TerraformReconciler) listRequests(ctx context.Context, sel client.MatchingFields) []reconcile.Request {
+	list := &infrav1.TerraformList{}
+	if err := r.List(ctx, list, sel); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing Terraform objects for a watch event")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, tf := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&tf)})
+	}
+	return reqs
+}

@@ -1,0 +1,43 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/outputs"
+	runnerpb "github.com/landform-dev/landform/runner/proto"
+)
+
+// writeOutputs lists output names in status and writes the selected outputs
+// into the Secret. Values, sensitive or not, only ever go into the Secret.
+func (r *TerraformReconciler) writeOutputs(ctx context.Context, obj *infrav1.Terraform, outs []*runnerpb.Output) error {
+	converted := make([]outputs.Output, 0, len(outs))
+	for _, o := range outs {
+		converted = append(converted, outputs.Output{Name: o.GetName(), Value: o.GetValueJson(), Sensitive: o.GetSensitive()})
+	}
+	obj.Status.AvailableOutputs = outputs.Names(converted)
+
+	spec := obj.Spec.WriteOutputsToSecret
+	if spec == nil {
+		conditions.MarkTrue(obj, infrav1.OutputsWrittenCondition, infrav1.OutputsWrittenReason, "outputs available; no writeOutputsToSecret configured")
+		return nil
+	}
+	data, err := outputs.SecretData(converted, spec.Outputs)
+	if err != nil {
+		conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, infrav1.OutputsFailedReason, "%v", err)
+		return stalling(infrav1.OutputsFailedReason, "writeOutputsToSecret: %v; fix spec.writeOutputsToSecret.outputs", err)
+	}
+	if err := outputs.Write(ctx, r.Client, obj, *spec, data); err != nil {
+		reason := infrav1.OutputsFailedReason
+		if errors.Is(err, outputs.ErrNotOwned) {
+			reason = infrav1.OutputSecretConflictReason
+		}
+		conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, reason, "%v", err)
+		return retry(reason, "%v", err)
+	}
+	conditions.MarkTrue(obj, infrav1.OutputsWrittenCondition, infrav1.OutputsWrittenReason, "wrote %d outputs to Secret %s", len(data), spec.Name)
+	return nil
+}

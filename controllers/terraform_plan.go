@@ -1,0 +1,89 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/placement"
+	"github.com/landform-dev/landform/internal/planstore"
+)
+
+// maxStatusResources bounds the addresses listed in status; the stored plan
+// has them all.
+const maxStatusResources = 50
+
+// plan makes a plan, stores it and records its summary in status. A plan
+// without changes is stored as applied: there is nothing to approve.
+func (r *TerraformReconciler) plan(ctx context.Context, rn *placement.Run, obj *infrav1.Terraform, ws *workspace, drift bool) (*planstore.Plan, error) {
+	out, err := rn.Client.Plan(ctx, obj.Spec.Destroy, terraformLog(ctx, ws, "plan"))
+	if err != nil {
+		ferr := r.runnerFailure(obj, ws, err, infrav1.PlanFailedReason)
+		conditions.MarkFalse(obj, infrav1.PlannedCondition, errorReason(ferr, infrav1.PlanFailedReason), "%s", ferr.Error())
+		return nil, ferr
+	}
+	markUnlocked(obj)
+	res := out.Result
+	rev := ws.artifact.Revision
+	p := &planstore.Plan{
+		ID:           planID(rev, res.ChangesDigest),
+		Revision:     rev,
+		InputsDigest: ws.inputsDigest,
+		PlanFile:     out.PlanFile,
+		JSONPlan:     out.JSONPlan,
+		HumanPlan:    out.HumanPlan,
+		Applied:      !res.HasChanges,
+	}
+	if err := r.Plans.Save(ctx, obj, p); err != nil {
+		return nil, retry(infrav1.PlanFailedReason, "storing plan %s: %v", p.ID, err)
+	}
+
+	now := metav1.NewTime(r.now())
+	status := &infrav1.PlanStatus{
+		ID:        p.ID,
+		Revision:  rev,
+		Add:       res.Add,
+		Change:    res.Change,
+		Destroy:   res.Destroy,
+		Resources: capList(res.Resources, maxStatusResources),
+		IsDestroy: obj.Spec.Destroy,
+		IsDrift:   drift && res.HasChanges,
+		PlannedAt: &now,
+	}
+	if res.HasChanges {
+		status.Pending = p.ID
+	}
+	obj.Status.Plan = status
+	obj.Status.LastPlannedRevision = rev
+
+	summary := fmt.Sprintf("plan %s for revision %s: %s", p.ID, rev, planCounts(status))
+	if res.HasChanges {
+		conditions.MarkTrue(obj, infrav1.PlannedCondition, infrav1.PlannedWithChangesReason, "%s", summary)
+	} else {
+		conditions.MarkTrue(obj, infrav1.PlannedCondition, infrav1.PlannedNoChangesReason, "%s (no changes)", summary)
+	}
+	switch {
+	case status.IsDrift:
+		conditions.MarkTrue(obj, infrav1.DriftedCondition, infrav1.DriftDetectedReason,
+			"drift detected: %s in %s", planCounts(status), strings.Join(status.Resources, ", "))
+		r.event(obj, rev, corev1.EventTypeWarning, infrav1.DriftDetectedReason, "drift detected by plan %s: %s", p.ID, planCounts(status))
+	case drift:
+		conditions.MarkFalse(obj, infrav1.DriftedCondition, infrav1.NoDriftReason, "no drift at %s", now.UTC().Format("2006-01-02T15:04:05Z"))
+	}
+	if res.HasChanges {
+		r.event(obj, rev, corev1.EventTypeNormal, infrav1.PlannedWithChangesReason, "%s", summary)
+	}
+	return p, nil
+}
+
+func capList(s []string, n int) []string {
+	if len(s) <= n {
+		return s
+	}
+	return append(append([]string{}, s[:n]...), fmt.Sprintf("... and %d more", len(s)-n))
+}

@@ -1,0 +1,61 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+// Sensitive outputs and variables from Secrets exist only in Secrets: never in
+// status, events, or the controller's and runners' logs.
+func TestSecretsNeverLeak(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	const secretVar = "hunter2-Very-Secret-Var"
+	g.Expect(k8sClient.Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"},
+		StringData: map[string]string{"password": secretVar},
+	})).To(Succeed())
+	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
+	path := effectPath(t)
+	tf := newTerraform(t, ns, "secret", func(tf *infrav1.Terraform) {
+		tf.Spec.Vars = fileVars(path, "public")
+		tf.Spec.VarsFrom = []infrav1.VarsReference{{Kind: "Secret", Name: "creds", VarsKeys: []string{"password:sensitive_content"}}}
+		tf.Spec.WriteOutputsToSecret = &infrav1.WriteOutputsToSecretSpec{Name: "secret-outputs", Outputs: []string{"secret:password", "path"}}
+	})
+	obj := waitReady(t, tf)
+
+	// The value did its job: in the external object and the outputs Secret.
+	g.Expect(readFile(path)).To(Equal("public" + secretVar))
+	g.Expect(string(secretData(g, ns, "secret-outputs")["password"])).To(Equal(secretVar))
+	g.Expect(obj.Status.AvailableOutputs).To(ContainElement("secret"), "names only")
+
+	// And nowhere else.
+	status, err := json.Marshal(obj.Status)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(status)).NotTo(ContainSubstring(secretVar), "status")
+
+	events := &corev1.EventList{}
+	g.Expect(k8sClient.List(context.Background(), events, client.InNamespace(ns))).To(Succeed())
+	g.Expect(events.Items).NotTo(BeEmpty(), "the run recorded events")
+	for _, e := range events.Items {
+		g.Expect(e.Message).NotTo(ContainSubstring(secretVar), "event %s", e.Reason)
+		for _, v := range e.Annotations {
+			g.Expect(v).NotTo(ContainSubstring(secretVar), "event annotation")
+		}
+	}
+
+	g.Expect(controllerLogs.String()).To(ContainSubstring(obj.Name), "the controller's logs were captured")
+	g.Expect(controllerLogs.String()).NotTo(ContainSubstring(secretVar), "controller logs")
+	g.Expect(runnerLogs.String()).NotTo(BeEmpty(), "the runners' logs were captured")
+	g.Expect(runnerLogs.String()).NotTo(ContainSubstring(secretVar), "runner logs")
+	g.Expect(strings.Contains(controllerLogs.String(), "hunter2")).To(BeFalse())
+}

@@ -1,0 +1,113 @@
+package controllers
+
+import (
+	"time"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+// action is the one thing a reconcile does to a Terraform object.
+type action string
+
+const (
+	// actionPlan makes a new plan (new inputs, or a drift check).
+	actionPlan action = "plan"
+	// actionApply applies the stored, approved plan.
+	actionApply action = "apply"
+	// actionOutputs reads outputs from the state and writes the Secret.
+	actionOutputs action = "outputs"
+	// actionWait waits for approval of the pending plan.
+	actionWait action = "wait"
+	// actionNone: everything is up to date until the next drift check.
+	actionNone action = "none"
+)
+
+// storedPlan is what the controller knows about the last stored plan.
+type storedPlan struct {
+	ID           string
+	InputsDigest string
+	Applied      bool
+}
+
+// observation is everything decide needs besides the object itself.
+type observation struct {
+	// inputsDigest covers everything a plan is made from.
+	inputsDigest string
+	// plan is the stored plan, nil when there is none.
+	plan *storedPlan
+	// outputsWritten is true when the outputs Secret reflects the state.
+	outputsWritten bool
+	// now is the current time.
+	now time.Time
+}
+
+// decision is decide's answer.
+type decision struct {
+	action action
+	// drift is true when the plan is a drift check of applied inputs.
+	drift bool
+	// after is when to look again when action is none.
+	after time.Duration
+}
+
+// decide picks the next action. It is pure: everything it needs is in obj
+// and obs, so that the state machine is tested as a table.
+func decide(obj *infrav1.Terraform, obs observation) decision {
+	p := obs.plan
+	if p == nil || p.InputsDigest != obs.inputsDigest {
+		return decision{action: actionPlan}
+	}
+	if !p.Applied && !obj.Spec.PlanOnly {
+		if approved(obj, p.ID) {
+			return decision{action: actionApply}
+		}
+		return decision{action: actionWait, after: obj.GetInterval()}
+	}
+	if !obs.outputsWritten && p.Applied {
+		return decision{action: actionOutputs}
+	}
+	if obj.Spec.DisableDriftDetection {
+		return decision{action: actionNone, after: obj.GetInterval()}
+	}
+	if requestedReconcile(obj) {
+		return decision{action: actionPlan, drift: true}
+	}
+	due := driftCheckDue(obj, obs.now)
+	if due <= 0 {
+		return decision{action: actionPlan, drift: true}
+	}
+	return decision{action: actionNone, after: due}
+}
+
+// approved reports whether plan id may be applied now.
+func approved(obj *infrav1.Terraform, id string) bool {
+	if obj.Spec.PlanOnly || id == "" {
+		return false
+	}
+	return obj.IsAutoApprove() || obj.Spec.ApprovePlan == id || obj.GetAnnotations()[infrav1.ApproveAnnotation] == id
+}
+
+// approvalMismatch returns the id a user approved when it is not the
+// pending plan's, so status can say so.
+func approvalMismatch(obj *infrav1.Terraform, pending string) string {
+	for _, id := range []string{obj.GetAnnotations()[infrav1.ApproveAnnotation], obj.Spec.ApprovePlan} {
+		if id != "" && id != infrav1.ApprovePlanAuto && id != pending {
+			return id
+		}
+	}
+	return ""
+}
+
+// driftCheckDue is how long until the next drift check; zero or less means now.
+func driftCheckDue(obj *infrav1.Terraform, now time.Time) time.Duration {
+	if obj.Status.Plan == nil || obj.Status.Plan.PlannedAt == nil {
+		return 0
+	}
+	return obj.Status.Plan.PlannedAt.Add(obj.GetInterval()).Sub(now)
+}
+
+// requestedReconcile reports an unhandled reconcile.fluxcd.io/requestedAt.
+func requestedReconcile(obj *infrav1.Terraform) bool {
+	v, ok := obj.GetAnnotations()[reconcileRequestAnnotation]
+	return ok && v != obj.Status.LastHandledReconcileAt
+}

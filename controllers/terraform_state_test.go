@@ -1,0 +1,86 @@
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+func TestDecide(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	plannedAt := func(ago time.Duration) func(*infrav1.Terraform) {
+		return func(tf *infrav1.Terraform) {
+			at := metav1.NewTime(now.Add(-ago))
+			tf.Status.Plan = &infrav1.PlanStatus{PlannedAt: &at}
+		}
+	}
+	cases := []struct {
+		name   string
+		mutate func(*infrav1.Terraform)
+		obs    observation
+		want   decision
+	}{
+		{name: "no plan yet", obs: observation{inputsDigest: "a"}, want: decision{action: actionPlan}},
+		{name: "inputs changed", obs: observation{inputsDigest: "b", plan: &storedPlan{ID: "p", InputsDigest: "a", Applied: true}}, want: decision{action: actionPlan}},
+		{name: "pending, not approved", obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a"}}, want: decision{action: actionWait, after: time.Hour}},
+		{name: "pending, auto", mutate: func(tf *infrav1.Terraform) { tf.Spec.ApprovePlan = "auto" },
+			obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a"}}, want: decision{action: actionApply}},
+		{name: "pending, annotation names it", mutate: func(tf *infrav1.Terraform) { tf.Annotations = map[string]string{infrav1.ApproveAnnotation: "p"} },
+			obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a"}}, want: decision{action: actionApply}},
+		{name: "pending, annotation names another plan", mutate: func(tf *infrav1.Terraform) { tf.Annotations = map[string]string{infrav1.ApproveAnnotation: "q"} },
+			obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a"}}, want: decision{action: actionWait, after: time.Hour}},
+		{name: "pending, spec names it", mutate: func(tf *infrav1.Terraform) { tf.Spec.ApprovePlan = "p" },
+			obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a"}}, want: decision{action: actionApply}},
+		{name: "planOnly never applies", mutate: func(tf *infrav1.Terraform) {
+			tf.Spec.ApprovePlan = "auto"
+			tf.Spec.PlanOnly = true
+			plannedAt(time.Minute)(tf)
+		},
+			obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a"}, outputsWritten: true}, want: decision{action: actionNone, after: 59 * time.Minute}},
+		{name: "applied, outputs missing", obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a", Applied: true}}, want: decision{action: actionOutputs}},
+		{name: "applied, drift check not due", mutate: plannedAt(10 * time.Minute),
+			obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a", Applied: true}, outputsWritten: true}, want: decision{action: actionNone, after: 50 * time.Minute}},
+		{name: "applied, drift check due", mutate: plannedAt(2 * time.Hour),
+			obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a", Applied: true}, outputsWritten: true}, want: decision{action: actionPlan, drift: true}},
+		{name: "applied, drift detection off", mutate: func(tf *infrav1.Terraform) { plannedAt(2 * time.Hour)(tf); tf.Spec.DisableDriftDetection = true },
+			obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a", Applied: true}, outputsWritten: true}, want: decision{action: actionNone, after: time.Hour}},
+		{name: "reconcile requested", mutate: func(tf *infrav1.Terraform) {
+			plannedAt(time.Minute)(tf)
+			tf.Annotations = map[string]string{meta.ReconcileRequestAnnotation: "now"}
+		}, obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a", Applied: true}, outputsWritten: true}, want: decision{action: actionPlan, drift: true}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tf := &infrav1.Terraform{Spec: infrav1.TerraformSpec{Interval: metav1.Duration{Duration: time.Hour}}}
+			if tc.mutate != nil {
+				tc.mutate(tf)
+			}
+			tc.obs.now = now
+			NewWithT(t).Expect(decide(tf, tc.obs)).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestPlanID(t *testing.T) {
+	g := NewWithT(t)
+	digest := "4f2a9c0d1e2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5"
+	g.Expect(planID("main@sha1:0A1B2C3D4E5F60718293a4b5c6d7e8f901234567", digest)).To(Equal("plan-0a1b2c3d4e-4f2a9c0d1e"))
+	g.Expect(planID("sha256:abc", digest)).To(Equal("plan-abc-4f2a9c0d1e"))
+	g.Expect(planID("v1.2.0", digest)).To(Equal("plan-v120-4f2a9c0d1e"))
+	g.Expect(planID("", digest)).To(Equal("plan-0-4f2a9c0d1e"))
+	g.Expect(planID("main@sha1:abc", digest)).NotTo(Equal(planID("main@sha1:abc", "5"+digest[1:])), "different changes, different id")
+}
+
+func TestVarValue(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(string(varValue("plain"))).To(Equal(`"plain"`))
+	g.Expect(string(varValue("0123"))).To(Equal(`"0123"`), "scalars stay strings")
+	g.Expect(string(varValue(`{"a":1}`))).To(Equal(`{"a":1}`))
+	g.Expect(string(varValue(`[1,2]`))).To(Equal(`[1,2]`))
+	g.Expect(string(varValue(`{not json`))).To(Equal(`"{not json"`))
+}

@@ -1,0 +1,119 @@
+package controllers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/redact"
+	"github.com/landform-dev/landform/internal/source"
+	runnerpb "github.com/landform-dev/landform/runner/proto"
+)
+
+// workspace is everything a run is made from.
+type workspace struct {
+	artifact *source.Artifact
+	// tarball is the verified artifact in the cache.
+	tarball string
+	// path is the module's directory inside the artifact.
+	path string
+	vars *renderedVars
+	// inputsDigest covers every input of a plan: a different digest means
+	// the stored plan no longer applies.
+	inputsDigest string
+	redactor     *redact.Redactor
+}
+
+// prepareWorkspace resolves the source artifact and the variables.
+func (r *TerraformReconciler) prepareWorkspace(ctx context.Context, obj *infrav1.Terraform) (*workspace, error) {
+	ref := obj.Spec.SourceRef
+	ns := obj.GetSourceNamespace()
+	a, err := source.GetArtifact(ctx, r.Client, ref.Kind, ns, ref.Name)
+	switch {
+	case errors.Is(err, source.ErrSourceNotFound):
+		return nil, retry(infrav1.SourceNotFoundReason, "%v: create the %s or fix spec.sourceRef", err, ref.Kind)
+	case errors.Is(err, source.ErrSourceNotReady):
+		return nil, retry(infrav1.SourceNotReadyReason, "%v", err)
+	case err != nil:
+		return nil, retry(infrav1.SourceNotReadyReason, "reading %s %s/%s: %v", ref.Kind, ns, ref.Name, err)
+	}
+	tarball, dir, err := r.Fetcher.Fetch(ctx, *a)
+	switch {
+	case errors.Is(err, source.ErrDigestMismatch):
+		return nil, retry(infrav1.DigestMismatchReason, "artifact of %s %s/%s revision %s was rejected: %v", ref.Kind, ns, ref.Name, a.Revision, err)
+	case err != nil:
+		return nil, retry(infrav1.ArtifactFailedReason, "downloading the artifact of %s %s/%s: %v", ref.Kind, ns, ref.Name, err)
+	}
+	rel, _, err := source.ModulePath(dir, obj.Spec.Path)
+	if err != nil {
+		return nil, stalling(infrav1.InvalidPathReason, "spec.path %q in revision %s: %v", obj.Spec.Path, a.Revision, err)
+	}
+	vars, err := r.renderVars(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	ws := &workspace{artifact: a, tarball: tarball, path: rel, vars: vars, redactor: redact.New(vars.secrets...)}
+	ws.inputsDigest = inputsDigest(obj, ws)
+	return ws, nil
+}
+
+// inputsDigest is a digest over everything a plan depends on.
+func inputsDigest(obj *infrav1.Terraform, ws *workspace) string {
+	h := sha256.New()
+	backend := backendConfig(obj, nil)
+	keys := make([]string, 0, len(backend))
+	for k := range backend {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fmt.Fprintf(h, "artifact=%s\npath=%s\nworkspace=%s\ndestroy=%t\n", ws.artifact.Digest, ws.path, obj.GetWorkspace(), obj.Spec.Destroy)
+	for _, k := range keys {
+		fmt.Fprintf(h, "backend.%s=%s\n", k, backend[k])
+	}
+	if obj.Spec.BackendConfig != nil {
+		fmt.Fprintf(h, "custom=%s\n", obj.Spec.BackendConfig.CustomConfiguration)
+	}
+	h.Write(ws.vars.json)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// backendConfig is the kubernetes backend's configuration: the state Secret
+// tfstate-<workspace>-<suffix> in the object's namespace, plus whatever the
+// placement adds (how the runner reaches the API server).
+func backendConfig(obj *infrav1.Terraform, placement map[string]string) map[string]string {
+	cfg := map[string]string{
+		"secret_suffix": obj.GetSecretSuffix(),
+		"namespace":     obj.Namespace,
+	}
+	for k, v := range placement {
+		cfg[k] = v
+	}
+	return cfg
+}
+
+// customBackend is the user's backend block, if any.
+func customBackend(obj *infrav1.Terraform) string {
+	if obj.Spec.BackendConfig == nil {
+		return ""
+	}
+	return obj.Spec.BackendConfig.CustomConfiguration
+}
+
+// workspaceSpec is what the runner needs to set the workspace up.
+func workspaceSpec(obj *infrav1.Terraform, ws *workspace, placementBackend map[string]string) *runnerpb.WorkspaceSpec {
+	spec := &runnerpb.WorkspaceSpec{
+		TarballDigest: ws.artifact.Digest,
+		Path:          ws.path,
+		VarsJson:      ws.vars.json,
+		Workspace:     obj.GetWorkspace(),
+		CustomBackend: customBackend(obj),
+	}
+	if spec.CustomBackend == "" {
+		spec.BackendConfig = backendConfig(obj, placementBackend)
+	}
+	return spec
+}

@@ -1,0 +1,66 @@
+// Package planstore keeps each Terraform object's latest plan in Secrets,
+// split into chunks so that no plan is too large to store.
+package planstore
+
+import (
+	"errors"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Plan is one stored plan.
+type Plan struct {
+	// ID is the plan id (plan-<revision>-<changes digest>).
+	ID string
+	// Revision is the source revision the plan was made from.
+	Revision string
+	// InputsDigest identifies what else the plan was made from; opaque here.
+	InputsDigest string
+	// PlanFile is terraform's binary plan, which apply takes.
+	PlanFile []byte
+	// JSONPlan is `terraform show -json` of the plan.
+	JSONPlan []byte
+	// HumanPlan is the plan as terraform prints it.
+	HumanPlan []byte
+	// Applied is set once the plan was applied; the plan stays stored so the
+	// CLI can still show it.
+	Applied bool
+}
+
+// ErrNotFound means there is no complete, intact plan stored; the error
+// wrapping it says why.
+var ErrNotFound = errors.New("plan not found")
+
+// Store keeps plans in Secrets in the owner's namespace.
+//
+// Plans are large, so give Store a client that reads from the API server
+// (or from a cache restricted to app.kubernetes.io/managed-by=landform),
+// not one that caches every Secret of the cluster. A cached read may also
+// lag a Save, which Load reports as ErrNotFound until the cache catches up.
+type Store struct {
+	Client client.Client
+}
+
+// Labels and annotations on plan Secrets.
+const (
+	// PlanLabel holds the plan id on every chunk.
+	PlanLabel = "infra.landform.dev/plan"
+	// SecretType is the type of plan Secrets.
+	SecretType = "infra.landform.dev/plan"
+
+	annID       = "infra.landform.dev/plan-id"
+	annRevision = "infra.landform.dev/plan-revision"
+	annInputs   = "infra.landform.dev/plan-inputs-digest"
+	annChunks   = "infra.landform.dev/plan-chunks"
+	annSHA256   = "infra.landform.dev/plan-sha256"
+	annApplied  = "infra.landform.dev/plan-applied"
+	annChunk    = "infra.landform.dev/plan-chunk"
+
+	dataKey = "plan"
+	// fieldOwner is the server-side apply manager of plan Secrets.
+	fieldOwner = "landform-planstore"
+)
+
+// chunkSize keeps every Secret far below etcd's 1.5 MiB request limit, with
+// room for base64 in JSON requests and for metadata.
+const chunkSize = 512 << 10

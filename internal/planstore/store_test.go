@@ -1,0 +1,313 @@
+package planstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+func randomBytes(t *testing.T, n int) []byte {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// planSecrets lists owner's plan Secrets by name.
+func planSecrets(t *testing.T, owner *v1alpha1.Terraform) map[string]corev1.Secret {
+	t.Helper()
+	var list corev1.SecretList
+	if err := env.Client.List(context.Background(), &list, client.InNamespace(owner.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]corev1.Secret{}
+	for _, s := range list.Items {
+		if strings.HasPrefix(s.Name, "tfplan-") {
+			out[s.Name] = s
+		}
+	}
+	return out
+}
+
+func assertPlan(t *testing.T, got, want *Plan) {
+	t.Helper()
+	if got.ID != want.ID || got.Revision != want.Revision || got.InputsDigest != want.InputsDigest || got.Applied != want.Applied {
+		t.Errorf("metadata = %+v, want %+v", *got, *want)
+	}
+	for _, f := range []struct {
+		name      string
+		got, want []byte
+	}{{"PlanFile", got.PlanFile, want.PlanFile}, {"JSONPlan", got.JSONPlan, want.JSONPlan}, {"HumanPlan", got.HumanPlan, want.HumanPlan}} {
+		if !bytes.Equal(f.got, f.want) {
+			t.Errorf("%s differs: got %d bytes, want %d", f.name, len(f.got), len(f.want))
+		}
+	}
+}
+
+func TestSaveLoadLargePlan(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	owner := env.Terraform(t, ns, "big")
+	store := Store{Client: env.Client}
+
+	// Random bytes do not compress, so 5 MiB needs about ten chunks.
+	want := &Plan{
+		ID: "plan-abc123-0f0f", Revision: "main@sha1:abc123", InputsDigest: "sha256:inputs",
+		PlanFile:  randomBytes(t, 5<<20),
+		JSONPlan:  []byte(`{"format_version":"1.2","resource_changes":[]}`),
+		HumanPlan: []byte("Plan: 1 to add, 0 to change, 0 to destroy.\n"),
+	}
+	if err := store.Save(ctx, owner, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.Load(ctx, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertPlan(t, got, want)
+
+	secrets := planSecrets(t, owner)
+	if len(secrets) < 10 {
+		t.Fatalf("5 MiB plan stored in %d Secrets, want at least 10", len(secrets))
+	}
+	for name, s := range secrets {
+		if n := len(s.Data[dataKey]); n > chunkSize {
+			t.Errorf("%s holds %d bytes, more than a chunk", name, n)
+		}
+		if s.Labels[v1alpha1.ManagedByLabel] != "landform" || s.Labels[v1alpha1.OwnerNameLabel] != "big" || s.Labels[PlanLabel] != want.ID {
+			t.Errorf("%s labels = %v", name, s.Labels)
+		}
+		if string(s.Type) != SecretType {
+			t.Errorf("%s type = %q", name, s.Type)
+		}
+		refs := s.OwnerReferences
+		if len(refs) != 1 || !metav1.IsControlledBy(&s, owner) || refs[0].Kind != "Terraform" ||
+			refs[0].APIVersion != v1alpha1.GroupVersion.String() || refs[0].BlockOwnerDeletion == nil || !*refs[0].BlockOwnerDeletion {
+			t.Errorf("%s owner references = %+v, want one controller reference to Terraform %s", name, refs, owner.UID)
+		}
+	}
+	index := secrets["tfplan-big-0"]
+	for k, v := range map[string]string{annID: want.ID, annRevision: want.Revision, annInputs: want.InputsDigest,
+		annChunks: fmt.Sprint(len(secrets)), annApplied: "false"} {
+		if index.Annotations[k] != v {
+			t.Errorf("index annotation %s = %q, want %q", k, index.Annotations[k], v)
+		}
+	}
+
+	meta, err := store.LoadMeta(ctx, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta.ID != want.ID || meta.Revision != want.Revision || meta.InputsDigest != want.InputsDigest || meta.Applied || meta.PlanFile != nil {
+		t.Errorf("LoadMeta = %+v", meta)
+	}
+}
+
+func TestShorterPlanRemovesExtraChunks(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	owner := env.Terraform(t, ns, "shrink")
+	store := Store{Client: env.Client}
+
+	if err := store.Save(ctx, owner, &Plan{ID: "plan-a-1", PlanFile: randomBytes(t, 3<<20)}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(planSecrets(t, owner)); n < 6 {
+		t.Fatalf("3 MiB plan in %d Secrets, want at least 6", n)
+	}
+	small := &Plan{ID: "plan-b-2", Revision: "r2", PlanFile: []byte("small plan")}
+	if err := store.Save(ctx, owner, small); err != nil {
+		t.Fatal(err)
+	}
+	names := slices.Sorted(mapsKeys(planSecrets(t, owner)))
+	if !slices.Equal(names, []string{"tfplan-shrink-0"}) {
+		t.Errorf("after a small plan, Secrets = %v, want only tfplan-shrink-0", names)
+	}
+	got, err := store.Load(ctx, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertPlan(t, got, small)
+}
+
+func TestTamperedOrIncompletePlanIsNotFound(t *testing.T) {
+	tests := []struct {
+		name   string
+		tamper func(t *testing.T, owner *v1alpha1.Terraform)
+		want   string
+	}{
+		{"data changed", func(t *testing.T, owner *v1alpha1.Terraform) {
+			updateSecret(t, owner.Namespace, "tfplan-"+owner.Name+"-2", func(s *corev1.Secret) { s.Data[dataKey][100] ^= 0xff })
+		}, "sha256"},
+		{"chunk missing", func(t *testing.T, owner *v1alpha1.Terraform) {
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: owner.Namespace, Name: "tfplan-" + owner.Name + "-1"}}
+			if err := env.Client.Delete(context.Background(), s); err != nil {
+				t.Fatal(err)
+			}
+		}, "missing"},
+		{"chunk from another plan", func(t *testing.T, owner *v1alpha1.Terraform) {
+			updateSecret(t, owner.Namespace, "tfplan-"+owner.Name+"-1", func(s *corev1.Secret) { s.Annotations[annSHA256] = "other" })
+		}, "another plan"},
+		{"index count wrong", func(t *testing.T, owner *v1alpha1.Terraform) {
+			updateSecret(t, owner.Namespace, "tfplan-"+owner.Name+"-0", func(s *corev1.Secret) { s.Annotations[annChunks] = "2" })
+		}, "sha256"},
+		{"index unreadable", func(t *testing.T, owner *v1alpha1.Terraform) {
+			updateSecret(t, owner.Namespace, "tfplan-"+owner.Name+"-0", func(s *corev1.Secret) { delete(s.Annotations, annChunks) })
+		}, "no valid index"},
+	}
+	ns := env.Namespace(t)
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			owner := env.Terraform(t, ns, fmt.Sprintf("tamper-%d", i))
+			store := Store{Client: env.Client}
+			if err := store.Save(ctx, owner, &Plan{ID: "plan-x-1", PlanFile: randomBytes(t, 2<<20)}); err != nil {
+				t.Fatal(err)
+			}
+			tt.tamper(t, owner)
+			_, err := store.Load(ctx, owner)
+			if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Load = %v, want ErrNotFound saying %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestNoPlan(t *testing.T) {
+	ctx := context.Background()
+	owner := env.Terraform(t, env.Namespace(t), "none")
+	store := Store{Client: env.Client}
+	if _, err := store.Load(ctx, owner); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Load = %v, want ErrNotFound", err)
+	}
+	if _, err := store.LoadMeta(ctx, owner); !errors.Is(err, ErrNotFound) {
+		t.Errorf("LoadMeta = %v, want ErrNotFound", err)
+	}
+	if err := store.MarkApplied(ctx, owner, "plan-a-1"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("MarkApplied = %v, want ErrNotFound", err)
+	}
+	if err := store.Delete(ctx, owner); err != nil {
+		t.Errorf("Delete of nothing = %v", err)
+	}
+}
+
+func TestMarkApplied(t *testing.T) {
+	ctx := context.Background()
+	owner := env.Terraform(t, env.Namespace(t), "apply")
+	store := Store{Client: env.Client}
+	want := &Plan{ID: "plan-a-1", Revision: "r1", PlanFile: randomBytes(t, 700<<10), HumanPlan: []byte("1 to add")}
+	if err := store.Save(ctx, owner, want); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.MarkApplied(ctx, owner, "plan-other-2"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("MarkApplied(other id) = %v, want ErrNotFound", err)
+	}
+	if meta, _ := store.LoadMeta(ctx, owner); meta == nil || meta.Applied {
+		t.Fatalf("plan marked applied by another id: %+v", meta)
+	}
+	if err := store.MarkApplied(ctx, owner, want.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.Load(ctx, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Applied = true
+	assertPlan(t, got, want)
+
+	// A new plan starts unapplied, even though another manager set the flag.
+	next := &Plan{ID: "plan-b-2", Revision: "r2", PlanFile: []byte("next")}
+	if err := store.Save(ctx, owner, next); err != nil {
+		t.Fatal(err)
+	}
+	meta, err := store.LoadMeta(ctx, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta.ID != "plan-b-2" || meta.Applied {
+		t.Errorf("after a new Save, meta = %+v, want plan-b-2 not applied", meta)
+	}
+}
+
+func TestDelete(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	owner := env.Terraform(t, ns, "del")
+	// A neighbour whose name shares a prefix must keep its plan.
+	neighbour := env.Terraform(t, ns, "del-1")
+	store := Store{Client: env.Client}
+	for _, o := range []*v1alpha1.Terraform{owner, neighbour} {
+		if err := store.Save(ctx, o, &Plan{ID: "plan-a-1", PlanFile: randomBytes(t, 1<<20)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.Delete(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(planSecrets(t, owner)); n != 3 {
+		t.Errorf("%d plan Secrets left in the namespace, want the neighbour's 3", n)
+	}
+	if _, err := store.Load(ctx, owner); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Load after Delete = %v, want ErrNotFound", err)
+	}
+	if _, err := store.Load(ctx, neighbour); err != nil {
+		t.Errorf("neighbour's plan was damaged: %v", err)
+	}
+}
+
+func TestLongOwnerName(t *testing.T) {
+	ctx := context.Background()
+	name := strings.Repeat("a", 250)
+	owner := env.Terraform(t, env.Namespace(t), name)
+	store := Store{Client: env.Client}
+	want := &Plan{ID: "plan-a-1", PlanFile: randomBytes(t, 600<<10)}
+	if err := store.Save(ctx, owner, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.Load(ctx, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertPlan(t, got, want)
+	if err := store.Delete(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(planSecrets(t, owner)); n != 0 {
+		t.Errorf("%d Secrets left after Delete", n)
+	}
+}
+
+func updateSecret(t *testing.T, namespace, name string, mutate func(*corev1.Secret)) {
+	t.Helper()
+	var s corev1.Secret
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, &s); err != nil {
+		t.Fatal(err)
+	}
+	mutate(&s)
+	if err := env.Client.Update(context.Background(), &s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mapsKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,19 @@
+// Package source finds the artifact a Flux source publishes, downloads it
+// once per digest, verifies the digest before anything is extracted, and
+// resolves a module path inside it without letting the path escape.
+package source
+
+import "errors"
+
+// Errors callers map to conditions. They are always wrapped with which
+// source or path is concerned and what to do about it; test with errors.Is.
+var (
+	// ErrSourceNotFound: the source object does not exist.
+	ErrSourceNotFound = errors.New("source not found")
+	// ErrSourceNotReady: the source has not published an artifact yet.
+	ErrSourceNotReady = errors.New("source not ready")
+	// ErrDigestMismatch: the downloaded bytes are not the advertised artifact.
+	ErrDigestMismatch = errors.New("artifact digest mismatch")
+	// ErrInvalidPath: spec.path escapes the artifact or is not a directory in it.
+	ErrInvalidPath = errors.New("invalid module path")
+)

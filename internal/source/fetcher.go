@@ -1,0 +1,126 @@
+package source
+
+import (
+	"context"
+	_ "crypto/sha256" // digest algorithms source-controller can be configured with
+	_ "crypto/sha512"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/fluxcd/pkg/tar"
+	"github.com/opencontainers/go-digest"
+	_ "github.com/opencontainers/go-digest/blake3"
+)
+
+// Fetcher downloads artifacts and keeps them, verified and extracted, in a
+// cache keyed by digest: every Terraform object on one source revision
+// shares one download and one extracted tree, and a controller restart
+// reuses the cache.
+//
+// Layout under Dir: <algorithm>/<hex>.tar.gz (the verified tarball) and
+// <algorithm>/<hex>/ (its extracted tree). Both appear by an atomic rename,
+// so their presence means they are complete.
+type Fetcher struct {
+	// Dir is the cache directory; created when needed.
+	Dir string
+	// HTTPClient downloads artifacts; http.DefaultClient when nil.
+	HTTPClient *http.Client
+	// Retries is how many times a transient failure (network error, 5xx,
+	// 429) is retried.
+	Retries int
+	// RetryWait is the first wait between attempts; it doubles each time.
+	RetryWait time.Duration
+	// Host, when set, replaces the artifact URL's host, for a controller
+	// that runs outside the cluster and reaches source-controller through a
+	// port-forward.
+	Host string
+
+	locks keyedMutex
+}
+
+// NewFetcher returns a Fetcher caching under dir with three retries.
+func NewFetcher(dir string) *Fetcher {
+	return &Fetcher{
+		Dir:        dir,
+		HTTPClient: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
+		Retries:    3,
+		RetryWait:  time.Second,
+	}
+}
+
+// Fetch returns the path of a's verified tarball in the cache and the path of
+// its extracted tree, downloading and extracting only when the cache does not
+// hold them yet. Concurrent calls for one digest share a single download.
+// The tarball is verified against a.Digest before it enters the cache or is
+// extracted; a mismatch fails with ErrDigestMismatch and leaves nothing
+// behind. Symlinks in the tarball are not extracted (source-controller does
+// not put any in the artifacts it builds), so nothing in the tree can point
+// outside it.
+func (f *Fetcher) Fetch(ctx context.Context, a Artifact) (tarball, dir string, err error) {
+	d, err := digest.Parse(a.Digest)
+	if err != nil {
+		return "", "", fmt.Errorf("artifact of %s has an invalid digest %q: %w", a, a.Digest, err)
+	}
+	if a.URL == "" {
+		return "", "", fmt.Errorf("artifact of %s has no URL", a)
+	}
+	base := filepath.Join(f.Dir, string(d.Algorithm()))
+	tarball = filepath.Join(base, d.Encoded()+".tar.gz")
+	dir = filepath.Join(base, d.Encoded())
+
+	unlock, err := f.locks.lock(ctx, d.String())
+	if err != nil {
+		return "", "", fmt.Errorf("waiting for the download of %s's artifact: %w", a, err)
+	}
+	defer unlock()
+
+	if err := os.MkdirAll(base, 0o750); err != nil {
+		return "", "", fmt.Errorf("creating the artifact cache: %w", err)
+	}
+	if !exists(tarball) {
+		if err := f.download(ctx, a, d, tarball); err != nil {
+			return "", "", err
+		}
+	}
+	if !exists(dir) {
+		if err := extract(tarball, dir); err != nil {
+			return "", "", fmt.Errorf("extracting the artifact of %s (revision %s): %w", a, a.Revision, err)
+		}
+	}
+	// The tarball's mtime records the last use, for Prune.
+	now := time.Now()
+	_ = os.Chtimes(tarball, now, now)
+	return tarball, dir, nil
+}
+
+// extract unpacks tarball into dir through a temporary directory, so that a
+// crash mid-way never leaves a partial tree under the final name.
+func extract(tarball, dir string) error {
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), tmpPrefix+filepath.Base(dir)+"-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	file, err := os.Open(tarball)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	// No size cap: a module's size is the user's business, and the digest
+	// already proved these are the bytes source-controller published.
+	if err := tar.Untar(file, tmp, tar.WithMaxUntarSize(tar.UnlimitedUntarSize), tar.WithSkipSymlinks()); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dir)
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// tmpPrefix marks partial downloads and extractions; Prune removes old ones.
+const tmpPrefix = ".tmp-"

@@ -1,0 +1,115 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"regexp"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+)
+
+// terraformError turns a failed terraform command into a typed status.
+// When validate is set and the text does not say why, `validate` decides
+// whether the configuration is at fault (stalling) or something else
+// (retryable).
+func (s *Server) terraformError(ctx context.Context, ws *workspace, cmd string, err error, validate bool) error {
+	if ctx.Err() != nil {
+		return contextStatus(ctx)
+	}
+	msg := redact(terraformMessage(err), ws.secrets)
+	code, reason, metadata := classify(msg)
+	if reason == "" && validate && s.configurationInvalid(ctx, ws) {
+		code, reason = codes.InvalidArgument, ReasonInvalidConfiguration
+	}
+	if reason == "" {
+		code, reason = codes.Unknown, ReasonTerraformFailed
+	}
+	return newError(code, reason, "terraform "+cmd+": "+msg, metadata)
+}
+
+// configurationInvalid runs `validate` after a failure that the error text
+// does not explain.
+func (s *Server) configurationInvalid(ctx context.Context, ws *workspace) bool {
+	out, err := ws.tf.Validate(ctx)
+	return err == nil && out != nil && !out.Valid
+}
+
+// terraformMessage extracts terraform's error text. terraform-exec returns
+// "exit status N" followed by terraform's stderr.
+func terraformMessage(err error) string {
+	msg := err.Error()
+	if first, rest, ok := strings.Cut(msg, "\n"); ok && strings.HasPrefix(first, "exit status") {
+		msg = rest
+	}
+	msg = strings.TrimSpace(msg)
+	if msg == "" {
+		msg = err.Error()
+	}
+	return msg
+}
+
+// redact replaces secret values (the spec's environment) in text. A value
+// with spaces may be wrapped over lines by terraform, so its words may be
+// separated by any whitespace.
+func redact(text string, secrets []string) string {
+	for _, v := range secrets {
+		words := strings.Fields(v)
+		if len(words) <= 1 {
+			text = strings.ReplaceAll(text, v, "(redacted)")
+			continue
+		}
+		for i, w := range words {
+			words[i] = regexp.QuoteMeta(w)
+		}
+		text = regexp.MustCompile(strings.Join(words, `\s+`)).ReplaceAllString(text, "(redacted)")
+	}
+	return text
+}
+
+// classify recognises the failures the controller handles differently from
+// a generic one. Matching ignores line breaks: terraform wraps its text.
+func classify(text string) (codes.Code, string, map[string]string) {
+	flat := strings.Join(strings.Fields(text), " ")
+	switch {
+	case strings.Contains(flat, "Error acquiring the state lock"):
+		return codes.Aborted, ReasonStateLocked, parseLockInfo(text)
+	case strings.Contains(flat, "Saved plan is stale"):
+		return codes.FailedPrecondition, ReasonStalePlan, nil
+	case strings.Contains(flat, "No value for required variable"):
+		return codes.InvalidArgument, ReasonMissingVariable, nil
+	case strings.Contains(flat, "problems with the configuration"),
+		strings.Contains(flat, "Invalid value for variable"),
+		strings.Contains(flat, "Invalid backend configuration"):
+		return codes.InvalidArgument, ReasonInvalidConfiguration, nil
+	}
+	return codes.OK, "", nil
+}
+
+// parseLockInfo reads the "Lock Info:" block terraform prints when the state
+// is locked by someone else.
+func parseLockInfo(text string) map[string]string {
+	keys := map[string]string{"ID": "id", "Who": "who", "Operation": "operation", "Created": "created", "Path": "path"}
+	md := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewBufferString(text))
+	in := false
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if !in {
+			in = line == "Lock Info:"
+			continue
+		}
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			break
+		}
+		if name, known := keys[strings.TrimSpace(k)]; known {
+			md[name] = strings.TrimSpace(v)
+		}
+	}
+	if len(md) == 0 {
+		return nil
+	}
+	return md
+}

@@ -1,0 +1,157 @@
+package runner
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+	"google.golang.org/grpc/codes"
+)
+
+// writeCLIConfig writes the runner's own CLI configuration: every provider
+// a read-only mirror holds comes only from that mirror (the engine would
+// otherwise also ask its registry, which fails offline), the rest from their
+// registries into this workspace only. There is deliberately no shared
+// writable plugin cache: concurrent runners writing one cache corrupt it.
+func writeCLIConfig(path string, mirrors []string) error {
+	var b strings.Builder
+	b.WriteString("disable_checkpoint = true\n\nprovider_installation {\n")
+	var mirrored []string
+	for _, m := range mirrors {
+		if strings.ContainsAny(m, "\"\\\n$%") {
+			return fmt.Errorf("provider mirror path %q: unsupported characters", m)
+		}
+		held := mirroredProviders(m)
+		mirrored = append(mirrored, held...)
+		fmt.Fprintf(&b, "  filesystem_mirror {\n    path = %s\n", strconv.Quote(m))
+		if len(held) > 0 {
+			fmt.Fprintf(&b, "    include = %s\n", hclList(held))
+		}
+		b.WriteString("  }\n")
+	}
+	if len(mirrored) > 0 {
+		fmt.Fprintf(&b, "  direct {\n    exclude = %s\n  }\n}\n", hclList(mirrored))
+	} else {
+		b.WriteString("  direct {}\n}\n")
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		return fmt.Errorf("write CLI configuration: %w", err)
+	}
+	return nil
+}
+
+// mirroredProviders lists the providers a filesystem mirror holds, as
+// "hostname/namespace/type", from its directory layout.
+func mirroredProviders(mirror string) []string {
+	var out []string
+	hosts, _ := os.ReadDir(mirror)
+	for _, h := range hosts {
+		namespaces, _ := os.ReadDir(filepath.Join(mirror, h.Name()))
+		for _, ns := range namespaces {
+			types, _ := os.ReadDir(filepath.Join(mirror, h.Name(), ns.Name()))
+			for _, t := range types {
+				if h.IsDir() && ns.IsDir() && t.IsDir() {
+					out = append(out, h.Name()+"/"+ns.Name()+"/"+t.Name())
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func hclList(items []string) string {
+	quoted := make([]string, len(items))
+	for i, s := range items {
+		quoted[i] = strconv.Quote(s)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
+}
+
+// inheritedEnvDrop lists variables of the runner's own environment that
+// terraform must not see: terraform-exec manages (and refuses) TF_IN_AUTOMATION
+// and its siblings, the machine's CLI configuration is replaced by ours, and a
+// shared data dir or plugin cache would break concurrent runners.
+var inheritedEnvDrop = map[string]bool{
+	"TF_CLI_CONFIG_FILE":  true,
+	"TERRAFORM_CONFIG":    true,
+	"TF_PLUGIN_CACHE_DIR": true,
+	"TF_DATA_DIR":         true,
+}
+
+// specEnvRefused lists variables a workspace spec may not set because they
+// would escape the runner's isolation.
+var specEnvRefused = map[string]bool{
+	"HOME":                true,
+	"TF_CLI_CONFIG_FILE":  true,
+	"TERRAFORM_CONFIG":    true,
+	"TF_PLUGIN_CACHE_DIR": true,
+	"TF_DATA_DIR":         true,
+}
+
+// checkSpecEnv refuses variables that terraform-exec manages itself or that
+// break isolation. Only names appear in the error, never values.
+func checkSpecEnv(env map[string]string) error {
+	var bad []string
+	for k := range env {
+		if specEnvRefused[k] || k == "" || strings.Contains(k, "=") {
+			bad = append(bad, k)
+		}
+	}
+	bad = append(bad, tfexec.ProhibitedEnv(env)...)
+	if len(bad) == 0 {
+		return nil
+	}
+	sort.Strings(bad)
+	return newError(codes.InvalidArgument, ReasonInvalidConfiguration,
+		fmt.Sprintf("environment variables not allowed in a workspace spec: %s (pass variables as vars, not TF_VAR_*)", strings.Join(bad, ", ")), nil)
+}
+
+// droppedInheritedEnv names the runner's own variables that environment
+// leaves out.
+func droppedInheritedEnv() []string {
+	env := map[string]string{}
+	var names []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if inheritedEnvDrop[k] {
+			names = append(names, k)
+		}
+		env[k] = ""
+	}
+	names = append(names, tfexec.ProhibitedEnv(env)...)
+	sort.Strings(names)
+	return names
+}
+
+// environment builds terraform's environment: the runner's own, cleaned,
+// with HOME and the CLI configuration under the work dir, plus the spec's.
+func (s *Server) environment(extra map[string]string) map[string]string {
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		if !inheritedEnvDrop[k] {
+			env[k] = v
+		}
+	}
+	env = tfexec.CleanEnv(env)
+	env["HOME"] = s.homeDir
+	env["TF_CLI_CONFIG_FILE"] = s.cliConfig
+	env["CHECKPOINT_DISABLE"] = "1"
+	for k, v := range extra {
+		env[k] = v
+	}
+	return env
+}
+
+func envList(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}

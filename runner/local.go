@@ -1,0 +1,201 @@
+package runner
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/landform-dev/landform/internal/mtls"
+)
+
+// localCertValidity covers the longest run a local runner serves; gRPC may
+// reconnect during a run, and the certificates must still be valid then.
+const localCertValidity = 7 * 24 * time.Hour
+
+// LocalOptions configure a runner started as a child process.
+type LocalOptions struct {
+	// Binary is the landform-runner executable. Empty: landform-runner on
+	// PATH.
+	Binary string
+	// Engine is passed as --engine; empty lets the runner choose.
+	Engine string
+	// WorkDir is where the runner's private directory is created. Empty:
+	// the system temp dir.
+	WorkDir string
+	// ProviderMirrors are passed as --provider-mirror.
+	ProviderMirrors []string
+	// Env is added to the controller's environment for the runner.
+	Env []string
+	// Stdout and Stderr receive the runner's own output (lifecycle lines
+	// only). Nil discards it.
+	Stdout, Stderr io.Writer
+}
+
+// StartLocal starts a runner as a child process listening on loopback, the
+// way `--runner=local` runs it, and returns a connected client and a stop
+// function. stop closes the client, sends SIGTERM (the runner interrupts
+// terraform, which releases its lock), kills the runner if it is still
+// running after grace, and removes its directory.
+func StartLocal(ctx context.Context, ca *mtls.CA, opts LocalOptions) (*Client, func(grace time.Duration) error, error) {
+	binary := opts.Binary
+	if binary == "" {
+		binary = "landform-runner"
+	}
+	binary, err := exec.LookPath(binary)
+	if err != nil {
+		return nil, nil, fmt.Errorf("find runner binary: %w", err)
+	}
+	if opts.WorkDir != "" {
+		if err := os.MkdirAll(opts.WorkDir, 0o700); err != nil {
+			return nil, nil, fmt.Errorf("create work dir: %w", err)
+		}
+	}
+	dir, err := os.MkdirTemp(opts.WorkDir, "landform-runner-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("create runner dir: %w", err)
+	}
+	cleanupDir := true
+	defer func() {
+		if cleanupDir {
+			os.RemoveAll(dir)
+		}
+	}()
+
+	files, tlsConfig, err := writeLocalCerts(ca, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	addrFile := filepath.Join(dir, "address")
+	args := []string{
+		"--listen", "127.0.0.1:0",
+		"--address-file", addrFile,
+		"--tls-cert", files.cert,
+		"--tls-key", files.key,
+		"--tls-client-ca", files.ca,
+		"--work-dir", filepath.Join(dir, "work"),
+	}
+	if opts.Engine != "" {
+		args = append(args, "--engine", opts.Engine)
+	}
+	for _, m := range opts.ProviderMirrors {
+		args = append(args, "--provider-mirror", m)
+	}
+	// Not CommandContext: ctx bounds the start, not the runner's life.
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), opts.Env...)
+	cmd.Stdout, cmd.Stderr = opts.Stdout, opts.Stderr
+	setParentDeathSignal(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("start runner: %w", err)
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
+	kill := func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+
+	addr, err := waitForAddress(ctx, addrFile, exited)
+	if err != nil {
+		kill()
+		if waitErr != nil {
+			err = fmt.Errorf("%w (runner: %v)", err, waitErr)
+		}
+		return nil, nil, err
+	}
+	client, err := Dial(ctx, addr, tlsConfig)
+	if err != nil {
+		kill()
+		return nil, nil, err
+	}
+
+	cleanupDir = false
+	var once sync.Once
+	var stopErr error
+	stop := func(grace time.Duration) error {
+		once.Do(func() {
+			client.Close()
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+				stopErr = fmt.Errorf("stop runner: %w", err)
+			}
+			select {
+			case <-exited:
+			case <-time.After(grace):
+				kill()
+				stopErr = errors.Join(stopErr, fmt.Errorf("runner still running %s after SIGTERM: killed", grace))
+			}
+			if err := os.RemoveAll(dir); err != nil {
+				stopErr = errors.Join(stopErr, fmt.Errorf("remove runner dir: %w", err))
+			}
+		})
+		return stopErr
+	}
+	return client, stop, nil
+}
+
+type certFiles struct{ cert, key, ca string }
+
+// writeLocalCerts issues the runner's server certificate and the
+// controller's client certificate. Only the runner's files are written, in
+// a private directory; the client's stay in memory.
+func writeLocalCerts(ca *mtls.CA, dir string) (certFiles, *tls.Config, error) {
+	serverCert, serverKey, err := ca.IssueServer([]string{"127.0.0.1", "::1", "localhost"}, localCertValidity)
+	if err != nil {
+		return certFiles{}, nil, fmt.Errorf("issue runner certificate: %w", err)
+	}
+	clientCert, clientKey, err := ca.IssueClient("landform-controller", localCertValidity)
+	if err != nil {
+		return certFiles{}, nil, fmt.Errorf("issue client certificate: %w", err)
+	}
+	tlsDir := filepath.Join(dir, "tls")
+	if err := os.Mkdir(tlsDir, 0o700); err != nil {
+		return certFiles{}, nil, fmt.Errorf("create tls dir: %w", err)
+	}
+	files := certFiles{
+		cert: filepath.Join(tlsDir, "tls.crt"),
+		key:  filepath.Join(tlsDir, "tls.key"),
+		ca:   filepath.Join(tlsDir, "ca.crt"),
+	}
+	for path, data := range map[string][]byte{files.cert: serverCert, files.key: serverKey, files.ca: ca.CertPEM()} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return certFiles{}, nil, fmt.Errorf("write %s: %w", filepath.Base(path), err)
+		}
+	}
+	tlsConfig, err := mtls.ClientTLSConfig(clientCert, clientKey, ca.CertPEM(), "127.0.0.1")
+	if err != nil {
+		return certFiles{}, nil, err
+	}
+	return files, tlsConfig, nil
+}
+
+// waitForAddress waits until the runner wrote the address it listens on.
+// The runner writes the file atomically, so any content is complete.
+func waitForAddress(ctx context.Context, path string, exited <-chan struct{}) (string, error) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if data, err := os.ReadFile(path); err == nil && len(data) > 0 {
+			return strings.TrimSpace(string(data)), nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("wait for runner address: %w", ctx.Err())
+		case <-exited:
+			return "", errors.New("runner exited before listening")
+		case <-tick.C:
+		}
+	}
+}
