@@ -111,7 +111,9 @@ func effectPath(t *testing.T) string {
 		}
 		return '_'
 	}, t.Name())
-	return filepath.Join(effects, name+".txt")
+	path := filepath.Join(effects, name+".txt")
+	_ = os.Remove(path) // a rerun (-count) starts from nothing
+	return path
 }
 
 // fileVars are the variables of modules/file.
@@ -137,12 +139,16 @@ func waitFor(t *testing.T, tf *infrav1.Terraform, check func(g Gomega, obj *infr
 	return last
 }
 
-// waitReady waits for Ready=True at the current generation.
+// waitReady waits for Ready=True at the current generation with the
+// attempted revision applied. (The status patch writes conditions and the
+// other fields in two calls, so Ready alone may be seen a moment early.)
 func waitReady(t *testing.T, tf *infrav1.Terraform) *infrav1.Terraform {
 	t.Helper()
 	return waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
 		g.Expect(obj.Status.ObservedGeneration).To(Equal(obj.Generation))
 		g.Expect(conditions.IsReady(obj)).To(BeTrue(), "Ready")
+		g.Expect(obj.Status.LastAppliedRevision).To(Equal(obj.Status.LastAttemptedRevision))
+		g.Expect(obj.PendingPlan()).To(BeEmpty())
 	})
 }
 

@@ -48,8 +48,11 @@ func TestManualApprovalIsBoundToThePlanID(t *testing.T) {
 
 	// The right id applies that plan.
 	annotate(t, obj, infrav1.ApproveAnnotation, pending)
-	obj = waitReady(t, tf)
-	g.Expect(obj.Status.LastAppliedPlan).To(Equal(pending))
+	obj = waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
+		g.Expect(obj.Status.LastAppliedPlan).To(Equal(pending))
+		g.Expect(conditions.IsReady(obj)).To(BeTrue())
+	})
+	g.Expect(obj.Status.LastAppliedPlan).To(Equal(pending), describe(obj))
 	g.Expect(obj.Status.Plan.Pending).To(BeEmpty())
 	g.Expect(readFile(path)).To(Equal("manual"))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,13 +35,13 @@ func (r *TerraformReconciler) run(ctx context.Context, obj *infrav1.Terraform, w
 
 	switch d.action {
 	case actionOutputs:
-		return ctrl.Result{}, r.refreshOutputs(ctx, rn, obj, ws)
+		return r.nextCheck(obj), r.refreshOutputs(ctx, rn, obj, ws)
 	case actionApply:
 		p, err := r.Plans.Load(ctx, obj)
 		if err != nil {
 			return ctrl.Result{}, retry(infrav1.ApplyFailedReason, "loading plan %s: %v", obj.PendingPlan(), err)
 		}
-		return ctrl.Result{}, r.apply(ctx, rn, obj, ws, p)
+		return r.nextCheck(obj), r.apply(ctx, rn, obj, ws, p)
 	}
 
 	p, err := r.plan(ctx, rn, obj, ws, d.drift)
@@ -50,16 +51,25 @@ func (r *TerraformReconciler) run(ctx context.Context, obj *infrav1.Terraform, w
 	switch {
 	case p.Applied:
 		if !outputsUpToDate(obj) {
-			return ctrl.Result{RequeueAfter: obj.GetInterval()}, r.refreshOutputs(ctx, rn, obj, ws)
+			return r.nextCheck(obj), r.refreshOutputs(ctx, rn, obj, ws)
 		}
-		return ctrl.Result{RequeueAfter: obj.GetInterval()}, nil
+		return r.nextCheck(obj), nil
 	case approved(obj, p.ID):
-		return ctrl.Result{RequeueAfter: obj.GetInterval()}, r.apply(ctx, rn, obj, ws, p)
+		return r.nextCheck(obj), r.apply(ctx, rn, obj, ws, p)
 	case obj.Spec.PlanOnly:
-		return ctrl.Result{RequeueAfter: obj.GetInterval()}, nil
+		return r.nextCheck(obj), nil
 	default:
 		return ctrl.Result{}, waiting(infrav1.PlanPendingReason, obj.GetInterval(), "%s", pendingMessage(obj))
 	}
+}
+
+// nextCheck requeues at the next drift check, so that every path that ends
+// well keeps the object on its interval.
+func (r *TerraformReconciler) nextCheck(obj *infrav1.Terraform) ctrl.Result {
+	if obj.Spec.DisableDriftDetection {
+		return ctrl.Result{RequeueAfter: obj.GetInterval()}
+	}
+	return ctrl.Result{RequeueAfter: max(driftCheckDue(obj, r.now()), time.Second)}
 }
 
 // startRunner places a runner and uploads the workspace to it.

@@ -57,6 +57,12 @@ func decide(obj *infrav1.Terraform, obs observation) decision {
 	if p == nil || p.InputsDigest != obs.inputsDigest {
 		return decision{action: actionPlan}
 	}
+	if !p.Applied && obj.PendingPlan() != p.ID {
+		// Status lost track of the stored plan (a status write failed after
+		// the plan was stored): plan again. An identical plan gets the same
+		// id, so an approval given for it still holds.
+		return decision{action: actionPlan}
+	}
 	if !p.Applied && !obj.Spec.PlanOnly {
 		if approved(obj, p.ID) {
 			return decision{action: actionApply}

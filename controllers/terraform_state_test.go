@@ -19,6 +19,9 @@ func TestDecide(t *testing.T) {
 			tf.Status.Plan = &infrav1.PlanStatus{PlannedAt: &at}
 		}
 	}
+	pending := func(id string) func(*infrav1.Terraform) {
+		return func(tf *infrav1.Terraform) { tf.Status.Plan = &infrav1.PlanStatus{ID: id, Pending: id} }
+	}
 	cases := []struct {
 		name   string
 		mutate func(*infrav1.Terraform)
@@ -27,19 +30,27 @@ func TestDecide(t *testing.T) {
 	}{
 		{name: "no plan yet", obs: observation{inputsDigest: "a"}, want: decision{action: actionPlan}},
 		{name: "inputs changed", obs: observation{inputsDigest: "b", plan: &storedPlan{ID: "p", InputsDigest: "a", Applied: true}}, want: decision{action: actionPlan}},
-		{name: "pending, not approved", obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a"}}, want: decision{action: actionWait, after: time.Hour}},
-		{name: "pending, auto", mutate: func(tf *infrav1.Terraform) { tf.Spec.ApprovePlan = "auto" },
+		{name: "status lost the pending plan", obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a"}}, want: decision{action: actionPlan}},
+		{name: "pending, not approved", mutate: pending("p"), obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a"}}, want: decision{action: actionWait, after: time.Hour}},
+		{name: "pending, auto", mutate: func(tf *infrav1.Terraform) { pending("p")(tf); tf.Spec.ApprovePlan = "auto" },
 			obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a"}}, want: decision{action: actionApply}},
-		{name: "pending, annotation names it", mutate: func(tf *infrav1.Terraform) { tf.Annotations = map[string]string{infrav1.ApproveAnnotation: "p"} },
+		{name: "pending, annotation names it", mutate: func(tf *infrav1.Terraform) {
+			pending("p")(tf)
+			tf.Annotations = map[string]string{infrav1.ApproveAnnotation: "p"}
+		},
 			obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a"}}, want: decision{action: actionApply}},
-		{name: "pending, annotation names another plan", mutate: func(tf *infrav1.Terraform) { tf.Annotations = map[string]string{infrav1.ApproveAnnotation: "q"} },
+		{name: "pending, annotation names another plan", mutate: func(tf *infrav1.Terraform) {
+			pending("p")(tf)
+			tf.Annotations = map[string]string{infrav1.ApproveAnnotation: "q"}
+		},
 			obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a"}}, want: decision{action: actionWait, after: time.Hour}},
-		{name: "pending, spec names it", mutate: func(tf *infrav1.Terraform) { tf.Spec.ApprovePlan = "p" },
+		{name: "pending, spec names it", mutate: func(tf *infrav1.Terraform) { pending("p")(tf); tf.Spec.ApprovePlan = "p" },
 			obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a"}}, want: decision{action: actionApply}},
 		{name: "planOnly never applies", mutate: func(tf *infrav1.Terraform) {
 			tf.Spec.ApprovePlan = "auto"
 			tf.Spec.PlanOnly = true
 			plannedAt(time.Minute)(tf)
+			tf.Status.Plan.Pending = "p"
 		},
 			obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a"}, outputsWritten: true}, want: decision{action: actionNone, after: 59 * time.Minute}},
 		{name: "applied, outputs missing", obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a", Applied: true}}, want: decision{action: actionOutputs}},

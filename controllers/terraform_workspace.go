@@ -50,7 +50,7 @@ func (r *TerraformReconciler) prepareWorkspace(ctx context.Context, obj *infrav1
 	}
 	rel, _, err := source.ModulePath(dir, obj.Spec.Path)
 	if err != nil {
-		return nil, stalling(infrav1.InvalidPathReason, "spec.path %q in revision %s: %v", obj.Spec.Path, a.Revision, err)
+		return nil, stalling(infrav1.InvalidPathReason, "%v (revision %s); fix spec.path", err, a.Revision)
 	}
 	vars, err := r.renderVars(ctx, obj)
 	if err != nil {
