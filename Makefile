@@ -51,7 +51,7 @@ vet:
 ## test: generate-check, vet, unit and integration tests (real kube-apiserver, etcd and OpenTofu)
 test: generate-check vet build
 	KUBEBUILDER_ASSETS=$(BIN) LANDFORM_RUNNER_BIN=$(BIN)/landform-runner LANDFORM_TOFU=$(BIN)/tofu \
-		LANDFORM_TERRAFORM=$(BIN)/terraform LANDFORM_FLUX_CRDS=$(BIN)/flux-crds \
+		LANDFORM_TERRAFORM=$(BIN)/terraform \
 		go test -timeout $(TEST_TIMEOUT) -count=1 ./...
 	cd providers/landform && LANDFORM_TOFU=$(BIN)/tofu go test -count=1 ./...
 

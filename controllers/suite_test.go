@@ -21,24 +21,20 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/mtls"
 	"github.com/landform-dev/landform/internal/placement"
 	"github.com/landform-dev/landform/internal/planstore"
 	"github.com/landform-dev/landform/internal/source"
+	"github.com/landform-dev/landform/internal/testenv"
 	"github.com/landform-dev/landform/runner"
 )
 
@@ -70,14 +66,10 @@ func runSuite(m *testing.M) int {
 	}
 	defer os.RemoveAll(tmp)
 
-	assets := envOr("KUBEBUILDER_ASSETS", filepath.Join(root, "bin"))
 	engine := envOr("LANDFORM_TOFU", filepath.Join(root, "bin", "tofu"))
-	fluxCRDs := envOr("LANDFORM_FLUX_CRDS", filepath.Join(root, "bin", "flux-crds"))
-	for _, p := range []string{filepath.Join(assets, "kube-apiserver"), filepath.Join(assets, "etcd"), engine, fluxCRDs} {
-		if _, err := os.Stat(p); err != nil {
-			fmt.Fprintf(os.Stderr, "integration tests need %s: run `make tools` first (%v)\n", p, err)
-			return 1
-		}
+	if _, err := os.Stat(engine); err != nil {
+		fmt.Fprintf(os.Stderr, "integration tests need OpenTofu at %s: run `make tools` first (%v)\n", engine, err)
+		return 1
 	}
 	runnerBin := os.Getenv("LANDFORM_RUNNER_BIN")
 	if runnerBin == "" {
@@ -97,26 +89,14 @@ func runSuite(m *testing.M) int {
 
 	ctrl.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(controllerLogs, testLogSink())), zap.Level(zapcore.DebugLevel)))
 
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases"), fluxCRDs},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: assets,
-	}
-	restCfg, err = env.Start()
+	env, err := testenv.Start()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting envtest: %v\n", err)
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
-
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = infrav1.AddToScheme(scheme)
-	_ = sourcev1.AddToScheme(scheme)
-	k8sClient, err = client.New(restCfg, client.Options{Scheme: scheme})
-	if err != nil {
-		panic(err)
-	}
+	restCfg, k8sClient = env.Config, env.Client
+	scheme := env.Scheme
 
 	artifacts = newArtifactServer(filepath.Join(tmp, "artifacts"))
 	defer artifacts.srv.Close()
