@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/metrics"
 	"github.com/landform-dev/landform/internal/placement"
 	"github.com/landform-dev/landform/internal/planstore"
 	"github.com/landform-dev/landform/runner"
@@ -17,6 +18,7 @@ import (
 // identical, waits for a new approval.
 func (r *TerraformReconciler) apply(ctx context.Context, rn *placement.Run, obj *infrav1.Terraform, ws *workspace, p *planstore.Plan) error {
 	outs, err := rn.Client.Apply(ctx, p.PlanFile, terraformLog(ctx, ws, "apply"))
+	metrics.CountRun("apply", err)
 	if rerr, ok := runner.AsError(err); ok && rerr.Reason == runner.ReasonStalePlan {
 		if derr := r.Plans.Delete(ctx, obj); derr != nil {
 			return retry(infrav1.ApplyFailedReason, "plan %s is stale and could not be dropped: %v", p.ID, derr)
@@ -27,7 +29,7 @@ func (r *TerraformReconciler) apply(ctx context.Context, rn *placement.Run, obj 
 	if err != nil {
 		ferr := r.runnerFailure(obj, ws, err, infrav1.ApplyFailedReason)
 		conditions.MarkFalse(obj, infrav1.AppliedCondition, errorReason(ferr, infrav1.ApplyFailedReason), "applying plan %s: %s", p.ID, ferr.Error())
-		r.event(obj, p.Revision, corev1.EventTypeWarning, infrav1.ApplyFailedReason, "applying plan %s failed", p.ID)
+		r.event(obj, p.Revision, corev1.EventTypeWarning, infrav1.ApplyFailedReason, "applying plan %s failed: %s", p.ID, ferr.Error())
 		return ferr
 	}
 	markUnlocked(obj)
@@ -53,6 +55,7 @@ func (r *TerraformReconciler) apply(ctx context.Context, rn *placement.Run, obj 
 // refreshOutputs reads the outputs from the state and writes them.
 func (r *TerraformReconciler) refreshOutputs(ctx context.Context, rn *placement.Run, obj *infrav1.Terraform, ws *workspace) error {
 	outs, err := rn.Client.Outputs(ctx)
+	metrics.CountRun("outputs", err)
 	if err != nil {
 		ferr := r.runnerFailure(obj, ws, err, infrav1.OutputsFailedReason)
 		conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, errorReason(ferr, infrav1.OutputsFailedReason), "%s", ferr.Error())

@@ -41,6 +41,9 @@ type TerraformReconciler struct {
 	Fetcher       *source.Fetcher
 	Plans         planstore.Store
 	Placer        placement.Placer
+	// AllowCrossNamespaceRefs lets sourceRef and dependsOn name objects in
+	// other namespaces; refused by default so tenants stay apart.
+	AllowCrossNamespaceRefs bool
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
 }
@@ -63,9 +66,11 @@ func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	patcher := patch.NewSerialPatcher(obj, r.Client)
+	start := time.Now()
 
 	defer func() {
 		summarize(obj, retErr)
+		recordMetrics(obj, retErr, time.Since(start))
 		if err := patcher.Patch(ctx, obj,
 			patch.WithOwnedConditions{Conditions: ownedConditions},
 			patch.WithForceOverwriteConditions{},
@@ -99,6 +104,9 @@ func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 
 // reconcile runs the state machine once: gather inputs, decide, act.
 func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *patch.SerialPatcher, obj *infrav1.Terraform) (ctrl.Result, error) {
+	if err := r.checkNamespaces(obj); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := r.checkDependencies(ctx, obj); err != nil {
 		return ctrl.Result{}, err
 	}

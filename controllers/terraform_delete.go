@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/metrics"
 )
 
 // reconcileDelete destroys the resources (deletionPolicy Delete) or keeps
@@ -65,9 +66,11 @@ func (r *TerraformReconciler) destroy(ctx context.Context, obj *infrav1.Terrafor
 		return retry(infrav1.DestroyFailedReason, "cannot destroy: %v", err)
 	}
 	defer func() { _ = rn.Stop() }()
-	if err := rn.Client.Destroy(ctx, terraformLog(ctx, ws, "destroy")); err != nil {
+	err = rn.Client.Destroy(ctx, terraformLog(ctx, ws, "destroy"))
+	metrics.CountRun("destroy", err)
+	if err != nil {
 		ferr := r.runnerFailure(obj, ws, err, infrav1.DestroyFailedReason)
-		r.event(obj, ws.artifact.Revision, corev1.EventTypeWarning, infrav1.DestroyFailedReason, "destroy failed: %s", errorReason(ferr, infrav1.DestroyFailedReason))
+		r.event(obj, ws.artifact.Revision, corev1.EventTypeWarning, infrav1.DestroyFailedReason, "destroy failed: %s", ferr.Error())
 		return retry(errorReason(ferr, infrav1.DestroyFailedReason), "destroying: %v", ferr)
 	}
 	r.event(obj, ws.artifact.Revision, corev1.EventTypeNormal, infrav1.DeletingReason, "destroyed the resources of revision %s", ws.artifact.Revision)

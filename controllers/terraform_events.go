@@ -1,7 +1,14 @@
 package controllers
 
 import (
+	"errors"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/metrics"
 )
 
 // revisionAnnotation carries the source revision on events, as Flux does.
@@ -14,4 +21,30 @@ func (r *TerraformReconciler) event(obj *infrav1.Terraform, revision, eventType,
 		return
 	}
 	r.EventRecorder.AnnotatedEventf(obj, map[string]string{revisionAnnotation: revision}, eventType, reason, format, args...)
+}
+
+// recordMetrics updates the per-object gauges and the reconcile histogram.
+func recordMetrics(obj *infrav1.Terraform, err error, d time.Duration) {
+	metrics.ObserveReconcile(outcome(err), d)
+	if !obj.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(obj, infrav1.Finalizer) {
+		metrics.ForgetObject(obj.Namespace, obj.Name)
+		return
+	}
+	metrics.SetObjectState(obj.Namespace, obj.Name, obj.PendingPlan() != "", conditions.IsTrue(obj, infrav1.DriftedCondition))
+}
+
+// outcome names how a reconcile ended, for metrics.
+func outcome(err error) string {
+	var s *stallingError
+	var w *waitingError
+	switch {
+	case err == nil:
+		return "success"
+	case errors.As(err, &s):
+		return "stalled"
+	case errors.As(err, &w):
+		return "waiting"
+	default:
+		return "retry"
+	}
 }

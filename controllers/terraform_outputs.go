@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
+	corev1 "k8s.io/api/core/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/outputs"
@@ -36,8 +37,10 @@ func (r *TerraformReconciler) writeOutputs(ctx context.Context, obj *infrav1.Ter
 			reason = infrav1.OutputSecretConflictReason
 		}
 		conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, reason, "%v", err)
+		r.event(obj, obj.Status.LastAppliedRevision, corev1.EventTypeWarning, reason, "writing outputs: %v", err)
 		return retry(reason, "%v", err)
 	}
 	conditions.MarkTrue(obj, infrav1.OutputsWrittenCondition, infrav1.OutputsWrittenReason, "wrote %d outputs to Secret %s", len(data), spec.Name)
+	r.event(obj, obj.Status.LastAppliedRevision, corev1.EventTypeNormal, infrav1.OutputsWrittenReason, "wrote %d outputs to Secret %s", len(data), spec.Name)
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/metrics"
 	"github.com/landform-dev/landform/internal/placement"
 	"github.com/landform-dev/landform/internal/planstore"
 )
@@ -22,9 +23,12 @@ const maxStatusResources = 50
 // without changes is stored as applied: there is nothing to approve.
 func (r *TerraformReconciler) plan(ctx context.Context, rn *placement.Run, obj *infrav1.Terraform, ws *workspace, drift bool) (*planstore.Plan, error) {
 	out, err := rn.Client.Plan(ctx, obj.Spec.Destroy, terraformLog(ctx, ws, "plan"))
+	metrics.CountRun("plan", err)
 	if err != nil {
 		ferr := r.runnerFailure(obj, ws, err, infrav1.PlanFailedReason)
-		conditions.MarkFalse(obj, infrav1.PlannedCondition, errorReason(ferr, infrav1.PlanFailedReason), "%s", ferr.Error())
+		reason := errorReason(ferr, infrav1.PlanFailedReason)
+		conditions.MarkFalse(obj, infrav1.PlannedCondition, reason, "%s", ferr.Error())
+		r.event(obj, ws.artifact.Revision, corev1.EventTypeWarning, reason, "plan failed: %s", ferr.Error())
 		return nil, ferr
 	}
 	markUnlocked(obj)
@@ -77,6 +81,8 @@ func (r *TerraformReconciler) plan(ctx context.Context, rn *placement.Run, obj *
 	}
 	if res.HasChanges {
 		r.event(obj, rev, corev1.EventTypeNormal, infrav1.PlannedWithChangesReason, "%s", summary)
+	} else {
+		r.event(obj, rev, corev1.EventTypeNormal, infrav1.PlannedNoChangesReason, "%s (no changes)", summary)
 	}
 	return p, nil
 }

@@ -74,6 +74,9 @@ const (
 	RunnerFailedReason = "RunnerFailed"
 	// DestroyFailedReason: destroying on deletion failed.
 	DestroyFailedReason = "DestroyFailed"
+	// CrossNamespaceRefDeniedReason: a reference to another namespace was
+	// refused (the controller runs without --allow-cross-namespace-refs).
+	CrossNamespaceRefDeniedReason = "CrossNamespaceRefDenied"
 	// DeletingReason: the object is being deleted.
 	DeletingReason = "Deleting"
 )

@@ -37,6 +37,7 @@ type flags struct {
 	runnerBinary, engine    string
 	workDir                 string
 	providerMirrors         stringList
+	allowCrossNamespace     bool
 }
 
 type stringList []string
@@ -54,6 +55,7 @@ func main() {
 	flag.StringVar(&f.runnerBinary, "runner-binary", "landform-runner", "runner binary for --runner=local")
 	flag.StringVar(&f.engine, "engine", "", "terraform or tofu binary for local runners (default: tofu, else terraform, on PATH)")
 	flag.StringVar(&f.workDir, "work-dir", filepath.Join(os.TempDir(), "landform"), "directory for the artifact cache and local runners")
+	flag.BoolVar(&f.allowCrossNamespace, "allow-cross-namespace-refs", false, "let sourceRef and dependsOn name objects in other namespaces")
 	flag.Var(&f.providerMirrors, "provider-mirror", "read-only provider filesystem mirror for runners (repeatable)")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
@@ -104,6 +106,8 @@ func run(f flags) error {
 		Fetcher:       source.NewFetcher(filepath.Join(f.workDir, "artifacts")),
 		Plans:         planstore.Store{Client: mgr.GetClient()},
 		Placer:        placer,
+
+		AllowCrossNamespaceRefs: f.allowCrossNamespace,
 	}
 	ctx := ctrl.SetupSignalHandler()
 	if err := r.SetupWithManager(ctx, mgr, controllers.Options{MaxConcurrentReconciles: f.concurrent}); err != nil {

@@ -1,0 +1,33 @@
+package controllers
+
+import (
+	"fmt"
+	"strings"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+// checkNamespaces refuses references to other namespaces unless the
+// controller allows them: a tenant may only use sources and dependencies of
+// its own namespace. (varsFrom has no namespace field: always the object's.)
+func (r *TerraformReconciler) checkNamespaces(obj *infrav1.Terraform) error {
+	if r.AllowCrossNamespaceRefs {
+		return nil
+	}
+	var refused []string
+	if ns := obj.Spec.SourceRef.Namespace; ns != "" && ns != obj.Namespace {
+		refused = append(refused, fmt.Sprintf("sourceRef %s %s/%s", obj.Spec.SourceRef.Kind, ns, obj.Spec.SourceRef.Name))
+	}
+	for _, d := range obj.Spec.DependsOn {
+		if d.Namespace != "" && d.Namespace != obj.Namespace {
+			gvk, key := dependencyKey(obj, d)
+			refused = append(refused, fmt.Sprintf("dependsOn %s %s", gvk.Kind, key))
+		}
+	}
+	if len(refused) == 0 {
+		return nil
+	}
+	return stalling(infrav1.CrossNamespaceRefDeniedReason,
+		"references to other namespaces are not allowed: %s; move them into namespace %s (or run the controller with --allow-cross-namespace-refs)",
+		strings.Join(refused, ", "), obj.Namespace)
+}

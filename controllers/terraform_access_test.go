@@ -1,0 +1,48 @@
+package controllers
+
+import (
+	"testing"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/gomega"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+// References to other namespaces are refused by default, with a condition
+// that names them and says how to fix it; nothing runs.
+func TestCrossNamespaceReferencesAreRefused(t *testing.T) {
+	other := newNamespace(t)
+	newGitRepository(t, other, "repo", artifacts.publish(fileModule()))
+
+	cases := map[string]func(*infrav1.Terraform){
+		"sourceRef": func(tf *infrav1.Terraform) { tf.Spec.SourceRef.Namespace = other },
+		"dependsOn": func(tf *infrav1.Terraform) {
+			tf.Spec.DependsOn = []infrav1.DependencyReference{{Name: "elsewhere", Namespace: other}}
+		},
+	}
+	for name, mutate := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			ns := newNamespace(t)
+			newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
+			path := effectPath(t)
+			tf := newTerraform(t, ns, "cross", func(tf *infrav1.Terraform) {
+				tf.Spec.Vars = fileVars(path, "x")
+				mutate(tf)
+			})
+			obj := waitNotReady(t, tf, infrav1.CrossNamespaceRefDeniedReason)
+			g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(And(ContainSubstring(other), ContainSubstring("--allow-cross-namespace-refs")))
+			g.Expect(conditions.IsStalled(obj)).To(BeTrue())
+			g.Expect(readFile(path)).To(Equal("<missing>"))
+
+			updateSpec(t, tf, func(tf *infrav1.Terraform) {
+				tf.Spec.SourceRef.Namespace = ""
+				tf.Spec.DependsOn = nil
+			})
+			waitReady(t, tf)
+			g.Expect(readFile(path)).To(Equal("x"))
+		})
+	}
+}
