@@ -83,8 +83,14 @@ type testRunner struct {
 
 func startRunner(t *testing.T) *testRunner {
 	t.Helper()
+	return startRunnerWith(t, enginePath)
+}
+
+// startRunnerWith starts a runner on the given engine binary.
+func startRunnerWith(t *testing.T, engine string) *testRunner {
+	t.Helper()
 	srv, err := NewServer(Options{
-		Engine:         enginePath,
+		Engine:         engine,
 		WorkDir:        t.TempDir(),
 		InterruptGrace: 30 * time.Second,
 		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
