@@ -10,6 +10,7 @@ import (
 	"github.com/landform-dev/landform/internal/metrics"
 	"github.com/landform-dev/landform/internal/placement"
 	"github.com/landform-dev/landform/internal/planstore"
+	"github.com/landform-dev/landform/internal/runlog"
 	"github.com/landform-dev/landform/runner"
 )
 
@@ -17,7 +18,9 @@ import (
 // dropped so that the next reconcile plans again and, unless the new plan is
 // identical, waits for a new approval.
 func (r *TerraformReconciler) apply(ctx context.Context, rn *placement.Run, obj *infrav1.Terraform, ws *workspace, p *planstore.Plan) error {
-	outs, err := rn.Client.Apply(ctx, p.PlanFile, terraformLog(ctx, ws, "apply"))
+	logf, endLog := r.startLog(ctx, obj, ws, runlog.PhaseApply)
+	outs, err := rn.Client.Apply(ctx, p.PlanFile, logf)
+	endLog(err)
 	metrics.CountRun("apply", err)
 	if rerr, ok := runner.AsError(err); ok && rerr.Reason == runner.ReasonStalePlan {
 		if derr := r.Plans.Delete(ctx, obj); derr != nil {

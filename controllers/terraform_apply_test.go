@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/runlog"
 )
 
 // An auto-approved object plans, applies, writes its outputs and becomes Ready.
@@ -52,6 +53,15 @@ func TestAutoApproveAppliesAndWritesOutputs(t *testing.T) {
 	g.Expect(metav1.GetControllerOf(out).UID).To(Equal(obj.UID), "Landform owns the outputs Secret")
 
 	g.Expect(secretData(g, ns, "tfstate-default-auto")).NotTo(BeNil(), "state in the kubernetes backend")
+
+	// The last run's output is kept per phase for `landform logs`.
+	logs, err := runlog.Read(context.Background(), k8sClient, ns, "auto")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(logs[runlog.PhasePlan].State).To(Equal(runlog.StateSucceeded))
+	g.Expect(logs[runlog.PhasePlan].Text).To(ContainSubstring("landform_file.this will be created"))
+	g.Expect(logs[runlog.PhaseApply].State).To(Equal(runlog.StateSucceeded))
+	g.Expect(logs[runlog.PhaseApply].Text).To(ContainSubstring("Apply complete!"))
+	g.Expect(logs).NotTo(HaveKey(runlog.PhaseDestroy))
 }
 
 // A new source revision is planned and applied, and the outputs follow.

@@ -14,6 +14,7 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/metrics"
+	"github.com/landform-dev/landform/internal/runlog"
 )
 
 // reconcileDelete destroys the resources (deletionPolicy Delete) or keeps
@@ -66,7 +67,9 @@ func (r *TerraformReconciler) destroy(ctx context.Context, obj *infrav1.Terrafor
 		return retry(infrav1.DestroyFailedReason, "cannot destroy: %v", err)
 	}
 	defer func() { _ = rn.Stop() }()
-	err = rn.Client.Destroy(ctx, terraformLog(ctx, ws, "destroy"))
+	logf, endLog := r.startLog(ctx, obj, ws, runlog.PhaseDestroy)
+	err = rn.Client.Destroy(ctx, logf)
+	endLog(err)
 	metrics.CountRun("destroy", err)
 	if err != nil {
 		ferr := r.runnerFailure(obj, ws, err, infrav1.DestroyFailedReason)

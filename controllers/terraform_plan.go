@@ -13,6 +13,7 @@ import (
 	"github.com/landform-dev/landform/internal/metrics"
 	"github.com/landform-dev/landform/internal/placement"
 	"github.com/landform-dev/landform/internal/planstore"
+	"github.com/landform-dev/landform/internal/runlog"
 )
 
 // maxStatusResources bounds the addresses listed in status; the stored plan
@@ -22,7 +23,9 @@ const maxStatusResources = 50
 // plan makes a plan, stores it and records its summary in status. A plan
 // without changes is stored as applied: there is nothing to approve.
 func (r *TerraformReconciler) plan(ctx context.Context, rn *placement.Run, obj *infrav1.Terraform, ws *workspace, drift bool) (*planstore.Plan, error) {
-	out, err := rn.Client.Plan(ctx, obj.Spec.Destroy, terraformLog(ctx, ws, "plan"))
+	logf, endLog := r.startLog(ctx, obj, ws, runlog.PhasePlan)
+	out, err := rn.Client.Plan(ctx, obj.Spec.Destroy, logf)
+	endLog(err)
 	metrics.CountRun("plan", err)
 	if err != nil {
 		ferr := r.runnerFailure(obj, ws, err, infrav1.PlanFailedReason)

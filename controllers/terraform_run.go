@@ -13,6 +13,7 @@ import (
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/placement"
 	"github.com/landform-dev/landform/internal/planstore"
+	"github.com/landform-dev/landform/internal/runlog"
 	"github.com/landform-dev/landform/runner"
 )
 
@@ -103,13 +104,23 @@ func (r *TerraformReconciler) storedPlan(ctx context.Context, obj *infrav1.Terra
 	return &storedPlan{ID: p.ID, InputsDigest: p.InputsDigest, Applied: p.Applied}, nil
 }
 
-// terraformLog returns a log sink for terraform's output lines: redacted,
-// and at debug verbosity only.
-func terraformLog(ctx context.Context, ws *workspace, phase string) func(string) {
-	log := ctrl.LoggerFrom(ctx).V(1).WithValues("phase", phase)
-	return func(line string) {
-		log.Info(ws.redactor.String(line))
+// startLog begins the kept log of one phase (read by `landform logs`) and
+// returns its line sink and the function that ends it. Lines are redacted
+// first, and reach the controller's own log at debug verbosity only.
+func (r *TerraformReconciler) startLog(ctx context.Context, obj *infrav1.Terraform, ws *workspace, phase runlog.Phase) (func(string), func(error)) {
+	rec := runlog.Start(ctx, r.Client, obj, phase)
+	debug := ctrl.LoggerFrom(ctx).V(1).WithValues("phase", phase)
+	line := func(s string) {
+		s = ws.redactor.String(s)
+		debug.Info(s)
+		rec.Line(s)
 	}
+	end := func(runErr error) {
+		if err := rec.End(ctx, runErr); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "keeping the run log")
+		}
+	}
+	return line, end
 }
 
 // runnerFailure turns a runner error into a typed reconcile error with a

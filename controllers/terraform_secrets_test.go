@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/runlog"
 )
 
 // Sensitive outputs and variables from Secrets exist only in Secrets: never in
@@ -51,6 +52,13 @@ func TestSecretsNeverLeak(t *testing.T) {
 		for _, v := range e.Annotations {
 			g.Expect(v).NotTo(ContainSubstring(secretVar), "event annotation")
 		}
+	}
+
+	logs, err := runlog.Read(context.Background(), k8sClient, ns, obj.Name)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(logs).To(HaveKey(runlog.PhaseApply))
+	for phase, l := range logs {
+		g.Expect(l.Text).NotTo(ContainSubstring(secretVar), "kept %s log", phase)
 	}
 
 	g.Expect(controllerLogs.String()).To(ContainSubstring(obj.Name), "the controller's logs were captured")
