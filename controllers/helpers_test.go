@@ -103,17 +103,19 @@ func jsonValue(v any) *apiextensionsv1.JSON {
 	return &apiextensionsv1.JSON{Raw: b}
 }
 
-// effectPath is a fresh path for a test's external effect.
-func effectPath(t *testing.T) string {
+// effectPath is a fresh path for a test's external effect; suffixes name
+// more than one.
+func effectPath(t *testing.T, suffix ...string) string {
 	name := strings.Map(func(r rune) rune {
 		if (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
 			return r
 		}
 		return '_'
 	}, t.Name())
-	path := filepath.Join(effects, name+".txt")
-	_ = os.Remove(path) // a rerun (-count) starts from nothing
-	return path
+	// Unique per call: objects of an earlier run (-count) still manage theirs.
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return filepath.Join(effects, name+"-"+hex.EncodeToString(b)+strings.Join(suffix, "")+".txt")
 }
 
 // fileVars are the variables of modules/file.
@@ -160,6 +162,16 @@ func waitNotReady(t *testing.T, tf *infrav1.Terraform, reason string) *infrav1.T
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal(reason))
+	})
+}
+
+// waitPending waits for a plan waiting for approval, with its summary in
+// status (conditions and the other status fields are written in two calls).
+func waitPending(t *testing.T, tf *infrav1.Terraform) *infrav1.Terraform {
+	t.Helper()
+	return waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
+		g.Expect(conditions.GetReason(obj, meta.ReadyCondition)).To(Equal(infrav1.PlanPendingReason))
+		g.Expect(obj.PendingPlan()).NotTo(BeEmpty())
 	})
 }
 

@@ -76,7 +76,10 @@ func TestNewRevisionReplansAndUpdatesOutputs(t *testing.T) {
 	})
 	// The first revision has no output "extra": the outputs selection fails
 	// until the next revision adds it.
-	obj := waitNotReady(t, tf, infrav1.OutputsFailedReason)
+	obj := waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
+		g.Expect(conditions.GetReason(obj, meta.ReadyCondition)).To(Equal(infrav1.OutputsFailedReason))
+		g.Expect(obj.Status.LastAppliedRevision).NotTo(BeEmpty())
+	})
 	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring(`"extra"`))
 	first := obj.Status.LastAppliedRevision
 	g.Expect(readFile(path)).To(Equal("one"))

@@ -24,7 +24,7 @@ func TestManualApprovalIsBoundToThePlanID(t *testing.T) {
 		tf.Spec.Vars = fileVars(path, "manual")
 	})
 
-	obj := waitNotReady(t, tf, infrav1.PlanPendingReason)
+	obj := waitPending(t, tf)
 	pending := obj.Status.Plan.Pending
 	g.Expect(pending).To(MatchRegexp(`^plan-[a-z0-9]{10}-[a-f0-9]{10}$`))
 	g.Expect(obj.Status.Plan.Add).To(Equal(int32(1)))
@@ -67,7 +67,7 @@ func TestApprovePlanInSpec(t *testing.T) {
 		tf.Spec.ApprovePlan = ""
 		tf.Spec.Vars = fileVars(path, "gitops")
 	})
-	obj := waitNotReady(t, tf, infrav1.PlanPendingReason)
+	obj := waitPending(t, tf)
 	obj.Spec.ApprovePlan = obj.Status.Plan.Pending
 	g.Expect(k8sClient.Update(context.Background(), obj)).To(Succeed())
 	obj = waitReady(t, tf)

@@ -16,7 +16,7 @@ func TestDependsOnWaitsForReady(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
-	pathA, pathB := effectPath(t)+".a", effectPath(t)+".b"
+	pathA, pathB := effectPath(t, ".a"), effectPath(t, ".b")
 	b := newTerraform(t, ns, "b", func(tf *infrav1.Terraform) {
 		tf.Spec.Vars = fileVars(pathB, "b")
 		tf.Spec.DependsOn = []infrav1.DependencyReference{{Name: "a"}}
@@ -29,7 +29,7 @@ func TestDependsOnWaitsForReady(t *testing.T) {
 		tf.Spec.Vars = fileVars(pathA, "a")
 		tf.Spec.ApprovePlan = ""
 	})
-	obj = waitNotReady(t, a, infrav1.PlanPendingReason)
+	obj = waitPending(t, a)
 	g.Expect(readFile(pathB)).To(Equal("<missing>"), "B waits while A is not Ready")
 
 	annotate(t, obj, infrav1.ApproveAnnotation, obj.Status.Plan.Pending)

@@ -32,6 +32,7 @@ func TestDriftIsDetectedAndRepaired(t *testing.T) {
 	obj = waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
 		g.Expect(obj.Status.LastAppliedPlan).NotTo(Equal(applied), "a drift plan was applied")
 		g.Expect(conditions.IsReady(obj)).To(BeTrue())
+		g.Expect(conditions.GetReason(obj, infrav1.DriftedCondition)).To(Equal(infrav1.AppliedReason))
 	})
 	g.Expect(readFile(path)).To(Equal("desired"), "repaired")
 	g.Expect(obj.Status.Plan.IsDrift).To(BeTrue())
@@ -56,6 +57,7 @@ func TestDriftIsReportedForManualApproval(t *testing.T) {
 
 	obj := waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
 		g.Expect(conditions.IsTrue(obj, infrav1.DriftedCondition)).To(BeTrue())
+		g.Expect(obj.PendingPlan()).NotTo(BeEmpty())
 	})
 	g.Expect(conditions.GetReason(obj, infrav1.DriftedCondition)).To(Equal(infrav1.DriftDetectedReason))
 	g.Expect(conditions.GetMessage(obj, infrav1.DriftedCondition)).To(ContainSubstring("landform_file.this"))
