@@ -1,0 +1,60 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+// The API server itself rejects invalid objects (markers, enums, patterns,
+// CEL), with a message naming the field.
+func TestAPIValidation(t *testing.T) {
+	ns := newNamespace(t)
+	cases := map[string]struct {
+		mutate func(*infrav1.Terraform)
+		field  string
+	}{
+		"approvePlan neither auto nor a plan id": {func(tf *infrav1.Terraform) { tf.Spec.ApprovePlan = "yes" }, "spec.approvePlan"},
+		"unknown deletionPolicy":                 {func(tf *infrav1.Terraform) { tf.Spec.DeletionPolicy = "Keep" }, "spec.deletionPolicy"},
+		"unknown source kind":                    {func(tf *infrav1.Terraform) { tf.Spec.SourceRef.Kind = "HelmRepository" }, "spec.sourceRef.kind"},
+		"varsFrom kind":                          {func(tf *infrav1.Terraform) { tf.Spec.VarsFrom = []infrav1.VarsReference{{Kind: "Pod", Name: "x"}} }, "spec.varsFrom[0].kind"},
+		"variable name":                          {func(tf *infrav1.Terraform) { tf.Spec.Vars = []infrav1.Variable{{Name: "1bad"}} }, "spec.vars[0].name"},
+		"interval":                               {func(tf *infrav1.Terraform) { tf.Spec.Interval = metav1.Duration{Duration: -1} }, "spec.interval"},
+		"backend secretSuffix with custom configuration": {func(tf *infrav1.Terraform) {
+			tf.Spec.BackendConfig = &infrav1.BackendConfig{SecretSuffix: "x", CustomConfiguration: `terraform { backend "local" {} }`}
+		}, "secretSuffix applies only to the default kubernetes backend"},
+		"empty output selection": {func(tf *infrav1.Terraform) {
+			tf.Spec.WriteOutputsToSecret = &infrav1.WriteOutputsToSecretSpec{Name: "out", Outputs: []string{""}}
+		}, "writeOutputsToSecret.outputs entries must not be empty"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tf := &infrav1.Terraform{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invalid"},
+				Spec: infrav1.TerraformSpec{
+					SourceRef: infrav1.SourceReference{Kind: "GitRepository", Name: "repo"},
+				},
+			}
+			tc.mutate(tf)
+			err := k8sClient.Create(context.Background(), tf)
+			NewWithT(t).Expect(err).To(MatchError(ContainSubstring(tc.field)))
+		})
+	}
+
+	// Defaults are filled in by the API server.
+	g := NewWithT(t)
+	tf := &infrav1.Terraform{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "defaults"},
+		Spec:       infrav1.TerraformSpec{SourceRef: infrav1.SourceReference{Kind: "GitRepository", Name: "none"}, Suspend: true},
+	}
+	g.Expect(k8sClient.Create(context.Background(), tf)).To(Succeed())
+	g.Expect(tf.GetInterval().String()).To(Equal("10m0s"))
+	g.Expect(tf.Spec.DeletionPolicy).To(Equal(infrav1.DeletionPolicyDelete))
+	g.Expect(tf.Spec.Workspace).To(Equal("default"))
+	g.Expect(tf.Spec.Path).To(Equal("./"))
+	g.Expect(tf.Status.ObservedGeneration).To(Equal(int64(-1)))
+}
