@@ -76,6 +76,12 @@ func (r *TerraformReconciler) nextCheck(obj *infrav1.Terraform) ctrl.Result {
 // startRunner places a runner and uploads the workspace to it.
 func (r *TerraformReconciler) startRunner(ctx context.Context, obj *infrav1.Terraform, ws *workspace) (*placement.Run, error) {
 	rn, err := r.Placer.Start(ctx, obj)
+	// A failure the user can act on (a missing ServiceAccount, a Pod
+	// that cannot start) keeps its own reason.
+	var perr *placement.Error
+	if errors.As(err, &perr) {
+		return nil, retry(perr.Reason, "%s", ws.redactor.String(perr.Message))
+	}
 	if err != nil {
 		return nil, retry(infrav1.RunnerFailedReason, "starting the runner: %s", ws.redactor.String(err.Error()))
 	}

@@ -72,6 +72,12 @@ const (
 	OutputsFailedReason = "OutputsFailed"
 	// RunnerFailedReason: the runner could not be started or reached.
 	RunnerFailedReason = "RunnerFailed"
+	// RunnerServiceAccountMissingReason: the runner Pod's ServiceAccount does
+	// not exist in the object's namespace.
+	RunnerServiceAccountMissingReason = "RunnerServiceAccountMissing"
+	// RunnerStartTimeoutReason: the runner Pod did not run and answer in
+	// time (unschedulable, image not pulled, ...).
+	RunnerStartTimeoutReason = "RunnerStartTimeout"
 	// DestroyFailedReason: destroying on deletion failed.
 	DestroyFailedReason = "DestroyFailed"
 	// CrossNamespaceRefDeniedReason: a reference to another namespace was

@@ -2,6 +2,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -21,6 +22,7 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/controllers"
+	"github.com/landform-dev/landform/internal/certs"
 	"github.com/landform-dev/landform/internal/mtls"
 	"github.com/landform-dev/landform/internal/placement"
 	"github.com/landform-dev/landform/internal/planstore"
@@ -38,6 +40,11 @@ type flags struct {
 	workDir                 string
 	providerMirrors         stringList
 	allowCrossNamespace     bool
+	// Runner Pods.
+	namespace          string
+	runnerImage        string
+	keepRunnerPods     bool
+	runnerStartTimeout time.Duration
 }
 
 type stringList []string
@@ -51,12 +58,16 @@ func main() {
 	flag.StringVar(&f.healthAddr, "health-addr", ":8081", "address of the health and readiness probes")
 	flag.BoolVar(&f.leaderElect, "leader-elect", false, "elect a leader so that only one replica reconciles")
 	flag.IntVar(&f.concurrent, "concurrent", 4, "Terraform objects reconciled in parallel")
-	flag.StringVar(&f.runnerMode, "runner", "local", "where runners run: local (child processes)")
+	flag.StringVar(&f.runnerMode, "runner", defaultRunnerMode(), "where runners run: pod (one Pod per run; the default in a cluster) or local (child processes; the default elsewhere)")
+	flag.StringVar(&f.runnerImage, "runner-image", "ghcr.io/landform-dev/landform-runner:"+version.Version, "runner image for --runner=pod, unless spec.runnerPodTemplate sets one")
+	flag.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "landform-system"), "the controller's namespace, which holds the runner CA Secret")
+	flag.BoolVar(&f.keepRunnerPods, "keep-runner-pods", false, "keep runner Pods after their run, and those that failed to start, for debugging")
+	flag.DurationVar(&f.runnerStartTimeout, "runner-start-timeout", placement.DefaultStartTimeout, "how long a runner Pod may take to run and answer")
 	flag.StringVar(&f.runnerBinary, "runner-binary", "landform-runner", "runner binary for --runner=local")
 	flag.StringVar(&f.engine, "engine", "", "terraform or tofu binary for local runners (default: tofu, else terraform, on PATH)")
 	flag.StringVar(&f.workDir, "work-dir", filepath.Join(os.TempDir(), "landform"), "directory for the artifact cache and local runners")
 	flag.BoolVar(&f.allowCrossNamespace, "allow-cross-namespace-refs", false, "let sourceRef and dependsOn name objects in other namespaces")
-	flag.Var(&f.providerMirrors, "provider-mirror", "read-only provider filesystem mirror for runners (repeatable)")
+	flag.Var(&f.providerMirrors, "provider-mirror", "read-only provider filesystem mirror for runners (repeatable; with --runner=pod, a path inside the runner image)")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -96,7 +107,8 @@ func run(f flags) error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	placer, err := newPlacer(f, cfg)
+	ctx := ctrl.SetupSignalHandler()
+	placer, err := newPlacer(ctx, f, cfg, scheme)
 	if err != nil {
 		return err
 	}
@@ -109,7 +121,6 @@ func run(f flags) error {
 
 		AllowCrossNamespaceRefs: f.allowCrossNamespace,
 	}
-	ctx := ctrl.SetupSignalHandler()
 	if err := r.SetupWithManager(ctx, mgr, controllers.Options{MaxConcurrentReconciles: f.concurrent}); err != nil {
 		return err
 	}
@@ -123,8 +134,27 @@ func run(f flags) error {
 }
 
 // newPlacer builds the runner placement the flags ask for.
-func newPlacer(f flags, cfg *rest.Config) (placement.Placer, error) {
+func newPlacer(ctx context.Context, f flags, cfg *rest.Config, scheme *runtime.Scheme) (placement.Placer, error) {
 	switch f.runnerMode {
+	case "pod":
+		// Not the manager's client: a cache would watch every Pod and
+		// ServiceAccount in the cluster; runner Pods are read one by one.
+		c, err := client.New(cfg, client.Options{Scheme: scheme})
+		if err != nil {
+			return nil, err
+		}
+		cm, err := certs.New(ctx, c, certs.Options{Namespace: f.namespace})
+		if err != nil {
+			return nil, fmt.Errorf("loading the runner CA: %w", err)
+		}
+		return &placement.Pod{
+			Client:          c,
+			Certs:           cm,
+			Image:           f.runnerImage,
+			KeepPods:        f.keepRunnerPods,
+			StartTimeout:    f.runnerStartTimeout,
+			ProviderMirrors: f.providerMirrors,
+		}, nil
 	case "local":
 		// The CA lives only in this process: local runners are its children.
 		ca, err := mtls.NewCA("landform-local-runners", 365*24*time.Hour)
@@ -148,6 +178,22 @@ func newPlacer(f flags, cfg *rest.Config) (placement.Placer, error) {
 			},
 		}, nil
 	default:
-		return nil, fmt.Errorf("--runner=%s is not supported: use --runner=local", f.runnerMode)
+		return nil, fmt.Errorf("--runner=%s is not supported: use --runner=pod or --runner=local", f.runnerMode)
 	}
+}
+
+// defaultRunnerMode runs runners in Pods when the controller itself runs in
+// a cluster, and as child processes elsewhere.
+func defaultRunnerMode() string {
+	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		return "pod"
+	}
+	return "local"
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
 }

@@ -39,7 +39,8 @@ func run() error {
 		addressFile = flag.String("address-file", "", "write the address actually listened on to this file (for --listen with port 0)")
 		tlsCert     = flag.String("tls-cert", "", "server certificate (PEM)")
 		tlsKey      = flag.String("tls-key", "", "server private key (PEM)")
-		tlsClientCA = flag.String("tls-client-ca", "", "CA certificate that client certificates must chain to (PEM)")
+		tlsClientCA = flag.String("tls-client-ca", "", "CA certificates that client certificates must chain to (PEM)")
+		tlsClientCN = flag.String("tls-client-cn", "", "common name the client certificate must have (default: any issued by the client CA)")
 		workDir     = flag.String("work-dir", filepath.Join(os.TempDir(), "landform-runner"), "directory for the workspace, HOME and the CLI configuration")
 		engine      = flag.String("engine", "", "terraform or tofu binary (default: tofu on PATH, else terraform)")
 		grace       = flag.Duration("grace", runner.DefaultInterruptGrace, "time terraform gets to stop after an interrupt before it is killed")
@@ -54,7 +55,7 @@ func run() error {
 	if *tlsCert == "" || *tlsKey == "" || *tlsClientCA == "" {
 		return errors.New("--tls-cert, --tls-key and --tls-client-ca are required: the runner only serves mTLS")
 	}
-	tlsConfig, err := loadTLS(*tlsCert, *tlsKey, *tlsClientCA)
+	tlsConfig, err := loadTLS(*tlsCert, *tlsKey, *tlsClientCA, *tlsClientCN)
 	if err != nil {
 		return err
 	}
@@ -117,7 +118,7 @@ func run() error {
 	return nil
 }
 
-func loadTLS(certFile, keyFile, caFile string) (*tls.Config, error) {
+func loadTLS(certFile, keyFile, caFile, clientCN string) (*tls.Config, error) {
 	cert, err := os.ReadFile(certFile)
 	if err != nil {
 		return nil, fmt.Errorf("read certificate: %w", err)
@@ -130,7 +131,24 @@ func loadTLS(certFile, keyFile, caFile string) (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read client CA: %w", err)
 	}
-	return mtls.ServerTLSConfig(cert, key, ca)
+	cfg, err := mtls.ServerTLSConfig(cert, key, ca)
+	if err != nil {
+		return nil, err
+	}
+	if clientCN != "" {
+		// The chain is verified by then; this narrows who may call to the
+		// controller's certificate among those the CA issued.
+		cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("no client certificate")
+			}
+			if cn := cs.PeerCertificates[0].Subject.CommonName; cn != clientCN {
+				return fmt.Errorf("client certificate for %q, want %q", cn, clientCN)
+			}
+			return nil
+		}
+	}
+	return cfg, nil
 }
 
 // writeAtomic writes through a rename so that a reader polling the file

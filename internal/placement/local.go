@@ -12,6 +12,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/metrics"
 	"github.com/landform-dev/landform/internal/mtls"
 	"github.com/landform-dev/landform/runner"
 )
@@ -29,10 +30,12 @@ type Local struct {
 
 // Start implements Placer.
 func (l *Local) Start(ctx context.Context, obj *infrav1.Terraform) (*Run, error) {
+	started := time.Now()
 	c, stop, err := runner.StartLocal(ctx, l.CA, l.Options)
 	if err != nil {
 		return nil, fmt.Errorf("starting local runner: %w", err)
 	}
+	metrics.ObserveRunnerStart("local", time.Since(started))
 	grace := l.Grace
 	if grace == 0 {
 		grace = 30 * time.Second

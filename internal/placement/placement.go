@@ -1,5 +1,6 @@
 // Package placement decides where a runner runs: a local child process or
-// (later) a Pod. The controller sees only the Placer interface.
+// a Pod in the Terraform object's namespace. The controller sees only the
+// Placer interface.
 package placement
 
 import (
@@ -37,3 +38,12 @@ type Placer interface {
 	// check, or ctx ends.
 	Start(ctx context.Context, obj *infrav1.Terraform) (*Run, error)
 }
+
+// Error is a failure to start a runner that the user can act on: Reason is
+// a condition reason (infrav1.Runner*Reason) and Message says what to do.
+type Error struct {
+	Reason  string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }

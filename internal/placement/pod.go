@@ -1,0 +1,342 @@
+package placement
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/certs"
+	"github.com/landform-dev/landform/internal/metrics"
+	"github.com/landform-dev/landform/runner"
+)
+
+const (
+	// DefaultPort is the port runners listen on in their Pod.
+	DefaultPort = 9443
+	// DefaultStartTimeout bounds a runner Pod's start: scheduling, image
+	// pull, and the runner's health check.
+	DefaultStartTimeout = 3 * time.Minute
+
+	// stopTimeout bounds the API calls made when a run ends, which may
+	// happen after the caller's context ended.
+	stopTimeout = 30 * time.Second
+	// maxPollInterval caps the backoff while waiting for a Pod.
+	maxPollInterval = 2 * time.Second
+)
+
+// errStartTimeout is the cause of a start that ran out of StartTimeout.
+var errStartTimeout = errors.New("runner start timeout")
+
+// Pod runs each runner in a Pod of its own in the Terraform object's
+// namespace, and dials it over mTLS. Used by `--runner=pod`.
+type Pod struct {
+	// Client reads and writes Pods, ServiceAccounts and Secrets. It should
+	// not be a caching client: that would watch every Pod in the cluster.
+	Client client.Client
+	// Certs issues the namespaces' runner certificates and the
+	// controller's client certificate.
+	Certs *certs.Manager
+	// Image is the runner image, unless spec.runnerPodTemplate sets one.
+	Image string
+	// KeepPods keeps runner Pods after their run (and failed ones), for
+	// debugging.
+	KeepPods bool
+	// StartTimeout bounds a start. Default DefaultStartTimeout.
+	StartTimeout time.Duration
+	// Grace is how long terraform gets to stop after an interrupt before
+	// the runner kills it. Default runner.DefaultInterruptGrace.
+	Grace time.Duration
+	// ProviderMirrors are provider filesystem mirrors inside the runner
+	// image, passed as --provider-mirror.
+	ProviderMirrors []string
+	// Port the runner listens on. Default DefaultPort.
+	Port int
+}
+
+// Start implements Placer: it creates the runner Pod, waits until it runs
+// and its runner answers, and returns a client to it. A Pod that fails
+// before its runner answers is replaced once.
+func (p *Pod) Start(ctx context.Context, obj *infrav1.Terraform) (*Run, error) {
+	started := time.Now()
+	log := logr.FromContextOrDiscard(ctx)
+	timeout := p.startTimeout()
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errStartTimeout)
+	defer cancel()
+
+	if err := p.checkServiceAccount(ctx, obj); err != nil {
+		return nil, err
+	}
+	nsTLS, err := p.Certs.ForNamespace(ctx, obj.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("preparing the runner certificate: %w", err)
+	}
+	p.deleteLeftovers(ctx, log, obj)
+
+	var firstFailure string
+	for attempt := 1; ; attempt++ {
+		pod, err := p.createPod(ctx, obj, nsTLS.SecretName)
+		if err != nil {
+			return nil, err
+		}
+		log.V(1).Info("runner Pod created", "pod", pod.Name, "attempt", attempt)
+		c, err := p.await(ctx, pod, nsTLS.ClientTLS, timeout)
+		if err == nil {
+			metrics.ObserveRunnerStart("pod", time.Since(started))
+			return p.run(pod, c), nil
+		}
+		p.cleanup(ctx, log, pod)
+		var failed *podFailedError
+		if !errors.As(err, &failed) {
+			return nil, err
+		}
+		if attempt == 2 {
+			return nil, &Error{
+				Reason:  infrav1.RunnerFailedReason,
+				Message: fmt.Sprintf("runner Pod %s failed before its runner answered: %s (the Pod before it failed too: %s)", failed.name, failed.status, firstFailure),
+			}
+		}
+		log.Info("runner Pod failed before its runner answered: replacing it", "pod", pod.Name, "status", failed.status)
+		firstFailure = failed.name + ": " + failed.status
+	}
+}
+
+func (p *Pod) startTimeout() time.Duration {
+	if p.StartTimeout > 0 {
+		return p.StartTimeout
+	}
+	return DefaultStartTimeout
+}
+
+func (p *Pod) port() int {
+	if p.Port > 0 {
+		return p.Port
+	}
+	return DefaultPort
+}
+
+func (p *Pod) grace() time.Duration {
+	if p.Grace > 0 {
+		return p.Grace
+	}
+	return runner.DefaultInterruptGrace
+}
+
+// checkServiceAccount fails clearly, before any Pod exists, when the
+// runner's ServiceAccount is missing: the Pod would never be created.
+func (p *Pod) checkServiceAccount(ctx context.Context, obj *infrav1.Terraform) error {
+	name := obj.GetServiceAccountName()
+	err := p.Client.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: name}, &corev1.ServiceAccount{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return &Error{
+			Reason: infrav1.RunnerServiceAccountMissingReason,
+			Message: fmt.Sprintf("the runner ServiceAccount %s/%s does not exist: list namespace %s in the Helm chart's runner namespaces "+
+				"(it creates the ServiceAccount and its Role), or `kubectl create serviceaccount %s -n %s` and bind it to a Role for the state Secrets and Leases, "+
+				"or set spec.serviceAccountName", obj.Namespace, name, obj.Namespace, name, obj.Namespace),
+		}
+	case err != nil:
+		return fmt.Errorf("reading the runner ServiceAccount %s/%s: %w", obj.Namespace, name, err)
+	}
+	return nil
+}
+
+// deleteLeftovers deletes runner Pods of obj left by an earlier controller
+// process: one object runs one runner at a time, so any other is stale,
+// and deleting it gracefully lets its terraform release the state lock.
+// They are found by their labels, since Pods that run a destroy have no
+// owner reference.
+func (p *Pod) deleteLeftovers(ctx context.Context, log logr.Logger, obj *infrav1.Terraform) {
+	if p.KeepPods {
+		return
+	}
+	var pods corev1.PodList
+	if err := p.Client.List(ctx, &pods, client.InNamespace(obj.Namespace), client.MatchingLabels(podLabels(obj))); err != nil {
+		log.Error(err, "listing leftover runner Pods")
+		return
+	}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if pod.DeletionTimestamp != nil {
+			continue
+		}
+		log.Info("deleting a leftover runner Pod", "pod", pod.Name)
+		if err := p.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
+			log.Error(err, "deleting a leftover runner Pod", "pod", pod.Name)
+		}
+	}
+}
+
+func (p *Pod) createPod(ctx context.Context, obj *infrav1.Terraform, secretName string) (*corev1.Pod, error) {
+	pod := p.podFor(obj, secretName)
+	if err := p.Client.Create(ctx, pod); err != nil {
+		return nil, fmt.Errorf("creating the runner Pod in %s: %w", obj.Namespace, err)
+	}
+	return pod, nil
+}
+
+// podFailedError is a Pod that failed or vanished before its runner
+// answered.
+type podFailedError struct {
+	name   string
+	status string
+}
+
+func (e *podFailedError) Error() string {
+	return fmt.Sprintf("runner Pod %s failed: %s", e.name, e.status)
+}
+
+// await waits until pod runs with an IP, then dials its runner, watching
+// the Pod meanwhile so that a Pod that fails ends the wait at once.
+func (p *Pod) await(ctx context.Context, pod *corev1.Pod, tlsConfig *tls.Config, timeout time.Duration) (*runner.Client, error) {
+	poll := 100 * time.Millisecond
+	for {
+		cur, err := p.getPod(ctx, pod)
+		if err != nil {
+			return nil, p.waitError(ctx, pod, err, timeout)
+		}
+		*pod = *cur
+		if pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, p.waitError(ctx, pod, context.Cause(ctx), timeout)
+		case <-time.After(poll):
+		}
+		poll = min(2*poll, maxPollInterval)
+	}
+
+	dialCtx, cancelDial := context.WithCancelCause(ctx)
+	defer cancelDial(nil)
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		for {
+			select {
+			case <-dialCtx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			if _, err := p.getPod(dialCtx, pod); err != nil {
+				cancelDial(err)
+				return
+			}
+		}
+	}()
+	addr := net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(p.port()))
+	c, err := runner.Dial(dialCtx, addr, tlsConfig)
+	cancelDial(nil)
+	<-watchDone
+	if err == nil {
+		return c, nil
+	}
+	var failed *podFailedError
+	if errors.As(context.Cause(dialCtx), &failed) {
+		return nil, failed
+	}
+	return nil, p.waitError(ctx, pod, err, timeout)
+}
+
+// getPod reads pod and returns a podFailedError when it failed or is gone.
+func (p *Pod) getPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	var cur corev1.Pod
+	err := p.Client.Get(ctx, client.ObjectKeyFromObject(pod), &cur)
+	switch {
+	case apierrors.IsNotFound(err) || (err == nil && cur.UID != pod.UID):
+		return nil, &podFailedError{name: pod.Name, status: "deleted before its runner answered"}
+	case err != nil:
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, fmt.Errorf("reading runner Pod %s: %w", pod.Name, err)
+	case cur.DeletionTimestamp != nil:
+		return nil, &podFailedError{name: pod.Name, status: "deleted before its runner answered"}
+	case cur.Status.Phase == corev1.PodFailed || cur.Status.Phase == corev1.PodSucceeded:
+		return nil, &podFailedError{name: pod.Name, status: describePod(&cur)}
+	}
+	return &cur, nil
+}
+
+// waitError explains a wait for pod that ended with err: a start timeout
+// names the Pod's last status.
+func (p *Pod) waitError(ctx context.Context, pod *corev1.Pod, err error, timeout time.Duration) error {
+	var failed *podFailedError
+	if errors.As(err, &failed) {
+		return err
+	}
+	if !errors.Is(context.Cause(ctx), errStartTimeout) {
+		if ctx.Err() != nil {
+			return fmt.Errorf("waiting for runner Pod %s/%s: %w", pod.Namespace, pod.Name, context.Cause(ctx))
+		}
+		return err
+	}
+	kept := ""
+	if p.KeepPods {
+		kept = " (the Pod is kept for debugging)"
+	}
+	if pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" {
+		return &Error{
+			Reason: infrav1.RunnerStartTimeoutReason,
+			Message: fmt.Sprintf("runner Pod %s/%s runs (IP %s) but its runner did not answer within %s%s: %v; check the runner image and its logs",
+				pod.Namespace, pod.Name, pod.Status.PodIP, timeout, kept, err),
+		}
+	}
+	return &Error{
+		Reason: infrav1.RunnerStartTimeoutReason,
+		Message: fmt.Sprintf("runner Pod %s/%s did not start within %s%s: %s; check the image, the Pod template and the cluster's capacity",
+			pod.Namespace, pod.Name, timeout, kept, describePod(pod)),
+	}
+}
+
+// cleanup deletes a Pod that did not become a run, unless KeepPods.
+func (p *Pod) cleanup(ctx context.Context, log logr.Logger, pod *corev1.Pod) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+	defer cancel()
+	if p.KeepPods {
+		log.Info("keeping the runner Pod that did not start, for debugging", "pod", pod.Name)
+		return
+	}
+	if err := p.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
+		log.Error(err, "deleting a runner Pod that did not start", "pod", pod.Name)
+	}
+}
+
+// run wraps a started Pod. Stopping closes the connection and deletes the
+// Pod without overriding its grace period: the kubelet sends SIGTERM, the
+// runner interrupts terraform, which releases its lock, and only after
+// terminationGracePeriodSeconds (longer than the runner's grace) is it
+// killed.
+func (p *Pod) run(pod *corev1.Pod, c *runner.Client) *Run {
+	var once sync.Once
+	var stopErr error
+	return &Run{
+		Client:  c,
+		Backend: map[string]string{"in_cluster_config": "true"},
+		grace:   p.grace(),
+		stop: func(time.Duration) error {
+			once.Do(func() {
+				c.Close()
+				if p.KeepPods {
+					return
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+				defer cancel()
+				if err := p.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
+					stopErr = fmt.Errorf("deleting runner Pod %s/%s: %w", pod.Namespace, pod.Name, err)
+				}
+			})
+			return stopErr
+		},
+	}
+}
