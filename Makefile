@@ -13,7 +13,7 @@ TEST_TIMEOUT ?= 40m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/landform-dev/landform/internal/version.Version=$(VERSION)
 
-.PHONY: all tools generate generate-check build vet test test-unit test-integration bench demo clean
+.PHONY: all tools generate chart-sync generate-check build vet test test-unit test-integration bench demo e2e-kind clean
 
 all: build
 
@@ -28,13 +28,21 @@ generate:
 	$(BIN)/controller-gen rbac:roleName=landform-controller paths=./controllers/... output:rbac:artifacts:config=config/rbac
 	$(BIN)/protoc --plugin=protoc-gen-go=$(BIN)/protoc-gen-go --plugin=protoc-gen-go-grpc=$(BIN)/protoc-gen-go-grpc \
 		--go_out=paths=source_relative:. --go-grpc_out=paths=source_relative:. runner/proto/runner.proto
+	@$(MAKE) --no-print-directory chart-sync
 
+## chart-sync: copy the generated CRDs and controller ClusterRole into the Helm chart
+chart-sync:
+	rm -f charts/landform/crds/*.yaml
+	cp config/crd/bases/*.yaml charts/landform/crds/
+	cp config/rbac/role.yaml charts/landform/files/controller-clusterrole.yaml
+
+GENERATED := api config runner/proto charts/landform/crds charts/landform/files
 ## generate-check: fail when generated files are not committed
 generate-check: generate
-	@git diff --exit-code --stat -- api config runner/proto || \
+	@git diff --exit-code --stat -- $(GENERATED) || \
 		{ echo "generated files are out of date: run 'make generate' and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- api config runner/proto)" || \
-		{ git status --porcelain -- api config runner/proto; echo "untracked generated files: run 'make generate' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- $(GENERATED))" || \
+		{ git status --porcelain -- $(GENERATED); echo "untracked generated files: run 'make generate' and commit"; exit 1; }
 
 ## build: bin/landform-controller, bin/landform-runner, bin/landform
 build:
@@ -48,10 +56,12 @@ vet:
 	cd api && go vet ./...
 	cd providers/landform && go vet ./...
 
-## test: generate-check, vet, unit and integration tests (real kube-apiserver, etcd and OpenTofu)
+## test: generate-check, vet, unit and integration tests (real kube-apiserver, etcd and OpenTofu;
+## helm lint/template and kustomize build checked against that API server)
 test: generate-check vet build
 	KUBEBUILDER_ASSETS=$(BIN) LANDFORM_RUNNER_BIN=$(BIN)/landform-runner LANDFORM_TOFU=$(BIN)/tofu \
-		LANDFORM_TERRAFORM=$(BIN)/terraform \
+		LANDFORM_TERRAFORM=$(BIN)/terraform LANDFORM_CONTROLLER_BIN=$(BIN)/landform-controller \
+		LANDFORM_HELM=$(BIN)/helm LANDFORM_KUSTOMIZE=$(BIN)/kustomize \
 		go test -timeout $(TEST_TIMEOUT) -count=1 ./...
 	cd providers/landform && LANDFORM_TOFU=$(BIN)/tofu go test -count=1 ./...
 
@@ -63,6 +73,10 @@ bench: build
 ## demo: the embedded environment walkthrough (see README)
 demo: tools build
 	@echo "make demo needs 'landform dev', which lands with the embedded environment (issue 5)."; exit 1
+
+## e2e-kind: the end-to-end suite on a kind cluster (needs Docker; skips without it)
+e2e-kind:
+	e2e/kind/run.sh
 
 clean:
 	rm -rf bin

@@ -6,6 +6,8 @@
 #
 #   hack/tools.sh            install all tools
 #   hack/tools.sh NAME...    install only these (see the "tools" list below)
+#   hack/tools.sh kind       the optional kind CLI for `make e2e-kind` (never
+#                            installed by default: it needs a Docker engine)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,6 +28,10 @@ KUBE_VERSION=v1.36.4
 TOFU_VERSION=v1.12.6
 TERRAFORM_VERSION=v1.5.7
 FLUX_SOURCE_VERSION=v1.9.6
+HELM_VERSION=v3.21.4
+KUSTOMIZE_VERSION=v5.8.2
+KIND_VERSION=v0.33.0
+PROMETHEUS_OPERATOR_VERSION=v0.85.0
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -35,11 +41,12 @@ link() { ln -sfn "$cache/$1/$2" "$bin/$2"; }
 # have DIR FILE: is the tool already in the cache?
 have() { [ -e "$cache/$1/$2" ]; }
 
-go_install() { # dir binary module@version
-	local dir=$1 file=$2 mod=$3
+go_install() { # dir binary module@version [ldflags]
+	local dir=$1 file=$2 mod=$3 ldflags=${4:-}
 	if ! have "$dir" "$file"; then
 		log "building $mod"
-		GOBIN="$cache/$dir.tmp" go install "$mod"
+		rm -rf "$cache/$dir.tmp"
+		GOBIN="$cache/$dir.tmp" go install -trimpath -ldflags "-s -w $ldflags" "$mod"
 		mv "$cache/$dir.tmp" "$cache/$dir"
 	fi
 	link "$dir" "$file"
@@ -87,6 +94,24 @@ tool_tofu() {
 
 tool_terraform() { wrapper_build "terraform-$TERRAFORM_VERSION" terraform terraform github.com/hashicorp/terraform; }
 
+# The ldflags are those of helm's release builds (its Makefile): the version,
+# and the Kubernetes version `helm template` and `helm lint` assume, which
+# helm derives from its client-go (v0.36 -> 1.36); without them it assumes
+# 1.20 and refuses charts that require a newer one.
+HELM_KUBE_MINOR=36
+tool_helm() {
+	local v=helm.sh/helm/v3
+	go_install "helm-$HELM_VERSION" helm "$v/cmd/helm@$HELM_VERSION" \
+		"-X $v/internal/version.version=$HELM_VERSION -X $v/internal/version.metadata= \
+		-X $v/pkg/chartutil.k8sVersionMajor=1 -X $v/pkg/chartutil.k8sVersionMinor=$HELM_KUBE_MINOR \
+		-X $v/pkg/lint/rules.k8sVersionMajor=1 -X $v/pkg/lint/rules.k8sVersionMinor=$HELM_KUBE_MINOR"
+}
+
+tool_kustomize() { go_install "kustomize-$KUSTOMIZE_VERSION" kustomize "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"; }
+
+# Optional (e2e/kind only): kind installs anywhere but needs a Docker engine.
+tool_kind() { go_install "kind-$KIND_VERSION" kind "sigs.k8s.io/kind@$KIND_VERSION"; }
+
 tool_flux_crds() {
 	local dir="flux-source-crds-$FLUX_SOURCE_VERSION"
 	if ! have "$dir" crds; then
@@ -101,9 +126,25 @@ tool_flux_crds() {
 	ln -sfn "$cache/$dir/crds" "$bin/flux-crds"
 }
 
+# The ServiceMonitor CRD, so that the chart's optional ServiceMonitor is checked
+# against its real schema by the packaging tests.
+tool_monitoring_crds() {
+	local dir="monitoring-crds-$PROMETHEUS_OPERATOR_VERSION"
+	if ! have "$dir" crds; then
+		log "fetching prometheus-operator $PROMETHEUS_OPERATOR_VERSION ServiceMonitor CRD"
+		local src
+		src=$(cd "$root/hack/tools/tofu" && go mod download -json "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+		mkdir -p "$cache/$dir.tmp/crds"
+		cp "$src"/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml "$cache/$dir.tmp/crds/"
+		chmod -R u+w "$cache/$dir.tmp"
+		mv "$cache/$dir.tmp" "$cache/$dir"
+	fi
+	ln -sfn "$cache/$dir/crds" "$bin/monitoring-crds"
+}
+
 # Fast tools first, so code generation works early; the engines and the API
 # server are the long builds and run one at a time (2 cores, 2 GB peak each).
-tools=(controller_gen protoc flux_crds etcd kube_apiserver tofu terraform)
+tools=(controller_gen protoc flux_crds monitoring_crds helm kustomize etcd kube_apiserver tofu terraform)
 [ $# -gt 0 ] && tools=("$@")
 for t in "${tools[@]}"; do
 	"tool_${t//-/_}"

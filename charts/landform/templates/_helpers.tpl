@@ -1,0 +1,38 @@
+{{/*
+Names are fixed, not derived from the release name: Landform runs once per
+cluster (its CRD and ClusterRole are cluster-wide), the controller looks for
+the runner ServiceAccount landform-runner by that name, and the kustomize
+bases in config/ use the same names.
+*/}}
+
+{{- define "landform.labels" -}}
+app.kubernetes.io/name: landform
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end }}
+
+{{- define "landform.selectorLabels" -}}
+app.kubernetes.io/name: landform
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: controller
+{{- end }}
+
+{{- define "landform.image" -}}
+{{- printf "%s:%s" .repository (.tag | default .appVersion) -}}
+{{- end }}
+
+{{/*
+What a runner needs in its own namespace, and nothing more: the kubernetes
+backend's state Secrets (tfstate-*) and lock Leases (lock-tfstate-*).
+config/rbac/runner_role.yaml holds the same rules; a test keeps them equal.
+*/}}
+{{- define "landform.runnerRules" -}}
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+{{- end }}

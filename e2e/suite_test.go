@@ -1,0 +1,340 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+// What the scenarios need from the cluster, and where to find it.
+const (
+	// envKubeconfig names the cluster; without it every scenario skips.
+	envKubeconfig = "LANDFORM_E2E_KUBECONFIG"
+	// envNamespace is a runner namespace of the installation (the chart's
+	// runner.namespaces). Default "e2e".
+	envNamespace = "LANDFORM_E2E_NAMESPACE"
+	// envControllerNamespace is where the controller runs. Default
+	// "landform-system".
+	envControllerNamespace = "LANDFORM_E2E_CONTROLLER_NAMESPACE"
+	// envGitURL is a git URL, reachable from source-controller, of a
+	// repository holding this repository's modules/ on branch main. When
+	// unset, the suite runs the git server image (envGitServerImage) in
+	// the runner namespace and uses it.
+	envGitURL = "LANDFORM_E2E_GIT_URL"
+	// envGitServerImage is the Dockerfile's e2e-gitserver target. Default
+	// "landform-e2e-gitserver:e2e".
+	envGitServerImage = "LANDFORM_E2E_GITSERVER_IMAGE"
+	// envTimeout bounds each wait (a Go duration). Default 5m: a runner
+	// Pod's first start may pull its image.
+	envTimeout = "LANDFORM_E2E_TIMEOUT"
+)
+
+const (
+	gitRepositoryName = "landform-e2e"
+	gitServerName     = "landform-e2e-git"
+	runnerSA          = "landform-runner"
+)
+
+// cluster is the shared state of the scenarios.
+type cluster struct {
+	client       client.Client
+	ns           string // the runner namespace
+	controllerNS string
+	timeout      time.Duration
+}
+
+var (
+	setupOnce sync.Once
+	shared    *cluster
+	setupErr  error
+)
+
+// connect returns the cluster, after checking once that Landform is
+// installed and preparing the GitRepository every scenario uses. It skips
+// the test when no cluster is given.
+func connect(t *testing.T) *cluster {
+	t.Helper()
+	kc := os.Getenv(envKubeconfig)
+	if kc == "" {
+		t.Skipf("%s is not set: the e2e scenarios need a cluster with Landform and source-controller installed (see e2e/README.md; `make e2e-kind` prepares one)", envKubeconfig)
+	}
+	setupOnce.Do(func() { shared, setupErr = setup(kc) })
+	if setupErr != nil {
+		t.Fatalf("e2e setup: %v", setupErr)
+	}
+	return shared
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func setup(kubeconfig string) (*cluster, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%s: %w", envKubeconfig, kubeconfig, err)
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, infrav1.AddToScheme, sourcev1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	timeout, err := time.ParseDuration(envOr(envTimeout, "5m"))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", envTimeout, err)
+	}
+	cl := &cluster{
+		client:       c,
+		ns:           envOr(envNamespace, "e2e"),
+		controllerNS: envOr(envControllerNamespace, "landform-system"),
+		timeout:      timeout,
+	}
+	ctx := context.Background()
+
+	// Landform is installed and its runner namespace prepared.
+	if err := cl.poll(ctx, "the controller Deployment to be available", func() (bool, string, error) {
+		var dep appsv1.Deployment
+		if err := c.Get(ctx, client.ObjectKey{Namespace: cl.controllerNS, Name: "landform-controller"}, &dep); err != nil {
+			return false, "", err
+		}
+		for _, cond := range dep.Status.Conditions {
+			if cond.Type == appsv1.DeploymentAvailable && cond.Status == corev1.ConditionTrue {
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprintf("%+v", dep.Status.Conditions), nil
+	}); err != nil {
+		return nil, fmt.Errorf("is Landform installed in %s? %w", cl.controllerNS, err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: cl.ns, Name: runnerSA}, &corev1.ServiceAccount{}); err != nil {
+		return nil, fmt.Errorf("the runner namespace %s has no ServiceAccount %s (install the chart with runner.namespaces={%s}): %w", cl.ns, runnerSA, cl.ns, err)
+	}
+
+	url := os.Getenv(envGitURL)
+	if url == "" {
+		if url, err = cl.startGitServer(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return cl, cl.ensureGitRepository(ctx, url)
+}
+
+// startGitServer runs the e2e git server in the runner namespace and
+// returns its URL. The URL uses the Service's cluster IP, so that it works
+// without cluster DNS too.
+func (cl *cluster) startGitServer(ctx context.Context) (string, error) {
+	labels := map[string]string{"app.kubernetes.io/name": gitServerName}
+	uid := int64(65532)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cl.ns, Name: gitServerName, Labels: labels},
+		Spec: corev1.PodSpec{
+			AutomountServiceAccountToken: ptr(false),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot: ptr(true), RunAsUser: &uid, RunAsGroup: &uid,
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name:            "git",
+				Image:           envOr(envGitServerImage, "landform-e2e-gitserver:e2e"),
+				ImagePullPolicy: corev1.PullIfNotPresent,
+				Ports:           []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+					HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}}},
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr(false),
+					ReadOnlyRootFilesystem:   ptr(true),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+				VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
+			}},
+			Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		},
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cl.ns, Name: gitServerName},
+		Spec: corev1.ServiceSpec{
+			Selector: labels,
+			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}},
+		},
+	}
+	for _, o := range []client.Object{pod, svc} {
+		if err := cl.client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return "", fmt.Errorf("creating the git server %T: %w", o, err)
+		}
+	}
+	if err := cl.poll(ctx, "the git server Pod to be ready", func() (bool, string, error) {
+		var p corev1.Pod
+		if err := cl.client.Get(ctx, client.ObjectKeyFromObject(pod), &p); err != nil {
+			return false, "", err
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprintf("phase %s %+v", p.Status.Phase, p.Status.ContainerStatuses), nil
+	}); err != nil {
+		return "", err
+	}
+	if err := cl.client.Get(ctx, client.ObjectKeyFromObject(svc), svc); err != nil {
+		return "", err
+	}
+	return "http://" + svc.Spec.ClusterIP + "/landform.git", nil
+}
+
+// ensureGitRepository creates the GitRepository the scenarios use and waits
+// until the real source-controller has an artifact of it.
+func (cl *cluster) ensureGitRepository(ctx context.Context, url string) error {
+	repo := &sourcev1.GitRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cl.ns, Name: gitRepositoryName},
+		Spec: sourcev1.GitRepositorySpec{
+			URL:       url,
+			Reference: &sourcev1.GitRepositoryRef{Branch: "main"},
+			Interval:  metav1.Duration{Duration: 10 * time.Minute},
+		},
+	}
+	if err := cl.client.Create(ctx, repo); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating GitRepository %s: %w", gitRepositoryName, err)
+	}
+	return cl.poll(ctx, "GitRepository "+gitRepositoryName+" to have an artifact (is source-controller running?)", func() (bool, string, error) {
+		if err := cl.client.Get(ctx, client.ObjectKeyFromObject(repo), repo); err != nil {
+			return false, "", err
+		}
+		ready := apimeta.FindStatusCondition(repo.Status.Conditions, meta.ReadyCondition)
+		return ready != nil && ready.Status == metav1.ConditionTrue && repo.Status.Artifact != nil, fmt.Sprintf("%+v", repo.Status.Conditions), nil
+	})
+}
+
+// poll calls check every two seconds until it returns true, fails or the
+// timeout passes; the error then carries check's last description.
+func (cl *cluster) poll(ctx context.Context, what string, check func() (bool, string, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, cl.timeout)
+	defer cancel()
+	var last string
+	for {
+		ok, desc, err := check()
+		switch {
+		case ok:
+			return nil
+		case err != nil && !apierrors.IsNotFound(err):
+			return fmt.Errorf("waiting for %s: %w", what, err)
+		case err != nil:
+			desc = err.Error()
+		}
+		last = desc
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("timed out after %s waiting for %s; last seen: %s", cl.timeout, what, last)
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// terraform creates a Terraform object on modules/file in the runner
+// namespace, and deletes it (waiting for destroy) when the test ends.
+func (cl *cluster) terraform(t *testing.T, name string, mutate func(*infrav1.Terraform)) *infrav1.Terraform {
+	t.Helper()
+	tf := &infrav1.Terraform{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cl.ns, Name: name},
+		Spec: infrav1.TerraformSpec{
+			SourceRef:     infrav1.SourceReference{Kind: sourcev1.GitRepositoryKind, Name: gitRepositoryName},
+			Path:          "./modules/file",
+			Interval:      metav1.Duration{Duration: 10 * time.Minute},
+			RetryInterval: &metav1.Duration{Duration: 10 * time.Second},
+			ApprovePlan:   infrav1.ApprovePlanAuto,
+		},
+	}
+	if mutate != nil {
+		mutate(tf)
+	}
+	ctx := context.Background()
+	// A leftover of an interrupted run goes first.
+	cl.deleteAndWait(t, tf)
+	if err := cl.client.Create(ctx, tf); err != nil {
+		t.Fatalf("creating Terraform %s: %v", name, err)
+	}
+	t.Cleanup(func() { cl.deleteAndWait(t, tf) })
+	return tf
+}
+
+func (cl *cluster) deleteAndWait(t *testing.T, tf *infrav1.Terraform) {
+	t.Helper()
+	ctx := context.Background()
+	if err := cl.client.Delete(ctx, tf); apierrors.IsNotFound(err) {
+		return
+	} else if err != nil {
+		t.Errorf("deleting Terraform %s: %v", tf.Name, err)
+		return
+	}
+	if err := cl.poll(ctx, "Terraform "+tf.Name+" to be gone", func() (bool, string, error) {
+		var cur infrav1.Terraform
+		err := cl.client.Get(ctx, client.ObjectKeyFromObject(tf), &cur)
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		return false, describe(&cur), client.IgnoreNotFound(err)
+	}); err != nil {
+		t.Error(err)
+	}
+}
+
+// waitForTerraform polls the object until check accepts it.
+func (cl *cluster) waitForTerraform(t *testing.T, tf *infrav1.Terraform, what string, check func(*infrav1.Terraform) bool) *infrav1.Terraform {
+	t.Helper()
+	ctx := context.Background()
+	cur := &infrav1.Terraform{}
+	if err := cl.poll(ctx, "Terraform "+tf.Name+": "+what, func() (bool, string, error) {
+		if err := cl.client.Get(ctx, client.ObjectKeyFromObject(tf), cur); err != nil {
+			return false, "", err
+		}
+		return check(cur), describe(cur), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return cur
+}
+
+// ready returns the Ready condition, if the object's status is current.
+func ready(tf *infrav1.Terraform) *metav1.Condition {
+	if tf.Status.ObservedGeneration != tf.Generation {
+		return nil
+	}
+	return apimeta.FindStatusCondition(tf.Status.Conditions, meta.ReadyCondition)
+}
+
+func describe(tf *infrav1.Terraform) string {
+	var parts []string
+	for _, c := range tf.Status.Conditions {
+		parts = append(parts, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+	}
+	return fmt.Sprintf("generation %d observed %d; %s", tf.Generation, tf.Status.ObservedGeneration, strings.Join(parts, "; "))
+}
+
+func ptr[T any](v T) *T { return &v }
