@@ -46,8 +46,8 @@ var (
 	artifacts *artifactServer
 	// controllerLogs and runnerLogs collect every line either wrote, so that
 	// tests can scan them for secret values.
-	controllerLogs = &syncBuffer{}
-	runnerLogs     = &syncBuffer{}
+	controllerLogs = &testenv.SyncBuffer{}
+	runnerLogs     = &testenv.SyncBuffer{}
 	// effects is where test modules create their external objects (files).
 	effects string
 	// mirror is the provider filesystem mirror the runners use.
@@ -165,23 +165,6 @@ func testLogSink() io.Writer {
 	return io.Discard
 }
 
-// syncBuffer is a goroutine-safe log buffer.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // artifactServer serves tarballs the way source-controller does.
 type artifactServer struct {

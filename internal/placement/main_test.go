@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,7 +42,7 @@ var (
 	kubeconfig string
 	// port is the runners' port: every fake Pod has its own loopback IP.
 	port       int
-	runnerLogs = &syncBuffer{}
+	runnerLogs = &testenv.SyncBuffer{}
 )
 
 func TestMain(m *testing.M) {
@@ -252,20 +251,3 @@ func workspaceSpec(t *testing.T, obj *infrav1.Terraform, tb tarball, vars map[st
 	}
 }
 
-// syncBuffer is a goroutine-safe log buffer.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
