@@ -27,6 +27,9 @@ const testVersion = "0.1.0"
 // cliConfig is the CLI configuration file pointing at the test mirror.
 var cliConfig string
 
+// testTmp is a directory that lives as long as the test binary.
+var testTmp string
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -38,6 +41,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
+	testTmp = tmp
 
 	mirror := filepath.Join(tmp, "mirror")
 	if err := buildIntoMirror(mirror); err != nil {
@@ -117,6 +121,8 @@ type tf struct {
 	t   *testing.T
 	bin string
 	dir string
+	// env is added to the engine's environment (later entries win).
+	env []string
 }
 
 func newTF(t *testing.T, dir string) *tf {
@@ -140,6 +146,7 @@ func (e *tf) exec(args ...string) (string, int) {
 		}
 	}
 	cmd.Env = append(cmd.Env, "TF_CLI_CONFIG_FILE="+cliConfig, "TF_INPUT=0", "CHECKPOINT_DISABLE=1")
+	cmd.Env = append(cmd.Env, e.env...)
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	err := cmd.Run()
