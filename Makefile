@@ -49,6 +49,7 @@ build:
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/landform-controller ./cmd/controller
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/landform-runner ./cmd/runner
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/landform ./cmd/landform
+	go build -o $(BIN)/landform-cloud ./cmd/landform-cloud
 	hack/build-provider.sh $(BIN)/providers
 
 vet:
