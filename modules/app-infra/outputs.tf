@@ -18,3 +18,8 @@ output "dsn" {
   value       = "postgres://${landform_database.this.username}:${landform_database.this.password}@${landform_database.this.endpoint}:${landform_database.this.port}/${landform_database.this.name}"
   sensitive   = true
 }
+
+output "db_size_gb" {
+  description = "Storage of the database in GB, as the cloud reports it."
+  value       = landform_database.this.size_gb
+}

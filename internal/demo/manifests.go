@@ -1,0 +1,70 @@
+package demo
+
+import "fmt"
+
+// Paths in the dev git server's repository.
+const (
+	infraPath = "demo/infra/terraform.yaml"
+	appPath   = "demo/app/deployment.yaml"
+
+	terraformName = "app-infra"
+	outputsSecret = "app-infra-outputs"
+	repoName      = "landform"
+)
+
+// terraformManifest is the infrastructure: modules/app-infra with manual
+// approval, writing its outputs into a Secret the app uses.
+func terraformManifest(dbSizeGB int) string {
+	return fmt.Sprintf(`apiVersion: infra.landform.dev/v1alpha1
+kind: Terraform
+metadata:
+  name: %[1]s
+  namespace: %[2]s
+spec:
+  sourceRef:
+    kind: GitRepository
+    name: %[3]s
+  path: ./modules/app-infra
+  interval: 10m
+  retryInterval: 10s
+  # Manual approval: plans wait for `+"`landform approve`"+`.
+  approvePlan: ""
+  vars:
+    - name: name
+      value: demo
+    - name: db_size_gb
+      value: %[4]d
+  writeOutputsToSecret:
+    name: %[5]s
+    outputs: ["security_group_id", "db_endpoint", "db_port", "db_size_gb", "dsn"]
+`, terraformName, Namespace, repoName, dbSizeGB, outputsSecret)
+}
+
+// appManifest is the app: its Deployment carries the security group id
+// (substituted by Flux from the outputs Secret) and mounts the DSN from it.
+// There is no kubelet in the dev environment: the Deployment exists as an
+// object but runs no Pods.
+const appManifest = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app
+  namespace: demo
+  annotations:
+    landform.dev/security-group: "${security_group_id}"
+    landform.dev/db-size-gb: "${db_size_gb}"
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: app}
+  template:
+    metadata:
+      labels: {app: app}
+    spec:
+      containers:
+        - name: app
+          image: registry.invalid/app:1
+          env:
+            - name: DATABASE_DSN
+              valueFrom:
+                secretKeyRef: {name: app-infra-outputs, key: dsn}
+`
