@@ -1,32 +1,39 @@
-// Command landform is Landform's CLI. Today it reports its version; the day-to-day
-// commands (get, plan show, approve, logs, unlock, dev) follow.
+// Command landform is Landform's CLI: get, status, plan show, approve,
+// replan, reconcile, suspend, resume, logs, outputs, unlock, version and
+// completion (internal/cli). Installed as kubectl-landform, it is the
+// kubectl plugin `kubectl landform`.
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
 
-	"github.com/spf13/cobra"
+	"github.com/go-logr/logr"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/landform-dev/landform/internal/version"
+	"github.com/landform-dev/landform/internal/cli"
 )
 
 func main() {
-	root := &cobra.Command{
-		Use:           "landform",
-		Short:         "Landform runs Terraform and OpenTofu modules from GitOps sources",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	root.AddCommand(&cobra.Command{
-		Use:   "version",
-		Short: "Print the client version",
-		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintf(cmd.OutOrStdout(), "landform %s\n", version.Version)
-		},
-	})
-	if err := root.Execute(); err != nil {
+	// The CLI reports through its output and errors; controller-runtime's
+	// own logging would only complain that it has no logger.
+	ctrllog.SetLogger(logr.Discard())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	base := strings.TrimSuffix(filepath.Base(os.Args[0]), ".exe")
+	err := cli.Execute(ctx, cli.Options{
+		Streams:     genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
+		DisplayName: cli.DisplayNameFor(base),
+	}, os.Args[1:])
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
+		stop()
 		os.Exit(1)
 	}
 }

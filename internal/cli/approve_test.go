@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"context"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+func TestApprove(t *testing.T) {
+	ns := namespace(t, "approve")
+	// A plan that only creates: approved without a question.
+	createOnly := func(obj *v1alpha1.Terraform) {
+		pending(obj)
+		obj.Status.Plan.Add, obj.Status.Plan.Change, obj.Status.Plan.Destroy = 1, 0, 0
+		obj.Status.Plan.Resources = []string{"terraform_data.cache"}
+	}
+	for _, tt := range []struct {
+		name  string
+		state func(*v1alpha1.Terraform)
+		// stored is the stored plan's id; none when empty.
+		stored   string
+		args     []string
+		stdin    string
+		approved bool // whether the annotation is set afterwards
+	}{
+		{name: "destroys-yes", state: pending, stored: pendingPlan, stdin: "y\n", approved: true},
+		{name: "destroys-no", state: pending, stored: pendingPlan, stdin: "n\n"},
+		{name: "destroys-no-answer", state: pending, stored: pendingPlan},
+		{name: "destroys-flag-yes", state: pending, stored: pendingPlan, args: []string{"--yes"}, approved: true},
+		{name: "matching-plan-flag", state: pending, stored: pendingPlan, args: []string{"--plan", pendingPlan, "-y"}, approved: true},
+		{name: "other-plan-flag", state: pending, stored: pendingPlan, args: []string{"--plan", "plan-0000000000-0000000000", "-y"}},
+		{name: "creates-only", state: createOnly, approved: true},
+		{name: "plan-unreadable", state: pending, stdin: "yes\n", approved: true},
+		{name: "no-pending-plan", state: applied},
+		{name: "never-planned", state: func(*v1alpha1.Terraform) {}},
+		{name: "plan-only", state: func(obj *v1alpha1.Terraform) { obj.Spec.PlanOnly = true; pending(obj) }, stored: pendingPlan},
+		{name: "already-approved", state: func(obj *v1alpha1.Terraform) {
+			obj.Annotations = map[string]string{v1alpha1.ApproveAnnotation: pendingPlan}
+			pending(obj)
+		}, approved: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := terraform(t, ns, tt.name, func(obj *v1alpha1.Terraform) {
+				obj.Annotations = map[string]string{"team": "a"}
+				tt.state(obj)
+				obj.Annotations["team"] = "a"
+			})
+			if tt.stored != "" {
+				storePlan(t, obj, tt.stored, rev2, false)
+			}
+			before := snapshot(t, obj)
+			r := run(t, tt.stdin, append([]string{"approve", "-n", ns, tt.name}, tt.args...)...)
+			golden(t, "approve/"+tt.name, r.transcript())
+
+			want := ""
+			if tt.approved {
+				want = pendingPlan
+			}
+			after := snapshot(t, obj)
+			onlyAnnotationChanged(t, before, deepCopyMap(after), v1alpha1.ApproveAnnotation, want)
+			if (r.err == nil) != tt.approved {
+				t.Errorf("approved %v, but the command returned %v", tt.approved, r.err)
+			}
+		})
+	}
+}
+
+// TestApproveForbidden runs approve as a user who may read but not patch
+// Terraform objects.
+func TestApproveForbidden(t *testing.T) {
+	ns := namespace(t, "approve-rbac")
+	obj := terraform(t, ns, "database", pending)
+	storePlan(t, obj, pendingPlan, rev2, false)
+	grant(t, ns, "viewer", rbacv1.PolicyRule{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"terraforms"}, Verbs: []string{"get", "list"}})
+
+	before := snapshot(t, obj)
+	r := run(t, "", "approve", "-n", ns, "database", "--yes", "--as", "viewer")
+	golden(t, "approve/forbidden", r.transcript())
+	onlyAnnotationChanged(t, before, snapshot(t, obj), v1alpha1.ApproveAnnotation, "")
+
+	r = run(t, "", "approve", "-n", ns, "database", "--yes", "--as", "nobody")
+	golden(t, "approve/forbidden-get", r.transcript())
+}
+
+// grant gives user the rules in namespace ns.
+func grant(t *testing.T, ns, user string, rules ...rbacv1.PolicyRule) {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user}, Rules: rules}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if err := env.Client.Create(ctx, role); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+}

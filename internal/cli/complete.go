@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"strings"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+// completeNames completes the NAME argument with the Terraform objects of
+// the namespace that -n (or the kubeconfig context) selects.
+func (a *app) completeNames(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	s, err := a.connect()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var list v1alpha1.TerraformList
+	if err := s.c.List(cmd.Context(), &list, client.InNamespace(s.ns)); err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var names []string
+	for _, obj := range list.Items {
+		if strings.HasPrefix(obj.Name, toComplete) {
+			names = append(names, obj.Name)
+		}
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
+}
+
+// oneName is the Args check of commands that take exactly one NAME.
+func (a *app) oneName(use string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return usageError{a.cmdName(use)}
+		}
+		return nil
+	}
+}
+
+type usageError struct{ usage string }
+
+func (e usageError) Error() string {
+	return "expected the name of one Terraform object: " + e.usage
+}

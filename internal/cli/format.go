@@ -1,0 +1,184 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/cli-runtime/pkg/printers"
+	"sigs.k8s.io/yaml"
+
+	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+// progressingWithRetry is the controller's Reconciling reason while a
+// failure is retried (controllers/terraform_conditions.go).
+const progressingWithRetry = "ProgressingWithRetry"
+
+// statusWidth bounds the STATUS column of tables.
+const statusWidth = 60
+
+// age formats the time since t the way kubectl does; "-" when unset.
+func (a *app) age(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return duration.HumanDuration(a.Now().Sub(t))
+}
+
+// when formats t as a UTC time and its age.
+func (a *app) when(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339) + " (" + a.age(t) + " ago)"
+}
+
+func metaTime(t *metav1.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.Time
+}
+
+// counts is a plan's short summary, "+1 ~2 -0", like the controller's.
+func counts(p *v1alpha1.PlanStatus) string {
+	return fmt.Sprintf("+%d ~%d -%d", p.Add, p.Change, p.Destroy)
+}
+
+// shortRevision cuts the hash of a Flux revision ("main@sha1:0a1b2c…") to
+// ten characters, as plan ids do.
+func shortRevision(rev string) string {
+	if rev == "" {
+		return "-"
+	}
+	i := strings.LastIndex(rev, ":")
+	if i >= 0 && len(rev)-i-1 > 10 {
+		return rev[:i+1+10]
+	}
+	return rev
+}
+
+// truncate cuts s to n runes, marking the cut.
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// readyStatus is the Ready condition's status, "Unknown" when absent.
+func readyStatus(obj *v1alpha1.Terraform) string {
+	if c := apimeta.FindStatusCondition(obj.Status.Conditions, meta.ReadyCondition); c != nil {
+		return string(c.Status)
+	}
+	return string(metav1.ConditionUnknown)
+}
+
+// statusText says in a few words where the object is.
+func statusText(obj *v1alpha1.Terraform) string {
+	ready := apimeta.FindStatusCondition(obj.Status.Conditions, meta.ReadyCondition)
+	reconciling := apimeta.FindStatusCondition(obj.Status.Conditions, meta.ReconcilingCondition)
+	switch {
+	case !obj.DeletionTimestamp.IsZero():
+		return "deleting"
+	case obj.Spec.Suspend:
+		return "suspended"
+	case reconciling != nil && reconciling.Status == metav1.ConditionTrue && reconciling.Reason != progressingWithRetry:
+		return reconciling.Message
+	case ready != nil:
+		return ready.Message
+	}
+	return "waiting for the controller"
+}
+
+// planColumn is the pending plan's id, else the last plan's counts.
+func planColumn(obj *v1alpha1.Terraform) string {
+	p := obj.Status.Plan
+	switch {
+	case p == nil:
+		return "-"
+	case p.Pending != "":
+		return p.Pending
+	}
+	return counts(p)
+}
+
+// newTable is kubectl's column layout; widths are remembered across
+// flushes so that watched rows line up with the header.
+func newTable(w io.Writer) *tableWriter {
+	return &tableWriter{w: printers.GetNewTabWriter(w)}
+}
+
+type tableWriter struct {
+	w interface {
+		io.Writer
+		Flush() error
+	}
+}
+
+func (t *tableWriter) row(cells ...string) {
+	fmt.Fprintln(t.w, strings.Join(cells, "\t"))
+}
+
+func (t *tableWriter) flush() error { return t.w.Flush() }
+
+// printObject prints a Kubernetes object as JSON or YAML, without managed
+// fields, as kubectl does.
+func printObject(w io.Writer, format string, obj k8sruntime.Object) error {
+	var p printers.ResourcePrinter
+	switch format {
+	case "json":
+		p = &printers.JSONPrinter{}
+	case "yaml":
+		p = &printers.YAMLPrinter{}
+	default:
+		return badOutput(format)
+	}
+	return (&printers.OmitManagedFieldsPrinter{Delegate: p}).PrintObj(obj, w)
+}
+
+// printData prints plain data as JSON or YAML.
+func printData(w io.Writer, format string, v any) error {
+	data, err := json.MarshalIndent(v, "", "    ")
+	if err != nil {
+		return err
+	}
+	switch format {
+	case "json":
+		_, err = fmt.Fprintf(w, "%s\n", data)
+	case "yaml":
+		if data, err = yaml.JSONToYAML(data); err == nil {
+			_, err = w.Write(data)
+		}
+	default:
+		err = badOutput(format)
+	}
+	return err
+}
+
+func badOutput(format string) error {
+	return fmt.Errorf("unknown output format %q: use -o json or -o yaml", format)
+}
+
+// withKind sets obj's apiVersion and kind, which typed clients leave empty
+// and printers need.
+func withKind(obj *v1alpha1.Terraform) *v1alpha1.Terraform {
+	obj.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(v1alpha1.TerraformKind))
+	return obj
+}

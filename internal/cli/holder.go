@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/owned"
+)
+
+// Runner Pods are named <prefix>-runner-<5 random characters> (see
+// internal/placement/pod_spec.go): the prefix is the object's name with dots
+// made dashes, cut so that the whole name is a DNS label, because a Pod's
+// hostname is its name. The backend records the lock holder as
+// <user>@<hostname>, so a holder of that form whose Pod no longer exists is
+// a runner that is gone.
+const (
+	runnerPodInfix   = "-runner-"
+	runnerPodRandom  = 5
+	maxRunnerPodName = 63
+	// runnerPodName is the runner Pods' app.kubernetes.io/name label.
+	runnerPodName = "landform-runner"
+)
+
+// holder says whether a lock holder is gone, and why Landform thinks so.
+type holder struct {
+	gone bool
+	why  string
+}
+
+// holderState decides whether the lock holder who (user@hostname) is gone.
+// Only runner Pods can be proved gone; any other holder may still run.
+func holderState(ctx context.Context, s *session, obj *v1alpha1.Terraform, who string) holder {
+	at := strings.LastIndex(who, "@")
+	host := who[at+1:]
+	if at < 0 || host == "" {
+		return holder{why: "unknown: the lock names no host, so Landform cannot tell whether its holder still runs"}
+	}
+	var pod corev1.Pod
+	err := s.c.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: host}, &pod)
+	switch {
+	case apierrors.IsNotFound(err) && isRunnerHost(host, obj):
+		return holder{gone: true, why: fmt.Sprintf("gone: runner Pod %s no longer exists", host)}
+	case apierrors.IsNotFound(err):
+		return holder{why: fmt.Sprintf("unknown: %s is not a runner Pod of %s/%s (a local runner or someone's own terraform?), so Landform cannot tell whether it still runs", host, obj.Namespace, obj.Name)}
+	case err != nil:
+		return holder{why: fmt.Sprintf("unknown: Pod %s could not be read (%v)", host, s.explain(err, "get", resPods, "Pod", obj.Namespace, host))}
+	case !isRunnerPod(&pod, obj):
+		return holder{why: fmt.Sprintf("alive: Pod %s exists and is not a runner of %s/%s", host, obj.Namespace, obj.Name)}
+	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
+		return holder{gone: true, why: fmt.Sprintf("gone: runner Pod %s has terminated (%s)", host, pod.Status.Phase)}
+	}
+	return holder{why: fmt.Sprintf("alive: runner Pod %s is %s", host, orDash(string(pod.Status.Phase)))}
+}
+
+// isRunnerPod reports a Pod Landform runs for obj: labelled as runner
+// Pods of obj are, or owned by obj.
+func isRunnerPod(pod *corev1.Pod, obj *v1alpha1.Terraform) bool {
+	for _, ref := range pod.OwnerReferences {
+		if ref.UID == obj.UID && ref.Kind == v1alpha1.TerraformKind {
+			return true
+		}
+	}
+	l := pod.Labels
+	return l[nameLabel] == runnerPodName && l[v1alpha1.ManagedByLabel] == v1alpha1.ManagedByValue &&
+		l[v1alpha1.OwnerNameLabel] == owned.LabelValue(obj.Name)
+}
+
+// isRunnerHost reports a hostname that a runner Pod of obj has.
+func isRunnerHost(host string, obj *v1alpha1.Terraform) bool {
+	prefix := strings.ReplaceAll(obj.Name, ".", "-")
+	if max := maxRunnerPodName - len(runnerPodInfix) - runnerPodRandom; len(prefix) > max {
+		prefix = strings.TrimRight(prefix[:max], "-")
+	}
+	prefix += runnerPodInfix
+	return len(host) == len(prefix)+runnerPodRandom && strings.HasPrefix(host, prefix)
+}

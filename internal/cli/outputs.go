@@ -1,0 +1,181 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+// hiddenValue stands for a sensitive output's value.
+const hiddenValue = "(sensitive)"
+
+func (a *app) outputsCommand() *cobra.Command {
+	var showSensitive bool
+	var output string
+	cmd := &cobra.Command{
+		Use:   "outputs NAME",
+		Short: "Show the module's outputs and their values from the outputs Secret",
+		Long: "Show the module's outputs (status.availableOutputs) with their values, read from\n" +
+			"the Secret spec.writeOutputsToSecret names, with your own permissions.\n\n" +
+			"Sensitive outputs show as " + hiddenValue + " unless --show-sensitive is given. Which\n" +
+			"outputs are sensitive comes from the last stored plan; an output that plan does\n" +
+			"not describe (or when it cannot be read) is treated as sensitive.",
+		Example:           "  " + a.cmdName("outputs") + " database\n  " + a.cmdName("outputs") + " database --show-sensitive -o json",
+		Args:              a.oneName("outputs NAME"),
+		ValidArgsFunction: a.completeNames,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "" && output != "json" && output != "yaml" {
+				return badOutput(output)
+			}
+			return a.runOutputs(cmd.Context(), args[0], showSensitive, output)
+		},
+	}
+	cmd.Flags().BoolVar(&showSensitive, "show-sensitive", false, "print sensitive values too")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "print as json or yaml instead of a table")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// outputRow is one output as printed.
+type outputRow struct {
+	Name      string `json:"name"`
+	Key       string `json:"key,omitempty"`
+	Sensitive bool   `json:"sensitive"`
+	Value     string `json:"value,omitempty"`
+	// Note says why there is no value.
+	Note string `json:"note,omitempty"`
+}
+
+func (a *app) runOutputs(ctx context.Context, name string, showSensitive bool, format string) error {
+	s, err := a.connect()
+	if err != nil {
+		return err
+	}
+	obj, err := s.terraform(ctx, name)
+	if err != nil {
+		return err
+	}
+	names := obj.Status.AvailableOutputs
+	if len(names) == 0 {
+		fmt.Fprintf(a.Streams.ErrOut, "Terraform %s/%s has no outputs yet (none applied, or the module declares none).\n", obj.Namespace, obj.Name)
+		if format != "" {
+			return printData(a.Streams.Out, format, []outputRow{})
+		}
+		return nil
+	}
+
+	sensitive := func(string) bool { return true }
+	if d := s.planDetailsFor(ctx, obj, ""); d != nil {
+		sensitive = func(n string) bool {
+			known, ok := d.Sensitive[n]
+			return !ok || known
+		}
+	}
+
+	spec := obj.Spec.WriteOutputsToSecret
+	keys := outputKeys(spec, names)
+	var data map[string][]byte
+	secretNote := ""
+	if spec != nil {
+		var secret corev1.Secret
+		err := s.c.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: spec.Name}, &secret)
+		switch {
+		case apierrors.IsNotFound(err):
+			secretNote = "(Secret " + spec.Name + " not written yet)"
+		case err != nil:
+			return s.explain(err, "get", resSecrets, "Secret", obj.Namespace, spec.Name)
+		}
+		data = secret.Data
+	}
+
+	var rows []outputRow
+	hidden := false
+	for _, n := range names {
+		ks := keys[n]
+		if len(ks) == 0 {
+			ks = []string{""}
+		}
+		for _, k := range ks {
+			r := outputRow{Name: n, Key: k, Sensitive: sensitive(n)}
+			value, written := data[k]
+			switch {
+			case spec == nil:
+				r.Note = "(not written: no spec.writeOutputsToSecret)"
+			case k == "":
+				r.Note = "(not selected in spec.writeOutputsToSecret.outputs)"
+			case secretNote != "":
+				r.Note = secretNote
+			case !written:
+				r.Note = "(not in Secret " + spec.Name + " yet)"
+			case r.Sensitive && !showSensitive:
+				r.Note = hiddenValue
+				hidden = true
+			default:
+				r.Value = string(value)
+			}
+			rows = append(rows, r)
+		}
+	}
+
+	if format != "" {
+		return printData(a.Streams.Out, format, rows)
+	}
+	t := newTable(a.Streams.Out)
+	t.row("NAME", "SECRET KEY", "VALUE")
+	for _, r := range rows {
+		v := r.Note
+		if v == "" {
+			v = printable(r.Value)
+		}
+		t.row(r.Name, orDash(r.Key), v)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if hidden {
+		fmt.Fprintln(a.Streams.ErrOut, "Sensitive values are hidden: --show-sensitive prints them.")
+	}
+	return nil
+}
+
+// outputKeys maps each output to the Secret keys it is written under.
+func outputKeys(spec *v1alpha1.WriteOutputsToSecretSpec, names []string) map[string][]string {
+	keys := map[string][]string{}
+	if spec == nil {
+		return keys
+	}
+	if len(spec.Outputs) == 0 {
+		for _, n := range names {
+			keys[n] = []string{n}
+		}
+		return keys
+	}
+	for _, sel := range spec.Outputs {
+		n, k, _ := strings.Cut(sel, ":")
+		if k == "" {
+			k = n
+		}
+		keys[n] = append(keys[n], k)
+	}
+	return keys
+}
+
+// printable keeps a table cell on one line: a value with line breaks or
+// control characters is printed quoted.
+func printable(v string) string {
+	for _, r := range v {
+		if unicode.IsControl(r) {
+			return strconv.Quote(v)
+		}
+	}
+	return v
+}

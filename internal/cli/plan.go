@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/planstore"
+)
+
+func (a *app) planCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "Show plans",
+	}
+	var asJSON bool
+	show := &cobra.Command{
+		Use:   "show NAME",
+		Short: "Show the pending plan as terraform prints it (or the last plan when none is pending)",
+		Long: "Show the pending plan of a Terraform object as terraform prints it, from the plan\n" +
+			"Landform stored: sensitive values are redacted as terraform redacts them.\n" +
+			"When no plan is pending, the last stored plan is shown and said to be so.\n\n" +
+			"--json prints terraform's JSON plan (`show -json`) instead, with every value\n" +
+			"terraform marks sensitive, and the variables that are sensitive or come from\n" +
+			"a Secret, replaced by \"(sensitive value)\".",
+		Example:           "  " + a.cmdName("plan show") + " database\n  " + a.cmdName("plan show") + " database --json | jq '.resource_changes[].address'",
+		Args:              a.oneName("plan show NAME"),
+		ValidArgsFunction: a.completeNames,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.runPlanShow(cmd.Context(), args[0], asJSON)
+		},
+	}
+	show.Flags().BoolVar(&asJSON, "json", false, "print the JSON plan, sensitive values redacted")
+	cmd.AddCommand(show)
+	return cmd
+}
+
+func (a *app) runPlanShow(ctx context.Context, name string, asJSON bool) error {
+	s, err := a.connect()
+	if err != nil {
+		return err
+	}
+	obj, err := s.terraform(ctx, name)
+	if err != nil {
+		return err
+	}
+	p, err := s.storedPlan(ctx, obj)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		return fmt.Errorf("Terraform %s/%s has no stored plan yet (%s shows what it waits for)", obj.Namespace, obj.Name, a.cmdName("status "+obj.Name))
+	}
+	pending := obj.PendingPlan()
+	if pending != "" && p.ID != pending {
+		return fmt.Errorf("plan %s is pending but the stored plan is %s: a new plan is being saved; try again in a moment", pending, p.ID)
+	}
+
+	var note string
+	if pending == "" {
+		state := "not applied"
+		if p.Applied {
+			state = "applied"
+		}
+		note = fmt.Sprintf("No plan is pending for %s/%s; the last plan, %s, was %s.", obj.Namespace, obj.Name, p.ID, state)
+	}
+	if asJSON {
+		if note != "" {
+			fmt.Fprintln(a.Streams.ErrOut, note)
+		}
+		doc, err := redactPlan(p.JSONPlan, secretVariables(&obj.Spec))
+		if err != nil {
+			return fmt.Errorf("plan %s: %w", p.ID, err)
+		}
+		enc := json.NewEncoder(a.Streams.Out)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		return enc.Encode(doc)
+	}
+
+	if note != "" {
+		fmt.Fprintln(a.Streams.Out, note)
+	} else {
+		fmt.Fprintf(a.Streams.Out, "Plan %s of %s/%s (revision %s) waits for approval.\n", p.ID, obj.Namespace, obj.Name, orDash(p.Revision))
+	}
+	text := p.HumanPlan
+	if !bytes.HasSuffix(text, []byte("\n")) {
+		text = append(text, '\n')
+	}
+	_, err = a.Streams.Out.Write(text)
+	return err
+}
+
+// storedPlan loads obj's stored plan; nil when there is none (yet).
+func (s *session) storedPlan(ctx context.Context, obj *v1alpha1.Terraform) (*planstore.Plan, error) {
+	p, err := planstore.Store{Client: s.c}.Load(ctx, obj)
+	if errors.Is(err, planstore.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.explain(err, "get", resSecrets, "Secret", obj.Namespace, "")
+	}
+	return p, nil
+}
+
+// planDetailsFor reads the stored plan's details when the stored plan is
+// plan id; nil when it is unreadable, missing or another one.
+func (s *session) planDetailsFor(ctx context.Context, obj *v1alpha1.Terraform, id string) *planDetails {
+	p, err := s.storedPlan(ctx, obj)
+	if err != nil || p == nil || (id != "" && p.ID != id) {
+		return nil
+	}
+	d, err := readPlanJSON(p.JSONPlan)
+	if err != nil {
+		return nil
+	}
+	return d
+}

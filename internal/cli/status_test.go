@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+func TestStatus(t *testing.T) {
+	ns := namespace(t, "status")
+	objs := fixtureStates(t, ns, "status")
+	storePlan(t, objs[objPending], pendingPlan, rev2, false)
+	for i, e := range []struct {
+		typ, reason, message string
+		age                  time.Duration
+		count                int32
+	}{
+		{corev1.EventTypeNormal, "Planned", "plan " + appliedPlan + " (+3 ~0 -0)", 50 * time.Minute, 1},
+		{corev1.EventTypeNormal, "Applied", "applied plan " + appliedPlan, 49 * time.Minute, 1},
+		{corev1.EventTypeWarning, "PlanFailed", "terraform plan failed: Error: Unsupported argument", 20 * time.Minute, 3},
+		{corev1.EventTypeNormal, "Planned", "plan " + pendingPlan + " (+2 ~1 -2) waits for approval", 5 * time.Minute, 1},
+	} {
+		event(t, objs[objPending], fmt.Sprintf("pending.%d", i), e.typ, e.reason, e.message, e.age, e.count)
+	}
+	// Another object's event is not shown.
+	event(t, objs[objReady], "ready.0", corev1.EventTypeNormal, "Applied", "applied plan "+appliedPlan, 49*time.Minute, 1)
+
+	terraform(t, ns, "approved", func(obj *v1alpha1.Terraform) {
+		obj.Annotations = map[string]string{v1alpha1.ApproveAnnotation: pendingPlan}
+		pending(obj)
+	})
+	terraform(t, ns, "plan-only", func(obj *v1alpha1.Terraform) {
+		obj.Spec.PlanOnly = true
+		pending(obj)
+	})
+	for _, name := range []string{objPending, objLocked, objFailed, objRunning, objNew, objSuspended, objReady, "approved", "plan-only"} {
+		t.Run(name, func(t *testing.T) {
+			golden(t, "status/"+name, normalize(run(t, "", "status", "-n", ns, name).transcript()))
+		})
+	}
+	t.Run("not-found", func(t *testing.T) {
+		golden(t, "status/not-found", run(t, "", "status", "-n", ns, "missing").transcript())
+	})
+	t.Run("no-name", func(t *testing.T) {
+		golden(t, "status/no-name", run(t, "", "status", "-n", ns).transcript())
+	})
+}
+
+// event records an event about obj as the controller's recorder does.
+func event(t *testing.T, obj *v1alpha1.Terraform, name, typ, reason, message string, age time.Duration, count int32) {
+	t.Helper()
+	e := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: name},
+		InvolvedObject: corev1.ObjectReference{
+			APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.TerraformKind,
+			Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID,
+		},
+		Type: typ, Reason: reason, Message: message, Count: count,
+		FirstTimestamp: *ago(age + time.Minute), LastTimestamp: *ago(age),
+		Source: corev1.EventSource{Component: "landform-controller"},
+	}
+	if err := env.Client.Create(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// lockInfoAnnotation holds the lock's details on the Lease that Terraform's
+// and OpenTofu's kubernetes backend uses as the state lock
+// (internal/backend/remote-state/kubernetes/client.go).
+const lockInfoAnnotation = "app.terraform.io/lock-info"
+
+// lockInfo is the backend's statemgr.LockInfo as it marshals it.
+type lockInfo struct {
+	ID        string    `json:"ID"`
+	Operation string    `json:"Operation"`
+	Info      string    `json:"Info"`
+	Who       string    `json:"Who"`
+	Version   string    `json:"Version"`
+	Created   time.Time `json:"Created"`
+	Path      string    `json:"Path"`
+}
+
+func (a *app) unlockCommand() *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "unlock NAME",
+		Short: "Show who holds the state lock, and release it when that holder is gone",
+		Long: "Show who holds the state lock of a Terraform object (the Lease the kubernetes\n" +
+			"backend keeps in the object's namespace) and release it when its holder is gone:\n" +
+			"a runner Pod that no longer exists or has terminated. A holder Landform cannot\n" +
+			"prove gone (a live runner Pod, a local runner, someone's own terraform) keeps\n" +
+			"its lock unless --force is given: releasing a lock that is still used can\n" +
+			"corrupt the state.\n\n" +
+			"Releasing does what `tofu force-unlock` does: the Lease's holder and lock\n" +
+			"info are cleared, the Lease stays.",
+		Args:              a.oneName("unlock NAME"),
+		ValidArgsFunction: a.completeNames,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.runUnlock(cmd.Context(), args[0], force)
+		},
+	}
+	cmd.Flags().BoolVar(&force, "force", false, "release the lock even if its holder may still be running")
+	return cmd
+}
+
+func (a *app) runUnlock(ctx context.Context, name string, force bool) error {
+	s, err := a.connect()
+	if err != nil {
+		return err
+	}
+	obj, err := s.terraform(ctx, name)
+	if err != nil {
+		return err
+	}
+	if b := obj.Spec.BackendConfig; b != nil && b.CustomConfiguration != "" {
+		return fmt.Errorf("Terraform %s/%s keeps its state in a custom backend (spec.backendConfig.customConfiguration): release its lock with that backend's own tools (tofu force-unlock LOCK_ID)", obj.Namespace, obj.Name)
+	}
+	w := a.Streams.Out
+	leaseName := "lock-" + obj.GetStateSecretName()
+	var lease coordinationv1.Lease
+	err = s.c.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: leaseName}, &lease)
+	if apierrors.IsNotFound(err) || err == nil && lease.Spec.HolderIdentity == nil {
+		fmt.Fprintf(w, "The state of %s/%s is not locked.\n", obj.Namespace, obj.Name)
+		if obj.Status.Lock != nil {
+			fmt.Fprintln(w, "status.lock still names a holder: the controller clears it at its next run.")
+		}
+		return nil
+	}
+	if err != nil {
+		return s.explain(err, "get", resLeases, "Lease", obj.Namespace, leaseName)
+	}
+
+	info := lockInfo{ID: *lease.Spec.HolderIdentity}
+	if raw, ok := lease.Annotations[lockInfoAnnotation]; ok {
+		if err := json.Unmarshal([]byte(raw), &info); err != nil {
+			info = lockInfo{ID: *lease.Spec.HolderIdentity, Who: "(unreadable lock info)"}
+		}
+	}
+	fmt.Fprintf(w, "State lock of %s/%s (Lease %s):\n", obj.Namespace, obj.Name, leaseName)
+	fmt.Fprintf(w, "  ID:         %s\n", info.ID)
+	fmt.Fprintf(w, "  Holder:     %s\n", orDash(info.Who))
+	fmt.Fprintf(w, "  Operation:  %s\n", orDash(info.Operation))
+	fmt.Fprintf(w, "  Since:      %s\n", a.when(info.Created))
+	if info.Version != "" {
+		fmt.Fprintf(w, "  Engine:     %s\n", info.Version)
+	}
+	h := holderState(ctx, s, obj, info.Who)
+	fmt.Fprintf(w, "  Holder is:  %s\n", h.why)
+	if !h.gone {
+		if !force {
+			return fmt.Errorf("lock %s kept: its holder %s may still be running; stop it, or re-run with --force once you are sure it has stopped", info.ID, orDash(info.Who))
+		}
+		fmt.Fprintln(w, "Releasing it anyway (--force).")
+	}
+
+	// What the backend's Unlock does: clear the holder and the lock info,
+	// keep the Lease. The update carries the resourceVersion read above, so
+	// a lock taken or released meanwhile is left alone.
+	lease.Spec.HolderIdentity = nil
+	delete(lease.Annotations, lockInfoAnnotation)
+	if err := s.c.Update(ctx, &lease, client.FieldOwner("landform-cli")); err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("the lock changed while it was being released (another run took or released it): run %s again", a.cmdName("unlock "+obj.Name))
+		}
+		return s.explain(err, "update", resLeases, "Lease", obj.Namespace, leaseName)
+	}
+	fmt.Fprintf(w, "Released lock %s. The controller runs again at its next retry (%s runs it now).\n", info.ID, a.cmdName("reconcile "+obj.Name))
+	return nil
+}

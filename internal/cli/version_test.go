@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// controllerDeployment creates a Deployment as the chart does.
+func controllerDeployment(t *testing.T, ns, name string, labels map[string]string, image string) {
+	t.Helper()
+	sel := map[string]string{"app": name}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: sel},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{
+					{Name: "sidecar", Image: "proxy:1.0"},
+					{Name: "manager", Image: image},
+				}},
+			},
+		},
+	}
+	if err := env.Client.Create(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestVersion runs first against a cluster without a controller
+// Deployment, then with two.
+func TestVersion(t *testing.T) {
+	ns := namespace(t, "version")
+	objs := fixtureStates(t, ns, "version")
+	storePlan(t, objs[objPending], pendingPlan, rev2, false)
+	namespace(t, "version-empty")
+
+	golden(t, "version/client", run(t, "", "version", "--client").transcript())
+	golden(t, "version/no-controller", run(t, "", "version", "-n", ns).transcript())
+
+	sys := namespace(t, "landform-system")
+	controllerDeployment(t, sys, "landform-controller", map[string]string{nameLabel: controllerValue, versionLabel: "v0.3.0"}, "ghcr.io/landform-dev/landform-controller:v0.3.0")
+	other := namespace(t, "landform-canary")
+	controllerDeployment(t, other, "landform-controller", map[string]string{nameLabel: controllerValue}, "localhost:5000/landform-controller:v0.4.0-rc.1@sha256:0123")
+	for _, tt := range []struct {
+		golden string
+		args   []string
+	}{
+		{"version/controllers", []string{"version", "-n", ns}},
+		{"version/object", []string{"version", "-n", ns, objPending}},
+		{"version/no-plan", []string{"version", "-n", "version-empty"}},
+		{"version/json", []string{"version", "-n", ns, "-o", "json"}},
+		{"version/forbidden", []string{"version", "-n", ns, "--as", "nobody"}},
+	} {
+		t.Run(tt.golden, func(t *testing.T) {
+			golden(t, tt.golden, run(t, "", tt.args...).transcript())
+		})
+	}
+}
+
+func TestImageTag(t *testing.T) {
+	for image, want := range map[string]string{
+		"ghcr.io/landform-dev/landform-controller:v0.3.0":         "v0.3.0",
+		"localhost:5000/landform-controller":                      "unknown",
+		"localhost:5000/landform-controller:v1@sha256:0123456789": "v1",
+		"landform-controller@sha256:0123456789":                   "unknown",
+	} {
+		if got := imageTag([]corev1.Container{{Image: image}}); got != want {
+			t.Errorf("imageTag(%q) = %q, want %q", image, got, want)
+		}
+	}
+}
+
+// TestNotInstalled runs commands against an API server without Landform's CRD.
+func TestNotInstalled(t *testing.T) {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		_, file, _, _ := runtime.Caller(0)
+		dir = filepath.Join(filepath.Dir(file), "..", "..", "bin")
+	}
+	bare := &envtest.Environment{BinaryAssetsDirectory: dir}
+	cfg, err := bare.Start()
+	if err != nil {
+		t.Fatalf("starting an API server from %s: %v", dir, err)
+	}
+	t.Cleanup(func() { _ = bare.Stop() })
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := writeKubeconfig(cfg, kc); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"get"},
+		{"status", "database"},
+		{"approve", "database"},
+		{"version"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			r := run(t, "", append([]string{"--kubeconfig", kc}, args...)...)
+			golden(t, "not-installed/"+args[0], strings.ReplaceAll(r.transcript(), kc, "KUBECONFIG"))
+		})
+	}
+}
+
+// TestConnectionErrors checks the one-line errors when the cluster cannot
+// be used at all.
+func TestConnectionErrors(t *testing.T) {
+	dir := t.TempDir()
+	unreachable := filepath.Join(dir, "unreachable")
+	if err := os.WriteFile(unreachable, []byte(`apiVersion: v1
+kind: Config
+clusters:
+- name: nowhere
+  cluster:
+    server: https://127.0.0.1:1
+contexts:
+- name: nowhere
+  context: {cluster: nowhere, user: nobody}
+current-context: nowhere
+users:
+- name: nobody
+  user: {token: not-a-token}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		golden string
+		args   []string
+	}{
+		{"errors/unreachable", []string{"--kubeconfig", unreachable, "get"}},
+		{"errors/missing-kubeconfig", []string{"--kubeconfig", filepath.Join(dir, "missing"), "get"}},
+		{"errors/unknown-context", []string{"--context", "nope", "get"}},
+	} {
+		t.Run(tt.golden, func(t *testing.T) {
+			r := run(t, "", tt.args...)
+			golden(t, tt.golden, strings.ReplaceAll(r.transcript(), dir, "DIR"))
+		})
+	}
+}
