@@ -57,6 +57,11 @@ func decide(obj *infrav1.Terraform, obs observation) decision {
 	if p == nil || p.InputsDigest != obs.inputsDigest {
 		return decision{action: actionPlan}
 	}
+	if requestedReconcile(obj) {
+		// `flux reconcile` / `landform replan`: plan again now, whatever the
+		// state. A pending plan with identical changes keeps its id.
+		return decision{action: actionPlan, drift: p.Applied}
+	}
 	if !p.Applied && obj.PendingPlan() != p.ID {
 		// Status lost track of the stored plan (a status write failed after
 		// the plan was stored): plan again. An identical plan gets the same
@@ -74,9 +79,6 @@ func decide(obj *infrav1.Terraform, obs observation) decision {
 	}
 	if obj.Spec.DisableDriftDetection {
 		return decision{action: actionNone, after: obj.GetInterval()}
-	}
-	if requestedReconcile(obj) {
-		return decision{action: actionPlan, drift: true}
 	}
 	due := driftCheckDue(obj, obs.now)
 	if due <= 0 {

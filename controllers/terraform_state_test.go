@@ -64,6 +64,19 @@ func TestDecide(t *testing.T) {
 			plannedAt(time.Minute)(tf)
 			tf.Annotations = map[string]string{meta.ReconcileRequestAnnotation: "now"}
 		}, obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a", Applied: true}, outputsWritten: true}, want: decision{action: actionPlan, drift: true}},
+		{name: "reconcile requested while a plan is pending", mutate: func(tf *infrav1.Terraform) {
+			pending("p")(tf)
+			tf.Annotations = map[string]string{meta.ReconcileRequestAnnotation: "now"}
+		}, obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a"}}, want: decision{action: actionPlan}},
+		{name: "reconcile requested with drift detection off", mutate: func(tf *infrav1.Terraform) {
+			tf.Spec.DisableDriftDetection = true
+			tf.Annotations = map[string]string{meta.ReconcileRequestAnnotation: "now"}
+		}, obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a", Applied: true}, outputsWritten: true}, want: decision{action: actionPlan, drift: true}},
+		{name: "reconcile request already handled", mutate: func(tf *infrav1.Terraform) {
+			plannedAt(time.Minute)(tf)
+			tf.Annotations = map[string]string{meta.ReconcileRequestAnnotation: "now"}
+			tf.Status.LastHandledReconcileAt = "now"
+		}, obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a", Applied: true}, outputsWritten: true}, want: decision{action: actionNone, after: 59 * time.Minute}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

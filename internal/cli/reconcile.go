@@ -28,13 +28,9 @@ func (a *app) replanCommand() *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(a.Streams.Out, "Requested a new plan of %s/%s.\n", obj.Namespace, obj.Name)
-			// What the controller does with a request in these states
-			// (controllers/terraform_state.go decide).
-			switch {
-			case obj.PendingPlan() != "" && !obj.Spec.PlanOnly:
-				fmt.Fprintf(a.Streams.ErrOut, "Note: plan %s waits for approval: the controller keeps it, and plans nothing new, until it is approved or the source, spec or inputs change.\n", obj.PendingPlan())
-			case obj.Spec.DisableDriftDetection:
-				fmt.Fprintln(a.Streams.ErrOut, "Note: spec.disableDriftDetection is set; the controller plans again only when the source, spec or inputs change.")
+			if p := obj.PendingPlan(); p != "" {
+				// An identical new plan keeps this id, and so its approval.
+				fmt.Fprintf(a.Streams.ErrOut, "Plan %s is pending: the new plan replaces it (same changes, same id).\n", p)
 			}
 			return nil
 		},
