@@ -13,7 +13,7 @@ TEST_TIMEOUT ?= 40m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/landform-dev/landform/internal/version.Version=$(VERSION)
 
-.PHONY: all tools generate chart-sync generate-check build vet test test-unit test-integration bench demo e2e-kind clean
+.PHONY: dev all tools generate chart-sync generate-check build vet test test-unit test-integration bench demo e2e-kind clean
 
 all: build
 
@@ -71,9 +71,13 @@ bench: build
 	KUBEBUILDER_ASSETS=$(BIN) LANDFORM_RUNNER_BIN=$(BIN)/landform-runner LANDFORM_TOFU=$(BIN)/tofu \
 		go test -run '^$$' -bench . -benchmem ./...
 
-## demo: the embedded environment walkthrough (see README)
+## demo: start the embedded environment, walk through Landform's whole job, stop everything
 demo: tools build
-	@echo "make demo needs 'landform dev', which lands with the embedded environment (issue 5)."; exit 1
+	$(BIN)/landform dev demo
+
+## dev: the embedded environment, kept running until Ctrl-C (state in ~/.landform/dev)
+dev: tools build
+	$(BIN)/landform dev
 
 ## e2e-kind: the end-to-end suite on a kind cluster (needs Docker; skips without it)
 e2e-kind:

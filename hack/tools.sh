@@ -28,6 +28,7 @@ KUBE_VERSION=v1.36.4
 TOFU_VERSION=v1.12.6
 TERRAFORM_VERSION=v1.5.7
 FLUX_SOURCE_VERSION=v1.9.6
+FLUX_KUSTOMIZE_VERSION=v1.9.6
 HELM_VERSION=v3.21.4
 KUSTOMIZE_VERSION=v5.8.2
 KIND_VERSION=v0.33.0
@@ -126,6 +127,28 @@ tool_flux_crds() {
 	ln -sfn "$cache/$dir/crds" "$bin/flux-crds"
 }
 
+# Flux's real controllers, for `landform dev` and the e2e suites. Both need
+# replace lines (see the wrapper modules), so they are wrapper builds.
+tool_source_controller() {
+	wrapper_build "source-controller-$FLUX_SOURCE_VERSION" source-controller source-controller github.com/fluxcd/source-controller
+	tool_flux_crds
+}
+
+tool_kustomize_controller() {
+	wrapper_build "kustomize-controller-$FLUX_KUSTOMIZE_VERSION" kustomize-controller kustomize-controller github.com/fluxcd/kustomize-controller
+	local dir="flux-kustomize-crds-$FLUX_KUSTOMIZE_VERSION"
+	if ! have "$dir" crds; then
+		log "fetching kustomize-controller $FLUX_KUSTOMIZE_VERSION CRDs"
+		local src
+		src=$(cd "$root/hack/tools/kustomize-controller" && go mod download -json "github.com/fluxcd/kustomize-controller@$FLUX_KUSTOMIZE_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+		mkdir -p "$cache/$dir.tmp/crds"
+		cp "$src"/config/crd/bases/*.yaml "$cache/$dir.tmp/crds/"
+		chmod -R u+w "$cache/$dir.tmp"
+		mv "$cache/$dir.tmp" "$cache/$dir"
+	fi
+	ln -sfn "$cache/$dir/crds" "$bin/flux-kustomize-crds"
+}
+
 # The ServiceMonitor CRD, so that the chart's optional ServiceMonitor is checked
 # against its real schema by the packaging tests.
 tool_monitoring_crds() {
@@ -142,9 +165,10 @@ tool_monitoring_crds() {
 	ln -sfn "$cache/$dir/crds" "$bin/monitoring-crds"
 }
 
-# Fast tools first, so code generation works early; the engines and the API
-# server are the long builds and run one at a time (2 cores, 2 GB peak each).
-tools=(controller_gen protoc flux_crds monitoring_crds helm kustomize etcd kube_apiserver tofu terraform)
+# Fast tools first, so code generation works early; the engines, the API
+# server and the Flux controllers are the long builds and run one at a time
+# (2 cores, 2 GB peak each).
+tools=(controller_gen protoc flux_crds monitoring_crds helm kustomize etcd kube_apiserver tofu terraform source_controller kustomize_controller)
 [ $# -gt 0 ] && tools=("$@")
 for t in "${tools[@]}"; do
 	"tool_${t//-/_}"

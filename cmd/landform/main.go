@@ -14,10 +14,13 @@ import (
 	"syscall"
 
 	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/landform-dev/landform/internal/cli"
+	"github.com/landform-dev/landform/internal/demo"
+	"github.com/landform-dev/landform/internal/devenv"
 )
 
 func main() {
@@ -27,9 +30,13 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	base := strings.TrimSuffix(filepath.Base(os.Args[0]), ".exe")
+	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	dev := devenv.NewCommand(streams)
+	dev.AddCommand(demo.NewCommand(streams))
 	err := cli.Execute(ctx, cli.Options{
-		Streams:     genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
+		Streams:     streams,
 		DisplayName: cli.DisplayNameFor(base),
+		Commands:    []*cobra.Command{dev},
 	}, os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)

@@ -1,7 +1,8 @@
 // Command e2e-gitserver serves git repositories over smart HTTP, read-only,
 // for the end-to-end suites: Flux's source-controller clones only
 // http(s) and ssh URLs, and the suites must not depend on a public Git host.
-// It runs `git http-backend` (from the git on PATH) as a CGI program.
+// It runs `git http-backend` (from the git on PATH) as a CGI program
+// (internal/devenv/gitserver, which `landform dev` uses too, with pushes).
 //
 //	e2e-gitserver --listen=:8080 --root=/tmp/git --seed=landform=/srv/seed
 //
@@ -16,6 +17,8 @@ import (
 	"net/http"
 	"os"
 	"strings"
+
+	"github.com/landform-dev/landform/internal/devenv/gitserver"
 )
 
 type seeds []string
@@ -37,11 +40,11 @@ func main() {
 		if !ok || name == "" || dir == "" {
 			log.Fatalf("--seed %q: want NAME=DIR", s)
 		}
-		if err := Seed(*root, name, dir); err != nil {
+		if err := gitserver.Seed(*root, name, dir); err != nil {
 			log.Fatal(err)
 		}
 	}
-	h, err := Handler(*root)
+	h, err := gitserver.Handler(*root, false)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -30,6 +30,9 @@ type Options struct {
 	// PollInterval is how often `logs -f` and `reconcile --wait` look
 	// again; one second when zero.
 	PollInterval time.Duration
+	// Commands are added to the root as they are (`dev`, which needs
+	// packages this one must not import).
+	Commands []*cobra.Command
 }
 
 // DisplayNameFor returns the name a user typed to run the binary whose
@@ -101,6 +104,7 @@ func NewCommand(o Options) *cobra.Command {
 		a.unlockCommand(),
 		a.versionCommand(),
 	)
+	root.AddCommand(o.Commands...)
 	return root
 }
 

@@ -51,7 +51,8 @@ metadata:
   namespace: demo
   annotations:
     landform.dev/security-group: "${security_group_id}"
-    landform.dev/db-size-gb: "${db_size_gb}"
+    # Flux substitutes into the rendered YAML: keep the value a string.
+    landform.dev/db-size: "${db_size_gb}GB"
 spec:
   replicas: 1
   selector:

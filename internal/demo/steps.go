@@ -257,7 +257,7 @@ func (w *walk) checkApp(ctx context.Context, sizeGB string) error {
 			}
 			return false, client.IgnoreNotFound(err)
 		}
-		ok := d.Annotations["landform.dev/security-group"] == w.sgID && d.Annotations["landform.dev/db-size-gb"] == sizeGB
+		ok := d.Annotations["landform.dev/security-group"] == w.sgID && d.Annotations["landform.dev/db-size"] == sizeGB+"GB"
 		if !ok {
 			_, err := w.requestReconcile(ctx, "app")
 			return false, err
