@@ -106,4 +106,16 @@ func TestNewRevisionReplansAndUpdatesOutputs(t *testing.T) {
 		g.Expect(string(secretData(g, ns, "rev-outputs")["content_length"])).To(Equal("6"))
 	})
 	g.Expect(readFile(path)).To(Equal("three!"))
+
+	// A revision that changes nothing is in effect once planned.
+	files["modules/file/NOTES.md"] = "documentation only"
+	docs := artifacts.publish(files)
+	setArtifact(t, repo, docs)
+	obj = waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
+		g.Expect(obj.Status.LastPlannedRevision).To(Equal(docs.Revision))
+		g.Expect(conditions.IsReady(obj)).To(BeTrue())
+	})
+	g.Expect(conditions.GetReason(obj, infrav1.PlannedCondition)).To(Equal(infrav1.PlannedNoChangesReason))
+	g.Expect(obj.Status.LastAppliedRevision).To(Equal(docs.Revision))
+	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring(docs.Revision))
 }

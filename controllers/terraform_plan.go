@@ -64,6 +64,9 @@ func (r *TerraformReconciler) plan(ctx context.Context, rn *placement.Run, obj *
 	}
 	if res.HasChanges {
 		status.Pending = p.ID
+	} else {
+		// Nothing to apply: this revision is what is in effect.
+		obj.Status.LastAppliedRevision = rev
 	}
 	obj.Status.Plan = status
 	obj.Status.LastPlannedRevision = rev
