@@ -113,12 +113,16 @@ func runSuite(m *testing.M) int {
 	if err := placement.WriteKubeconfig(restCfg, kubeconfig); err != nil {
 		panic(err)
 	}
+	podPlacer, err := newPodPlacer(k8sClient)
+	if err != nil {
+		panic(err)
+	}
 	r := &TerraformReconciler{
 		Client:        mgr.GetClient(),
 		EventRecorder: mgr.GetEventRecorderFor("landform-controller"),
 		Fetcher:       source.NewFetcher(filepath.Join(tmp, "cache")),
 		Plans:         planstore.Store{Client: mgr.GetClient()},
-		Placer: &placement.Local{
+		Placer: &routingPlacer{pod: podPlacer, local: &placement.Local{
 			CA:         ca,
 			Kubeconfig: kubeconfig,
 			Grace:      10 * time.Second,
@@ -130,7 +134,7 @@ func runSuite(m *testing.M) int {
 				Stdout:          runnerLogs,
 				Stderr:          runnerLogs,
 			},
-		},
+		}},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -164,7 +168,6 @@ func testLogSink() io.Writer {
 	}
 	return io.Discard
 }
-
 
 // artifactServer serves tarballs the way source-controller does.
 type artifactServer struct {

@@ -1,0 +1,61 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+// Through the controller, runner Pods that cannot run end in a condition
+// that says why: a missing ServiceAccount, then a Pod that never starts
+// (envtest has no kubelet). Nothing is left behind. The Pod path that runs
+// (create, wait, dial with mTLS, run, delete) is covered with a fake kubelet
+// and the real runner in internal/placement.
+func TestRunnerPodConditions(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
+	tf := newTerraform(t, ns, "pod", func(tf *infrav1.Terraform) {
+		tf.Labels = map[string]string{podPlacementLabel: "pod"}
+		tf.Spec.Vars = fileVars(effectPath(t), "x")
+	})
+
+	obj := waitNotReady(t, tf, infrav1.RunnerServiceAccountMissingReason)
+	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring("landform-runner"))
+	g.Expect(runnerPods(g, ns)).To(BeEmpty(), "no Pod without its ServiceAccount")
+
+	g.Expect(k8sClient.Create(context.Background(), &corev1.ServiceAccount{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "landform-runner"},
+	})).To(Succeed())
+	obj = waitNotReady(t, tf, infrav1.RunnerStartTimeoutReason)
+	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring("pod-runner-"))
+	g.Expect(obj.Status.LastAppliedRevision).To(BeEmpty())
+
+	// The runner's certificate Secret exists in the namespace, without the CA key.
+	s := &corev1.Secret{}
+	g.Expect(k8sClient.Get(context.Background(), keyOf(ns, "landform-runner-tls"), s)).To(Succeed())
+	g.Expect(s.Data).To(HaveKey("ca.crt"))
+	g.Expect(s.Data).NotTo(HaveKey("ca.key"))
+	// The Pod that never started is deleted, not left behind.
+	g.Eventually(func(g Gomega) { g.Expect(runnerPods(g, ns)).To(BeEmpty()) }).WithTimeout(waitTimeout).Should(Succeed())
+}
+
+func runnerPods(g Gomega, ns string) []string {
+	pods := &corev1.PodList{}
+	g.Expect(k8sClient.List(context.Background(), pods, client.InNamespace(ns))).To(Succeed())
+	var names []string
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp.IsZero() {
+			names = append(names, p.Name)
+		}
+	}
+	return names
+}
