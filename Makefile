@@ -13,7 +13,7 @@ TEST_TIMEOUT ?= 40m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/landform-dev/landform/internal/version.Version=$(VERSION)
 
-.PHONY: dev all tools generate chart-sync generate-check build vet test test-unit test-integration bench demo e2e-kind clean
+.PHONY: dev all tools generate chart-sync generate-check build vet test test-unit test-integration bench demo e2e e2e-kind clean
 
 all: build
 
@@ -57,8 +57,9 @@ vet:
 	cd api && go vet ./...
 	cd providers/landform && go vet ./...
 
-## test: generate-check, vet, unit and integration tests (real kube-apiserver, etcd and OpenTofu;
-## helm lint/template and kustomize build checked against that API server)
+## test: generate-check, vet, unit, integration and end-to-end tests (real kube-apiserver, etcd and
+## OpenTofu; the e2e suite of `make e2e` with the real Flux controllers; helm lint/template and
+## kustomize build checked against that API server)
 test: generate-check vet build
 	KUBEBUILDER_ASSETS=$(BIN) LANDFORM_RUNNER_BIN=$(BIN)/landform-runner LANDFORM_TOFU=$(BIN)/tofu \
 		LANDFORM_TERRAFORM=$(BIN)/terraform LANDFORM_CONTROLLER_BIN=$(BIN)/landform-controller \
@@ -78,6 +79,13 @@ demo: tools build
 ## dev: the embedded environment, kept running until Ctrl-C (state in ~/.landform/dev)
 dev: tools build
 	$(BIN)/landform dev
+
+## e2e: the end-to-end suite on the embedded environment (real Flux controllers, git pushes,
+## the stand-in cloud; about 1.5 minutes). `make test` runs it too, with every other package.
+## E2E_FLAGS adds go test flags, e.g. E2E_FLAGS='-v -run TestCloudDrift'.
+E2E_FLAGS ?=
+e2e: tools build
+	go test -count=1 -timeout 15m -parallel 5 $(E2E_FLAGS) ./e2e/flux/
 
 ## e2e-kind: the end-to-end suite on a kind cluster (needs Docker; skips without it)
 e2e-kind:

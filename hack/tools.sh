@@ -75,7 +75,9 @@ tool_protoc() {
 		local sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
 		$sudo apt-get update -qq && $sudo apt-get install -y -qq protobuf-compiler >/dev/null
 	fi
-	ln -sfn "$(command -v protoc)" "$bin/protoc"
+	# Under make, bin/ is first on PATH: resolve our own link to the real
+	# protoc, or it would become a link to itself.
+	ln -sfn "$(readlink -f "$(command -v protoc)")" "$bin/protoc"
 	go_install "protoc-gen-go-$PROTOC_GEN_GO_VERSION" protoc-gen-go "google.golang.org/protobuf/cmd/protoc-gen-go@$PROTOC_GEN_GO_VERSION"
 	go_install "protoc-gen-go-grpc-$PROTOC_GEN_GO_GRPC_VERSION" protoc-gen-go-grpc "google.golang.org/grpc/cmd/protoc-gen-go-grpc@$PROTOC_GEN_GO_GRPC_VERSION"
 }

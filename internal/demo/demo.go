@@ -15,6 +15,7 @@ import (
 
 	"github.com/landform-dev/landform/internal/cloud"
 	"github.com/landform-dev/landform/internal/devenv"
+	"github.com/landform-dev/landform/internal/gitops"
 )
 
 // Namespace is where the walkthrough's objects live.
@@ -40,7 +41,7 @@ type step struct {
 type walk struct {
 	opts  Options
 	cloud *cloud.Client
-	repo  *gitWorkdir
+	repo  *gitops.Workdir
 	// sgID is the security group the first apply created.
 	sgID string
 }
@@ -82,6 +83,6 @@ func (w *walk) say(format string, args ...any) {
 
 func (w *walk) cleanup() {
 	if w.repo != nil {
-		w.repo.remove()
+		w.repo.Remove()
 	}
 }

@@ -21,21 +21,22 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/cli"
+	"github.com/landform-dev/landform/internal/gitops"
 )
 
 func pushManifests(ctx context.Context, w *walk) error {
-	repo, err := cloneRepo(w.opts.Env.GitURL)
+	repo, err := gitops.Clone(w.opts.Env.GitURL)
 	if err != nil {
 		return err
 	}
 	w.repo = repo
-	if err := repo.commitAndPush("demo: infrastructure and app", map[string]string{
+	head, err := repo.CommitAndPush("demo: infrastructure and app", map[string]string{
 		infraPath: terraformManifest(10),
 		appPath:   appManifest,
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
-	head, _ := repo.head()
 	w.say("pushed %s and %s to %s (commit %.10s)", infraPath, appPath, w.opts.Env.GitURL, head)
 
 	c := w.opts.Env.Client
@@ -92,7 +93,7 @@ func createApp(ctx context.Context, w *walk) error {
 	if err != nil {
 		return err
 	}
-	w.say("it waits: %s", readyMessage(ks))
+	w.say("it waits: %s", gitops.ReadyMessage(ks))
 	return nil
 }
 
@@ -125,10 +126,10 @@ func approveFirstPlan(ctx context.Context, w *walk) error {
 }
 
 func pushChange(ctx context.Context, w *walk) error {
-	if err := w.repo.commitAndPush("demo: grow the database to 20 GB", map[string]string{infraPath: terraformManifest(20)}); err != nil {
+	head, err := w.repo.CommitAndPush("demo: grow the database to 20 GB", map[string]string{infraPath: terraformManifest(20)})
+	if err != nil {
 		return err
 	}
-	head, _ := w.repo.head()
 	w.say("pushed db_size_gb: 10 → 20 (commit %.10s)", head)
 	tf, err := w.waitPlan(ctx, head)
 	if err != nil {
@@ -156,7 +157,7 @@ func pushChange(ctx context.Context, w *walk) error {
 
 func deleteAll(ctx context.Context, w *walk) error {
 	for _, name := range []string{"app", "infra"} {
-		ks := kustomization(name)
+		ks := gitops.Kustomization(Namespace, name)
 		if err := w.opts.Env.Client.Delete(ctx, ks); client.IgnoreNotFound(err) != nil {
 			return err
 		}
@@ -251,7 +252,7 @@ func (w *walk) checkApp(ctx context.Context, sizeGB string) error {
 		d := &appsv1.Deployment{}
 		if err := w.opts.Env.Client.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: "app"}, d); err != nil {
 			if apierrors.IsNotFound(err) {
-				if _, err := w.requestReconcile(ctx, "app"); err != nil {
+				if err := w.requestReconcile(ctx, "app"); err != nil {
 					return false, err
 				}
 			}
@@ -259,8 +260,7 @@ func (w *walk) checkApp(ctx context.Context, sizeGB string) error {
 		}
 		ok := d.Annotations["landform.dev/security-group"] == w.sgID && d.Annotations["landform.dev/db-size"] == sizeGB+"GB"
 		if !ok {
-			_, err := w.requestReconcile(ctx, "app")
-			return false, err
+			return false, w.requestReconcile(ctx, "app")
 		}
 		w.say("Deployment demo/app: security group %s, db size %s GB, DSN from Secret %s (no kubelet here: the Deployment runs no Pods)", w.sgID, sizeGB, outputsSecret)
 		return true, nil
@@ -276,19 +276,7 @@ func (w *walk) poll(ctx context.Context, what string, cond func() (bool, error))
 	return nil
 }
 
-var kustomizationGVK = metav1.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
-
-func kustomization(name string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(kustomizationGVK.Group + "/" + kustomizationGVK.Version)
-	u.SetKind(kustomizationGVK.Kind)
-	u.SetNamespace(Namespace)
-	u.SetName(name)
-	return u
-}
-
 func (w *walk) createKustomization(ctx context.Context, name, path string, extra map[string]any) error {
-	ks := kustomization(name)
 	spec := map[string]any{
 		"interval":      "1m",
 		"retryInterval": "5s",
@@ -300,34 +288,20 @@ func (w *walk) createKustomization(ctx context.Context, name, path string, extra
 	for k, v := range extra {
 		spec[k] = v
 	}
-	ks.Object["spec"] = spec
-	if err := w.opts.Env.Client.Create(ctx, ks); err != nil {
+	if err := w.opts.Env.Client.Create(ctx, gitops.NewKustomization(Namespace, name, spec)); err != nil {
 		return fmt.Errorf("creating Kustomization %s: %w", name, err)
 	}
 	return nil
 }
 
 func (w *walk) kustomization(ctx context.Context, name string) (*unstructured.Unstructured, error) {
-	ks := kustomization(name)
+	ks := gitops.Kustomization(Namespace, name)
 	err := w.opts.Env.Client.Get(ctx, client.ObjectKeyFromObject(ks), ks)
 	return ks, err
 }
 
 // requestReconcile asks kustomize-controller to reconcile now instead of at
 // its retry interval.
-func (w *walk) requestReconcile(ctx context.Context, name string) (bool, error) {
-	ks := kustomization(name)
-	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, time.Now().Format(time.RFC3339Nano)))
-	err := w.opts.Env.Client.Patch(ctx, ks, client.RawPatch("application/merge-patch+json", patch))
-	return err == nil, client.IgnoreNotFound(err)
-}
-
-func readyMessage(u *unstructured.Unstructured) string {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == meta.ReadyCondition {
-			return fmt.Sprintf("%v", m["message"])
-		}
-	}
-	return "not reconciled yet"
+func (w *walk) requestReconcile(ctx context.Context, name string) error {
+	return gitops.RequestReconcile(ctx, w.opts.Env.Client, gitops.Kustomization(Namespace, name))
 }
