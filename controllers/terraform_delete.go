@@ -85,16 +85,11 @@ func (r *TerraformReconciler) hasState(ctx context.Context, obj *infrav1.Terrafo
 	if customBackend(obj) != "" {
 		return obj.Status.LastAppliedRevision != "", nil
 	}
-	s := &metav1.PartialObjectMetadata{}
-	s.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: obj.GetStateSecretName()}, s)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
+	s, err := r.secretMeta(ctx, obj.Namespace, obj.GetStateSecretName())
 	if err != nil {
 		return false, fmt.Errorf("checking for state Secret %s: %w", obj.GetStateSecretName(), err)
 	}
-	return true, nil
+	return s != nil, nil
 }
 
 func (r *TerraformReconciler) deleteSecret(ctx context.Context, namespace, name string) error {
@@ -107,17 +102,30 @@ func (r *TerraformReconciler) deleteSecret(ctx context.Context, namespace, name 
 
 // deleteOwnedSecret deletes the outputs Secret if this object controls it.
 func (r *TerraformReconciler) deleteOwnedSecret(ctx context.Context, obj *infrav1.Terraform, name string) error {
-	s := &metav1.PartialObjectMetadata{}
-	s.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: name}, s)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
+	s, err := r.secretMeta(ctx, obj.Namespace, name)
 	if err != nil {
 		return retry(infrav1.DestroyFailedReason, "reading outputs Secret %s: %v", name, err)
+	}
+	if s == nil {
+		return nil
 	}
 	if owner := metav1.GetControllerOf(s); owner == nil || owner.UID != obj.UID {
 		return nil
 	}
 	return r.deleteSecret(ctx, obj.Namespace, name)
+}
+
+// secretMeta reads a Secret's metadata only (never its data); nil when it
+// does not exist.
+func (r *TerraformReconciler) secretMeta(ctx context.Context, namespace, name string) (*metav1.PartialObjectMetadata, error) {
+	s := &metav1.PartialObjectMetadata{}
+	s.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
