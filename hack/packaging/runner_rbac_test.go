@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -89,6 +90,22 @@ func checkRunnerAccess(t *testing.T, ns string) {
 		if sar.Status.Allowed != want {
 			t.Errorf("%s %s %s.%s in %q: allowed=%v, want %v", user, a.verb, a.resource, a.group, a.namespace, sar.Status.Allowed, want)
 		}
+	}
+	// The API server's authorizer learns new Roles and RoleBindings from its
+	// own informers: wait until it knows this one before judging it.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, Groups: groups,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Resource: "secrets", Verb: "get"},
+		}}
+		if err := env.Client.Create(ctx, sar); err != nil {
+			t.Fatal(err)
+		}
+		if sar.Status.Allowed || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	for _, a := range allowed {
 		check(a, true)

@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"time"
+
 	"context"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -101,5 +104,27 @@ func grant(t *testing.T, ns, user string, rules ...rbacv1.PolicyRule) {
 	}
 	if err := env.Client.Create(ctx, binding); err != nil {
 		t.Fatal(err)
+	}
+	// The API server's authorizer learns bindings from its informers: wait
+	// until the grant is in effect, or a test sees a stale denial.
+	r := rules[0]
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: ns, Group: r.APIGroups[0], Resource: r.Resources[0], Verb: r.Verbs[0],
+			},
+		}}
+		if err := env.Client.Create(ctx, sar); err != nil {
+			t.Fatal(err)
+		}
+		if sar.Status.Allowed {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the grant to %s never took effect", user)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
