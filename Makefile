@@ -60,7 +60,7 @@ vet:
 ## test: generate-check, vet, unit, integration and end-to-end tests (real kube-apiserver, etcd and
 ## OpenTofu; the e2e suite of `make e2e` with the real Flux controllers; helm lint/template and
 ## kustomize build checked against that API server)
-test: generate-check vet build
+test: tools generate-check vet build
 	KUBEBUILDER_ASSETS=$(BIN) LANDFORM_RUNNER_BIN=$(BIN)/landform-runner LANDFORM_TOFU=$(BIN)/tofu \
 		LANDFORM_TERRAFORM=$(BIN)/terraform LANDFORM_CONTROLLER_BIN=$(BIN)/landform-controller \
 		LANDFORM_HELM=$(BIN)/helm LANDFORM_KUSTOMIZE=$(BIN)/kustomize \
