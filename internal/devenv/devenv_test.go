@@ -129,6 +129,8 @@ func TestDevEnvironment(t *testing.T) {
 		g.Expect(ready).NotTo(BeNil())
 		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "%s: %s", ready.Reason, ready.Message)
 		g.Expect(ready.ObservedGeneration).To(Equal(tf.Generation))
+		// Conditions are written a moment before the other status fields.
+		g.Expect(tf.Status.LastAppliedRevision).NotTo(BeEmpty())
 	}, 2*time.Minute, 500*time.Millisecond).Should(Succeed())
 	g.Expect(os.ReadFile(target)).To(Equal([]byte("hello from landform dev")))
 	var outputs corev1.Secret
