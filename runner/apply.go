@@ -88,13 +88,10 @@ func (s *Server) Destroy(_ *runnerpb.DestroyRequest, stream runnerpb.Runner_Dest
 	}
 	defer func() { err = end(err) }()
 
-	ws, err := s.requireWorkspace()
-	if err != nil {
-		return err
-	}
 	out := &sender[*runnerpb.ApplyEvent]{send: stream.Send}
 	logf := applyLog(out)
-	if err := s.ensureInit(ctx, ws, logf); err != nil {
+	ws, err := s.initialisedWorkspace(ctx, logf)
+	if err != nil {
 		return err
 	}
 	detach := attachLogs(ws.tf, logf)
@@ -120,12 +117,9 @@ func (s *Server) Outputs(ctx context.Context, _ *runnerpb.OutputsRequest) (resp 
 	}
 	defer func() { err = end(err) }()
 
-	ws, err := s.requireWorkspace()
-	if err != nil {
-		return nil, err
-	}
 	// Init output has nowhere to go in a unary call.
-	if err := s.ensureInit(ctx, ws, func(string) {}); err != nil {
+	ws, err := s.initialisedWorkspace(ctx, func(string) {})
+	if err != nil {
 		return nil, err
 	}
 	outputs, err := s.readOutputs(ctx, ws)

@@ -18,15 +18,12 @@ func (s *Server) Plan(req *runnerpb.PlanRequest, stream runnerpb.Runner_PlanServ
 	}
 	defer func() { err = end(err) }()
 
-	ws, err := s.requireWorkspace()
-	if err != nil {
-		return err
-	}
 	out := &sender[*runnerpb.PlanEvent]{send: stream.Send}
 	logf := func(line string) {
 		_ = out.Send(&runnerpb.PlanEvent{Event: &runnerpb.PlanEvent_Log{Log: &runnerpb.LogLine{Text: line}}})
 	}
-	if err := s.ensureInit(ctx, ws, logf); err != nil {
+	ws, err := s.initialisedWorkspace(ctx, logf)
+	if err != nil {
 		return err
 	}
 

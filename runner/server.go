@@ -270,6 +270,19 @@ func contextStatus(ctx context.Context) error {
 }
 
 // requireWorkspace returns the uploaded workspace. The caller holds op.
+// initialisedWorkspace is the uploaded workspace, initialised (init output
+// goes to logf): what every terraform call needs first.
+func (s *Server) initialisedWorkspace(ctx context.Context, logf func(string)) (*workspace, error) {
+	ws, err := s.requireWorkspace()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.ensureInit(ctx, ws, logf); err != nil {
+		return nil, err
+	}
+	return ws, nil
+}
+
 func (s *Server) requireWorkspace() (*workspace, error) {
 	if s.ws == nil {
 		return nil, newError(codes.FailedPrecondition, ReasonNoWorkspace, "no workspace: call UploadWorkspace first", nil)
