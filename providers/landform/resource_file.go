@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 )
 
@@ -136,16 +137,7 @@ func (r *fileResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRe
 }
 
 func (r *fileResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan fileModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	r.write(&plan, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	r.writePlanned(ctx, req.Plan, &resp.State, &resp.Diagnostics)
 }
 
 func (r *fileResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -188,16 +180,22 @@ func (r *fileResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 }
 
 func (r *fileResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	r.writePlanned(ctx, req.Plan, &resp.State, &resp.Diagnostics)
+}
+
+// writePlanned writes the planned file and records it as the new state:
+// create and update do the same.
+func (r *fileResource) writePlanned(ctx context.Context, planned tfsdk.Plan, state *tfsdk.State, diags *diag.Diagnostics) {
 	var plan fileModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
+	diags.Append(planned.Get(ctx, &plan)...)
+	if diags.HasError() {
 		return
 	}
-	r.write(&plan, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
+	r.write(&plan, diags)
+	if diags.HasError() {
 		return
 	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	diags.Append(state.Set(ctx, &plan)...)
 }
 
 func (r *fileResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
