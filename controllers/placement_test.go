@@ -22,12 +22,23 @@ type routingPlacer struct {
 	pod, local placement.Placer
 }
 
-func (r *routingPlacer) Start(ctx context.Context, obj *infrav1.Terraform) (*placement.Run, error) {
+func (r *routingPlacer) pick(obj *infrav1.Terraform) placement.Placer {
 	if obj.Labels[podPlacementLabel] == "pod" {
-		return r.pod.Start(ctx, obj)
+		return r.pod
 	}
-	return r.local.Start(ctx, obj)
+	return r.local
 }
+
+func (r *routingPlacer) Start(ctx context.Context, obj *infrav1.Terraform, runID string) (*placement.Run, error) {
+	return r.pick(obj).Start(ctx, obj, runID)
+}
+
+func (r *routingPlacer) Attach(ctx context.Context, obj *infrav1.Terraform, runID string) (*placement.Run, error) {
+	return r.pick(obj).Attach(ctx, obj, runID)
+}
+
+// Durable is false: the suite's local runners end with the suite.
+func (r *routingPlacer) Durable() bool { return false }
 
 // newPodPlacer is the Pod placement as the controller builds it in a
 // cluster. envtest has no kubelet: its Pods never start.

@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,6 +53,12 @@ var (
 	effects string
 	// mirror is the provider filesystem mirror the runners use.
 	mirror string
+	// kubeClientset is a typed client for what the tests read directly.
+	kubeClientset *kubernetes.Clientset
+	// testKubeconfig reaches the suite's API server (for tofu and the CLI).
+	testKubeconfig string
+	// tofuPath is the engine the runners use.
+	tofuPath string
 )
 
 func TestMain(m *testing.M) {
@@ -117,7 +124,13 @@ func runSuite(m *testing.M) int {
 	if err != nil {
 		panic(err)
 	}
+	kube, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		panic(err)
+	}
+	kubeClientset, testKubeconfig, tofuPath = kube, kubeconfig, engine
 	r := &TerraformReconciler{
+		Leases:        kube.CoordinationV1().Leases,
 		Client:        mgr.GetClient(),
 		EventRecorder: mgr.GetEventRecorderFor("landform-controller"),
 		Fetcher:       source.NewFetcher(filepath.Join(tmp, "cache")),
@@ -138,7 +151,7 @@ func runSuite(m *testing.M) int {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := r.SetupWithManager(ctx, mgr, Options{MaxConcurrentReconciles: 4}); err != nil {
+	if err := r.SetupWithManager(ctx, mgr, Options{MaxConcurrentReconciles: 2, MaxConcurrentRuns: 8, DrainTimeout: time.Minute}); err != nil {
 		panic(err)
 	}
 	done := make(chan struct{})

@@ -7,62 +7,42 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
-	"github.com/landform-dev/landform/internal/metrics"
-	"github.com/landform-dev/landform/internal/placement"
-	"github.com/landform-dev/landform/internal/planstore"
-	"github.com/landform-dev/landform/internal/runlog"
-	"github.com/landform-dev/landform/runner"
+	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
-// apply applies the stored plan p and writes the outputs. A stale plan is
-// dropped so that the next reconcile plans again and, unless the new plan is
-// identical, waits for a new approval.
-func (r *TerraformReconciler) apply(ctx context.Context, rn *placement.Run, obj *infrav1.Terraform, ws *workspace, p *planstore.Plan) error {
-	logf, endLog := r.startLog(ctx, obj, ws, runlog.PhaseApply)
-	outs, err := rn.Client.Apply(ctx, p.PlanFile, logf)
-	endLog(err)
-	metrics.CountRun("apply", err)
-	if rerr, ok := runner.AsError(err); ok && rerr.Reason == runner.ReasonStalePlan {
-		if derr := r.Plans.Delete(ctx, obj); derr != nil {
-			return retry(infrav1.ApplyFailedReason, "plan %s is stale and could not be dropped: %v", p.ID, derr)
-		}
-		conditions.MarkFalse(obj, infrav1.AppliedCondition, infrav1.ApplyFailedReason, "plan %s is stale (the state changed since it was made); planning again", p.ID)
-		return retry(infrav1.ApplyFailedReason, "plan %s is stale (the state changed since it was made); planning again", p.ID)
-	}
-	if err != nil {
-		ferr := r.runnerFailure(obj, ws, err, infrav1.ApplyFailedReason)
-		conditions.MarkFalse(obj, infrav1.AppliedCondition, errorReason(ferr, infrav1.ApplyFailedReason), "applying plan %s: %s", p.ID, ferr.Error())
-		r.event(obj, p.Revision, corev1.EventTypeWarning, infrav1.ApplyFailedReason, "applying plan %s failed: %s", p.ID, ferr.Error())
-		return ferr
-	}
+// recordApply records that the run applied plan id and writes the outputs
+// it reported.
+func (r *TerraformReconciler) recordApply(ctx context.Context, obj *infrav1.Terraform, run *infrav1.RunStatus, outs []*runnerpb.Output) error {
+	id := run.Plan
 	markUnlocked(obj)
-	if err := r.Plans.MarkApplied(ctx, obj, p.ID); err != nil {
-		return retry(infrav1.ApplyFailedReason, "recording that plan %s was applied: %v", p.ID, err)
+	if err := r.Plans.MarkApplied(ctx, obj, id); err != nil {
+		return retry(infrav1.ApplyFailedReason, "recording that plan %s was applied: %v", id, err)
 	}
 	wasDrift := obj.Status.Plan != nil && obj.Status.Plan.IsDrift
-	obj.Status.LastAppliedRevision = p.Revision
-	obj.Status.LastAppliedPlan = p.ID
-	if obj.Status.Plan != nil {
+	obj.Status.LastAppliedRevision = run.Revision
+	obj.Status.LastAppliedPlan = id
+	if obj.Status.Plan != nil && obj.Status.Plan.Pending == id {
 		obj.Status.Plan.Pending = ""
 	}
-	conditions.MarkTrue(obj, infrav1.AppliedCondition, infrav1.AppliedReason, "applied plan %s for revision %s", p.ID, p.Revision)
+	conditions.MarkTrue(obj, infrav1.AppliedCondition, infrav1.AppliedReason, "applied plan %s for revision %s", id, run.Revision)
 	if wasDrift {
-		conditions.MarkFalse(obj, infrav1.DriftedCondition, infrav1.AppliedReason, "drift repaired by plan %s", p.ID)
+		conditions.MarkFalse(obj, infrav1.DriftedCondition, infrav1.AppliedReason, "drift repaired by plan %s", id)
 	}
 	// The outputs of this apply have not been written yet.
-	conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, infrav1.ProgressingReason, "writing outputs of plan %s", p.ID)
-	r.event(obj, p.Revision, corev1.EventTypeNormal, infrav1.AppliedReason, "applied plan %s", p.ID)
+	conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, infrav1.ProgressingReason, "writing outputs of plan %s", id)
+	r.event(obj, run.Revision, corev1.EventTypeNormal, infrav1.AppliedReason, "applied plan %s", id)
 	return r.writeOutputs(ctx, obj, outs)
 }
 
-// refreshOutputs reads the outputs from the state and writes them.
-func (r *TerraformReconciler) refreshOutputs(ctx context.Context, rn *placement.Run, obj *infrav1.Terraform, ws *workspace) error {
-	outs, err := rn.Client.Outputs(ctx)
-	metrics.CountRun("outputs", err)
-	if err != nil {
-		ferr := r.runnerFailure(obj, ws, err, infrav1.OutputsFailedReason)
-		conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, errorReason(ferr, infrav1.OutputsFailedReason), "%s", ferr.Error())
-		return ferr
+// dropPlan forgets the stored plan, so that the next reconcile plans again
+// from the current state. A new plan identical to the dropped one gets its
+// id back, and with it any approval given for it.
+func (r *TerraformReconciler) dropPlan(ctx context.Context, obj *infrav1.Terraform) error {
+	if err := r.Plans.Delete(ctx, obj); err != nil {
+		return retry(infrav1.PlanUnusableReason, "dropping the stored plan: %v", err)
 	}
-	return r.writeOutputs(ctx, obj, outs)
+	if obj.Status.Plan != nil {
+		obj.Status.Plan.Pending = ""
+	}
+	return nil
 }

@@ -27,7 +27,12 @@ func summarize(obj *infrav1.Terraform, err error) {
 	}
 	var s *stallingError
 	var w *waitingError
+	var p *inProgressError
 	switch {
+	case errors.As(err, &p):
+		conditions.Delete(obj, meta.StalledCondition)
+		conditions.MarkReconciling(obj, p.reason, "%s", err.Error())
+		conditions.MarkUnknown(obj, meta.ReadyCondition, p.reason, "%s", err.Error())
 	case err == nil && conditions.IsReconciling(obj) && conditions.GetReason(obj, meta.ReconcilingCondition) == infrav1.ProgressingReason && conditions.GetMessage(obj, meta.ReconcilingCondition) == "starting":
 		// The finalizer was just added; the real work comes next.
 		return

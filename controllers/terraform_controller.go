@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -15,7 +16,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	corev1 "k8s.io/api/core/v1"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/runqueue"
+	"github.com/landform-dev/landform/runner"
 	"github.com/landform-dev/landform/internal/placement"
 	"github.com/landform-dev/landform/internal/planstore"
 	"github.com/landform-dev/landform/internal/source"
@@ -41,11 +47,15 @@ type TerraformReconciler struct {
 	Fetcher       *source.Fetcher
 	Plans         planstore.Store
 	Placer        placement.Placer
+	// Leases reads and releases state locks (Leases) in a namespace.
+	Leases func(namespace string) coordinationv1client.LeaseInterface
 	// AllowCrossNamespaceRefs lets sourceRef and dependsOn name objects in
 	// other namespaces; refused by default so tenants stay apart.
 	AllowCrossNamespaceRefs bool
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
+
+	runs *runTracker
 }
 
 // +kubebuilder:rbac:groups=infra.landform.dev,resources=terraforms,verbs=get;list;watch;update;patch
@@ -63,6 +73,10 @@ type TerraformReconciler struct {
 func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	obj := &infrav1.Terraform{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Gone without its finalizer: nobody collects its run.
+			r.runs.abandon(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	patcher := patch.NewSerialPatcher(obj, r.Client)
@@ -89,7 +103,7 @@ func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}()
 
 	if !obj.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.reconcileDelete(ctx, obj)
+		return ctrl.Result{}, r.reconcileDelete(ctx, patcher, obj)
 	}
 	if !controllerutil.ContainsFinalizer(obj, infrav1.Finalizer) {
 		controllerutil.AddFinalizer(obj, infrav1.Finalizer)
@@ -102,8 +116,23 @@ func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	return r.reconcile(ctx, patcher, obj)
 }
 
-// reconcile runs the state machine once: gather inputs, decide, act.
+// reconcile runs the state machine once: follow the run in flight, gather
+// inputs, decide, act. Acting on a plan or an apply starts a run and
+// returns; the run's end brings the object back.
 func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *patch.SerialPatcher, obj *infrav1.Terraform) (ctrl.Result, error) {
+	var idle *idleRunner
+	if obj.Status.Run != nil {
+		c, err := r.inspectRun(ctx, obj)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		idle = c.idle
+		defer func() {
+			if idle != nil && !idle.taken {
+				r.stopIdle(idle.rn, idle.release)
+			}
+		}()
+	}
 	if err := r.checkNamespaces(obj); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -132,14 +161,58 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *patch.Seri
 		return ctrl.Result{RequeueAfter: d.after}, nil
 	case actionWait:
 		return ctrl.Result{}, waiting(infrav1.PlanPendingReason, d.after, "%s", pendingMessage(obj))
+	case actionOutputs:
+		return r.nextCheck(obj), r.refreshOutputs(ctx, obj, ws)
+	case actionApply:
+		return ctrl.Result{}, r.startApply(ctx, patcher, obj, ws, idle)
 	}
+	req := runRequest{
+		run:      infrav1.RunStatus{Action: runPlan, Revision: ws.artifact.Revision, InputsDigest: ws.inputsDigest, Drift: d.drift},
+		spec:     runner.RunSpec{Action: runner.RunPlan, Destroy: obj.Spec.Destroy},
+		priority: priorityOf(obj, d),
+		ws:       ws,
+		redactor: ws.redactor,
+	}
+	return ctrl.Result{}, r.startRun(ctx, patcher, obj, req)
+}
 
-	// Show progress while terraform runs: this is the one intermediate patch.
-	conditions.MarkReconciling(obj, infrav1.ProgressingReason, "running %s for revision %s", d.action, ws.artifact.Revision)
-	if err := patcher.Patch(ctx, obj, patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(fieldOwner)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("showing progress: %w", err)
+// startApply starts the apply of the stored, approved plan, on the runner
+// that made it when it is still at hand. A stored plan that cannot be read
+// back intact is dropped, and the module planned again.
+func (r *TerraformReconciler) startApply(ctx context.Context, patcher *patch.SerialPatcher, obj *infrav1.Terraform, ws *workspace, idle *idleRunner) error {
+	p, err := r.Plans.Load(ctx, obj)
+	if errors.Is(err, planstore.ErrNotFound) {
+		if derr := r.dropPlan(ctx, obj); derr != nil {
+			return derr
+		}
+		msg := fmt.Sprintf("stored plan %s cannot be read back intact (%v); planning again", obj.PendingPlan(), err)
+		conditions.MarkFalse(obj, infrav1.AppliedCondition, infrav1.PlanUnusableReason, "%s", msg)
+		r.event(obj, ws.artifact.Revision, corev1.EventTypeWarning, infrav1.PlanUnusableReason, "%s", msg)
+		return waiting(infrav1.PlanUnusableReason, replanSoon, "%s", msg)
 	}
-	return r.run(ctx, obj, ws, d)
+	if err != nil {
+		return retry(infrav1.ApplyFailedReason, "loading plan %s: %v", obj.PendingPlan(), err)
+	}
+	req := runRequest{
+		run:      infrav1.RunStatus{Action: runApply, Plan: p.ID, Revision: p.Revision, InputsDigest: p.InputsDigest},
+		spec:     runner.RunSpec{Action: runner.RunApply, PlanFile: p.PlanFile, LockFile: p.LockFile},
+		priority: runqueue.User,
+		ws:       ws,
+		redactor: ws.redactor,
+	}
+	if rn, release := idle.take(ws.inputsDigest); rn != nil {
+		req.reuse, req.release, req.ws = rn, release, nil
+	}
+	return r.startRun(ctx, patcher, obj, req)
+}
+
+// priorityOf puts drift checks behind everything a person or a change is
+// waiting for.
+func priorityOf(obj *infrav1.Terraform, d decision) runqueue.Priority {
+	if d.drift && !requestedReconcile(obj) {
+		return runqueue.Background
+	}
+	return runqueue.User
 }
 
 func (r *TerraformReconciler) now() time.Time {
@@ -147,4 +220,16 @@ func (r *TerraformReconciler) now() time.Time {
 		return r.Now()
 	}
 	return time.Now()
+}
+
+// storedPlan reads the stored plan's metadata; nil when there is none.
+func (r *TerraformReconciler) storedPlan(ctx context.Context, obj *infrav1.Terraform) (*storedPlan, error) {
+	p, err := r.Plans.LoadMeta(ctx, obj)
+	if errors.Is(err, planstore.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the stored plan: %w", err)
+	}
+	return &storedPlan{ID: p.ID, InputsDigest: p.InputsDigest, Applied: p.Applied}, nil
 }

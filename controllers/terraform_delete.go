@@ -12,14 +12,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/fluxcd/pkg/runtime/patch"
+
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
-	"github.com/landform-dev/landform/internal/metrics"
-	"github.com/landform-dev/landform/internal/runlog"
+	"github.com/landform-dev/landform/internal/runqueue"
+	"github.com/landform-dev/landform/runner"
 )
 
 // reconcileDelete destroys the resources (deletionPolicy Delete) or keeps
 // them (Orphan), cleans up what Landform created, and removes the finalizer.
-func (r *TerraformReconciler) reconcileDelete(ctx context.Context, obj *infrav1.Terraform) error {
+// The destroy is a run like any other: it outlives this reconcile.
+func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *patch.SerialPatcher, obj *infrav1.Terraform) error {
 	if !controllerutil.ContainsFinalizer(obj, infrav1.Finalizer) {
 		return nil
 	}
@@ -27,15 +30,17 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, obj *infrav1.
 		conditions.MarkFalse(obj, meta.ReadyCondition, infrav1.SuspendedReason, "deletion waits: the object is suspended; set spec.suspend to false to destroy")
 		return nil
 	}
+	destroyed, err := r.settleRun(ctx, obj)
+	if err != nil {
+		return err
+	}
 	if obj.GetDeletionPolicy() == infrav1.DeletionPolicyDelete {
 		hasState, err := r.hasState(ctx, obj)
 		if err != nil {
 			return err
 		}
-		if hasState || obj.Status.LastAppliedRevision != "" {
-			if err := r.destroy(ctx, obj); err != nil {
-				return err
-			}
+		if !destroyed && (hasState || obj.Status.LastAppliedRevision != "") {
+			return r.startDestroy(ctx, patcher, obj)
 		}
 		if err := r.deleteSecret(ctx, obj.Namespace, obj.GetStateSecretName()); err != nil {
 			return err
@@ -53,31 +58,47 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, obj *infrav1.
 	return nil
 }
 
-// destroy runs terraform destroy with the current source and vars.
-func (r *TerraformReconciler) destroy(ctx context.Context, obj *infrav1.Terraform) error {
-	conditions.MarkReconciling(obj, infrav1.DeletingReason, "destroying resources")
+// settleRun deals with the run in flight when the object is deleted. With
+// deletionPolicy Orphan it is interrupted gracefully (terraform saves its
+// state and releases its lock) and left; otherwise deletion waits for it
+// and collects it. It reports whether the run was a destroy that
+// succeeded.
+func (r *TerraformReconciler) settleRun(ctx context.Context, obj *infrav1.Terraform) (bool, error) {
+	run := obj.Status.Run
+	if run == nil {
+		return false, nil
+	}
+	if obj.GetDeletionPolicy() == infrav1.DeletionPolicyOrphan {
+		r.runs.abandon(client.ObjectKeyFromObject(obj))
+		obj.Status.Run = nil
+		r.event(obj, run.Revision, corev1.EventTypeNormal, infrav1.DeletingReason,
+			"interrupting %s run %s: deletionPolicy Orphan keeps the resources as the run leaves them", run.Action, run.ID)
+		return false, nil
+	}
+	c, err := r.inspectRun(ctx, obj)
+	if err != nil {
+		return false, err
+	}
+	if c.idle != nil {
+		r.stopIdle(c.idle.rn, c.idle.release)
+	}
+	return c.destroyed, nil
+}
+
+// startDestroy starts the destroy run, with the current source and vars.
+func (r *TerraformReconciler) startDestroy(ctx context.Context, patcher *patch.SerialPatcher, obj *infrav1.Terraform) error {
 	ws, err := r.prepareWorkspace(ctx, obj)
 	if err != nil {
 		return retry(infrav1.DestroyFailedReason, "cannot destroy: %v (or set deletionPolicy: Orphan to keep the resources)", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, obj.GetTimeout())
-	defer cancel()
-	rn, err := r.startRunner(ctx, obj, ws)
-	if err != nil {
-		return retry(infrav1.DestroyFailedReason, "cannot destroy: %v", err)
+	req := runRequest{
+		run:      infrav1.RunStatus{Action: runDestroy, Revision: ws.artifact.Revision, InputsDigest: ws.inputsDigest},
+		spec:     runner.RunSpec{Action: runner.RunDestroy},
+		priority: runqueue.User,
+		ws:       ws,
+		redactor: ws.redactor,
 	}
-	defer func() { _ = rn.Stop() }()
-	logf, endLog := r.startLog(ctx, obj, ws, runlog.PhaseDestroy)
-	err = rn.Client.Destroy(ctx, logf)
-	endLog(err)
-	metrics.CountRun("destroy", err)
-	if err != nil {
-		ferr := r.runnerFailure(obj, ws, err, infrav1.DestroyFailedReason)
-		r.event(obj, ws.artifact.Revision, corev1.EventTypeWarning, infrav1.DestroyFailedReason, "destroy failed: %s", ferr.Error())
-		return retry(errorReason(ferr, infrav1.DestroyFailedReason), "destroying: %v", ferr)
-	}
-	r.event(obj, ws.artifact.Revision, corev1.EventTypeNormal, infrav1.DeletingReason, "destroyed the resources of revision %s", ws.artifact.Revision)
-	return nil
+	return r.startRun(ctx, patcher, obj, req)
 }
 
 // hasState reports whether the default backend's state Secret exists.

@@ -37,6 +37,21 @@ type retryError struct {
 func (e *retryError) Error() string { return e.err.Error() }
 func (e *retryError) Unwrap() error { return e.err }
 
+// inProgressError is a run under way: Reconciling, Ready unknown, and a
+// look again after `after` in case the run's end does not wake the object.
+type inProgressError struct {
+	reason string
+	err    error
+	after  time.Duration
+}
+
+func (e *inProgressError) Error() string { return e.err.Error() }
+func (e *inProgressError) Unwrap() error { return e.err }
+
+func inProgress(reason string, after time.Duration, format string, args ...any) error {
+	return &inProgressError{reason: reason, after: after, err: fmt.Errorf(format, args...)}
+}
+
 func stalling(reason string, format string, args ...any) error {
 	return &stallingError{reason: reason, err: fmt.Errorf(format, args...)}
 }
@@ -54,7 +69,10 @@ func errorReason(err error, fallback string) string {
 	var s *stallingError
 	var w *waitingError
 	var r *retryError
+	var p *inProgressError
 	switch {
+	case errors.As(err, &p):
+		return p.reason
 	case errors.As(err, &s):
 		return s.reason
 	case errors.As(err, &w):
@@ -70,9 +88,12 @@ func errorReason(err error, fallback string) string {
 func resultFor(err error, success time.Duration, retryAfter time.Duration) (ctrl.Result, error) {
 	var s *stallingError
 	var w *waitingError
+	var p *inProgressError
 	switch {
 	case err == nil:
 		return ctrl.Result{RequeueAfter: success}, nil
+	case errors.As(err, &p):
+		return ctrl.Result{RequeueAfter: p.after}, nil
 	case errors.As(err, &s):
 		// A spec or source change triggers the next reconcile.
 		return ctrl.Result{}, nil

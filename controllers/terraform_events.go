@@ -37,9 +37,12 @@ func recordMetrics(obj *infrav1.Terraform, err error, d time.Duration) {
 func outcome(err error) string {
 	var s *stallingError
 	var w *waitingError
+	var p *inProgressError
 	switch {
 	case err == nil:
 		return "success"
+	case errors.As(err, &p):
+		return "progressing"
 	case errors.As(err, &s):
 		return "stalled"
 	case errors.As(err, &w):

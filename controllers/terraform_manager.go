@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/fluxcd/pkg/runtime/predicates"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 )
@@ -25,8 +27,21 @@ const (
 
 // Options tune the controller.
 type Options struct {
+	// MaxConcurrentReconciles bounds reconciles (--concurrent). A
+	// reconcile only starts or inspects a run, so it is short.
 	MaxConcurrentReconciles int
+	// MaxConcurrentRuns bounds the runs in flight (--concurrent-runs).
+	MaxConcurrentRuns int
+	// DrainTimeout is how long local runs may take to finish on shutdown
+	// before they are interrupted (--drain-timeout).
+	DrainTimeout time.Duration
 }
+
+// Defaults of Options.
+const (
+	DefaultConcurrentRuns = 10
+	DefaultDrainTimeout   = 15 * time.Minute
+)
 
 // SetupWithManager registers indexes and watches: the object itself (spec,
 // approval and reconcile-request annotations), its sources' new artifacts,
@@ -42,6 +57,20 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
+	runs, drain := opts.MaxConcurrentRuns, opts.DrainTimeout
+	if runs <= 0 {
+		runs = DefaultConcurrentRuns
+	}
+	if drain <= 0 {
+		drain = DefaultDrainTimeout
+	}
+	r.runs = newRunTracker(r.Placer, runs, drain, mgr.GetLogger().WithName("runs"))
+	r.runs.collect = func(ctx context.Context, key types.NamespacedName) {
+		_, _ = r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+	}
+	if err := mgr.Add(r.runs); err != nil {
+		return fmt.Errorf("adding the run tracker: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.Terraform{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
@@ -52,6 +81,8 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 		Watches(&sourcev1.OCIRepository{}, handler.EnqueueRequestsFromMapFunc(r.requestsForSource(sourcev1.OCIRepositoryKind))).
 		Watches(&sourcev1.Bucket{}, handler.EnqueueRequestsFromMapFunc(r.requestsForSource(sourcev1.BucketKind))).
 		Watches(&infrav1.Terraform{}, handler.EnqueueRequestsFromMapFunc(r.requestsForDependents)).
+		// A run's progress and end bring its object back.
+		WatchesRawSource(source.Channel(r.runs.notify, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)}).
 		Complete(r)
 }

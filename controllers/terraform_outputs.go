@@ -3,12 +3,15 @@ package controllers
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/metrics"
 	"github.com/landform-dev/landform/internal/outputs"
+	"github.com/landform-dev/landform/internal/tfstate"
 	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
@@ -43,4 +46,42 @@ func (r *TerraformReconciler) writeOutputs(ctx context.Context, obj *infrav1.Ter
 	conditions.MarkTrue(obj, infrav1.OutputsWrittenCondition, infrav1.OutputsWrittenReason, "wrote %d outputs to Secret %s", len(data), spec.Name)
 	r.event(obj, obj.Status.LastAppliedRevision, corev1.EventTypeNormal, infrav1.OutputsWrittenReason, "wrote %d outputs to Secret %s", len(data), spec.Name)
 	return nil
+}
+
+// refreshOutputs writes the outputs of the current state. With the default
+// backend they are read straight from the state Secret: no runner, no
+// engine, no lock. A custom backend needs a runner for it.
+func (r *TerraformReconciler) refreshOutputs(ctx context.Context, obj *infrav1.Terraform, ws *workspace) error {
+	if customBackend(obj) == "" {
+		outs, found, err := tfstate.Outputs(ctx, r.APIReader, obj.Namespace, obj.GetStateSecretName())
+		if err != nil {
+			conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, infrav1.OutputsFailedReason, "%v", err)
+			return retry(infrav1.OutputsFailedReason, "%v", err)
+		}
+		if found {
+			return r.writeOutputs(ctx, obj, outs)
+		}
+	}
+	return r.refreshOutputsWithRunner(ctx, obj, ws)
+}
+
+// refreshOutputsWithRunner reads the outputs through a short-lived runner,
+// bounded by the runner start deadline plus a minute.
+func (r *TerraformReconciler) refreshOutputsWithRunner(ctx context.Context, obj *infrav1.Terraform, ws *workspace) error {
+	ctx, cancel := context.WithTimeout(ctx, localStartTimeout+time.Minute)
+	defer cancel()
+	req := runRequest{obj: obj, run: infrav1.RunStatus{ID: newRunID()}, ws: ws, redactor: ws.redactor}
+	rn, err := r.placeRunner(ctx, req)
+	if err != nil {
+		return err
+	}
+	defer r.stopIdle(rn, nil)
+	outs, err := rn.Client.Outputs(ctx)
+	metrics.CountRun("outputs", err)
+	if err != nil {
+		ferr := runnerError(obj, ws.redactor, ws.artifact.Revision, err, infrav1.OutputsFailedReason)
+		conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, errorReason(ferr, infrav1.OutputsFailedReason), "%s", ferr.Error())
+		return ferr
+	}
+	return r.writeOutputs(ctx, obj, outs)
 }

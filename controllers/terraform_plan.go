@@ -10,40 +10,29 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
-	"github.com/landform-dev/landform/internal/metrics"
-	"github.com/landform-dev/landform/internal/placement"
 	"github.com/landform-dev/landform/internal/planstore"
-	"github.com/landform-dev/landform/internal/runlog"
+	"github.com/landform-dev/landform/runner"
 )
 
 // maxStatusResources bounds the addresses listed in status; the stored plan
 // has them all.
 const maxStatusResources = 50
 
-// plan makes a plan, stores it and records its summary in status. A plan
-// without changes is stored as applied: there is nothing to approve.
-func (r *TerraformReconciler) plan(ctx context.Context, rn *placement.Run, obj *infrav1.Terraform, ws *workspace, drift bool) (*planstore.Plan, error) {
-	logf, endLog := r.startLog(ctx, obj, ws, runlog.PhasePlan)
-	out, err := rn.Client.Plan(ctx, obj.Spec.Destroy, logf)
-	endLog(err)
-	metrics.CountRun("plan", err)
-	if err != nil {
-		ferr := r.runnerFailure(obj, ws, err, infrav1.PlanFailedReason)
-		reason := errorReason(ferr, infrav1.PlanFailedReason)
-		conditions.MarkFalse(obj, infrav1.PlannedCondition, reason, "%s", ferr.Error())
-		r.event(obj, ws.artifact.Revision, corev1.EventTypeWarning, reason, "plan failed: %s", ferr.Error())
-		return nil, ferr
-	}
+// recordPlan stores the plan a run made and records its summary in status.
+// A plan without changes is stored as applied: there is nothing to approve.
+func (r *TerraformReconciler) recordPlan(ctx context.Context, obj *infrav1.Terraform, run *infrav1.RunStatus, out *runner.PlanOutput) (*planstore.Plan, error) {
+	drift := run.Drift
 	markUnlocked(obj)
 	res := out.Result
-	rev := ws.artifact.Revision
+	rev := run.Revision
 	p := &planstore.Plan{
 		ID:           planID(rev, res.ChangesDigest),
 		Revision:     rev,
-		InputsDigest: ws.inputsDigest,
+		InputsDigest: run.InputsDigest,
 		PlanFile:     out.PlanFile,
 		JSONPlan:     out.JSONPlan,
 		HumanPlan:    out.HumanPlan,
+		LockFile:     out.LockFile,
 		Applied:      !res.HasChanges,
 	}
 	if err := r.Plans.Save(ctx, obj, p); err != nil {

@@ -2,66 +2,307 @@ package controllers
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/fluxcd/pkg/runtime/patch"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/placement"
-	"github.com/landform-dev/landform/internal/planstore"
+	"github.com/landform-dev/landform/internal/redact"
 	"github.com/landform-dev/landform/internal/runlog"
+	"github.com/landform-dev/landform/internal/runqueue"
 	"github.com/landform-dev/landform/runner"
 )
 
-// run starts one runner for this reconcile, hands it the workspace and
-// performs the decided action. A plan that is approved on the spot (auto
-// approval, or an id approved ahead) is applied by the same runner.
-func (r *TerraformReconciler) run(ctx context.Context, obj *infrav1.Terraform, ws *workspace, d decision) (ctrl.Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, obj.GetTimeout())
-	defer cancel()
+const (
+	// localStartTimeout bounds the start of a local runner process.
+	localStartTimeout = time.Minute
+	// startRunTimeout bounds handing a run to its runner (the plan file
+	// travels with an apply).
+	startRunTimeout = 2 * time.Minute
+	// maxWatchBackoff caps the wait between attempts to resume watching a
+	// run whose connection broke.
+	maxWatchBackoff = 10 * time.Second
+	// cancelRunTimeout bounds the call that interrupts a run.
+	cancelRunTimeout = 30 * time.Second
+)
 
-	rn, err := r.startRunner(ctx, obj, ws)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	defer func() {
-		if err := rn.Stop(); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "stopping runner")
+// Actions recorded in status.run.
+const (
+	runPlan    = "plan"
+	runApply   = "apply"
+	runDestroy = "destroy"
+)
+
+// errAbandoned ends a run given up before it started terraform.
+var errAbandoned = errors.New("the run was given up before it started")
+
+// errDetached ends the watch of a run this process stopped following; the
+// run goes on in its runner.
+var errDetached = errors.New("stopped following the run")
+
+// runRequest is everything a run's goroutine needs. It is built by the
+// reconcile and owned by the run afterwards: nothing in it is shared.
+type runRequest struct {
+	obj      *infrav1.Terraform
+	run      infrav1.RunStatus
+	spec     runner.RunSpec
+	priority runqueue.Priority
+	// ws is the workspace to upload; nil when the runner has it already
+	// (reuse) or when attaching.
+	ws       *workspace
+	redactor *redact.Redactor
+	// reuse is the runner of the run before (a plan whose apply follows at
+	// once) with the slot it holds.
+	reuse   *placement.Run
+	release func()
+	attach  bool
+}
+
+// startRun records the run in status, writes that status, and only then
+// starts it: a controller that dies at any point afterwards leaves enough
+// behind for its successor to find the run.
+func (r *TerraformReconciler) startRun(ctx context.Context, patcher *patch.SerialPatcher, obj *infrav1.Terraform, req runRequest) error {
+	if !r.runs.accepting() {
+		if req.reuse != nil {
+			r.stopIdle(req.reuse, req.release)
 		}
-	}()
-
-	switch d.action {
-	case actionOutputs:
-		return r.nextCheck(obj), r.refreshOutputs(ctx, rn, obj, ws)
-	case actionApply:
-		p, err := r.Plans.Load(ctx, obj)
-		if err != nil {
-			return ctrl.Result{}, retry(infrav1.ApplyFailedReason, "loading plan %s: %v", obj.PendingPlan(), err)
+		return waiting(infrav1.ShuttingDownReason, time.Minute, "the controller is shutting down: the %s starts when it is back", req.run.Action)
+	}
+	req.run.ID = newRunID()
+	now := metav1.NewTime(r.now())
+	req.run.Started = &now
+	req.spec.ID = req.run.ID
+	req.spec.Deadline = obj.GetTimeout()
+	obj.Status.Run = req.run.DeepCopy()
+	conditions.MarkReconciling(obj, infrav1.RunQueuedReason, "%s run %s queued for revision %s", req.run.Action, req.run.ID, req.run.Revision)
+	if err := patcher.Patch(ctx, obj, patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(fieldOwner)); err != nil {
+		obj.Status.Run = nil
+		if req.reuse != nil {
+			r.stopIdle(req.reuse, req.release)
 		}
-		return r.nextCheck(obj), r.apply(ctx, rn, obj, ws, p)
+		return fmt.Errorf("recording run %s: %w", req.run.ID, err)
 	}
+	req.obj = obj.DeepCopy()
+	if _, err := r.runs.launch(client.ObjectKeyFromObject(obj), req.run.ID, req.run.Action, req.redactor, func(ictx context.Context, h *runHandle) (*runner.RunResult, error) {
+		return r.execute(ictx, h, req)
+	}); err != nil {
+		// Shutting down: status.run stays, and the next controller
+		// starts the run (it has no runner yet).
+		if req.reuse != nil {
+			r.stopIdle(req.reuse, req.release)
+		}
+		return waiting(infrav1.ShuttingDownReason, time.Minute, "%s run %s waits for the controller to start again", req.run.Action, req.run.ID)
+	}
+	return inProgress(infrav1.RunQueuedReason, obj.GetTimeout(), "%s run %s queued for revision %s", req.run.Action, req.run.ID, req.run.Revision)
+}
 
-	p, err := r.plan(ctx, rn, obj, ws, d.drift)
-	if err != nil {
-		return ctrl.Result{}, err
+// attachRun follows a run recorded in status by an earlier controller
+// process, collecting its result without running terraform again.
+func (r *TerraformReconciler) attachRun(ctx context.Context, obj *infrav1.Terraform) (*runHandle, error) {
+	redactor := redact.New()
+	if vars, err := r.renderVars(ctx, obj); err == nil {
+		redactor = redact.New(vars.secrets...)
+	} else {
+		// Without the variables' Secrets the log cannot be redacted:
+		// attach once they are readable.
+		return nil, err
 	}
+	req := runRequest{obj: obj.DeepCopy(), run: *obj.Status.Run, redactor: redactor, attach: true}
+	return r.runs.launch(client.ObjectKeyFromObject(obj), req.run.ID, req.run.Action, redactor, func(ictx context.Context, h *runHandle) (*runner.RunResult, error) {
+		return r.execute(ictx, h, req)
+	})
+}
+
+// execute is a run's goroutine: take a slot, get a runner, hand it the run
+// and watch it to its end. interrupt ends when the run is to be
+// interrupted (abandoned, or the drain timed out).
+func (r *TerraformReconciler) execute(interrupt context.Context, h *runHandle, req runRequest) (*runner.RunResult, error) {
+	rn, release := req.reuse, req.release
 	switch {
-	case p.Applied:
-		if !outputsUpToDate(obj) {
-			return r.nextCheck(obj), r.refreshOutputs(ctx, rn, obj, ws)
+	case req.attach:
+		var err error
+		if rn, err = r.Placer.Attach(interrupt, req.obj, req.run.ID); err != nil {
+			if errors.Is(err, placement.ErrRunnerGone) {
+				return nil, lostRunner("%v", err)
+			}
+			return nil, &attachError{err: err}
 		}
-		return r.nextCheck(obj), nil
-	case approved(obj, p.ID):
-		return r.nextCheck(obj), r.apply(ctx, rn, obj, ws, p)
-	case obj.Spec.PlanOnly:
-		return r.nextCheck(obj), nil
-	default:
-		return ctrl.Result{}, waiting(infrav1.PlanPendingReason, obj.GetInterval(), "%s", pendingMessage(obj))
+	case rn == nil:
+		var err error
+		if release, err = r.runs.queue.Acquire(interrupt, req.priority); err != nil {
+			return nil, errAbandoned
+		}
+		if rn, err = r.placeRunner(interrupt, req); err != nil {
+			release()
+			return nil, err
+		}
 	}
+	r.runs.placed(h, rn, release)
+	if !req.attach {
+		if err := r.handOver(interrupt, rn, req); err != nil {
+			return nil, err
+		}
+	}
+	return r.watch(interrupt, rn, req)
+}
+
+// placeRunner starts a runner and uploads the workspace, within the
+// runner start deadline.
+func (r *TerraformReconciler) placeRunner(interrupt context.Context, req runRequest) (*placement.Run, error) {
+	ctx, cancel := context.WithTimeout(interrupt, localStartTimeout)
+	if r.Placer.Durable() {
+		// Pods have their own start timeout (--runner-start-timeout).
+		ctx, cancel = context.WithCancel(interrupt)
+	}
+	defer cancel()
+	rn, err := r.Placer.Start(ctx, req.obj, req.run.ID)
+	var perr *placement.Error
+	switch {
+	case errors.As(err, &perr):
+		// A failure the user can act on keeps its own reason.
+		return nil, retry(perr.Reason, "%s", req.redactor.String(perr.Message))
+	case interrupt.Err() != nil:
+		return nil, errAbandoned
+	case err != nil:
+		return nil, retry(infrav1.RunnerFailedReason, "starting the runner: %s", req.redactor.String(err.Error()))
+	}
+	if req.ws == nil {
+		return rn, nil
+	}
+	f, err := os.Open(req.ws.tarball)
+	if err != nil {
+		_ = rn.Stop()
+		return nil, retry(infrav1.ArtifactFailedReason, "opening the cached artifact: %v", err)
+	}
+	defer f.Close()
+	if err := rn.Client.UploadWorkspace(ctx, workspaceSpec(req.obj, req.ws, rn.Backend), f); err != nil {
+		_ = rn.Stop()
+		return nil, runnerError(req.obj, req.redactor, req.run.Revision, err, infrav1.RunnerFailedReason)
+	}
+	return rn, nil
+}
+
+// handOver starts the run on its runner. Starting is idempotent by run
+// id, so a retry after a broken connection cannot start it twice.
+func (r *TerraformReconciler) handOver(interrupt context.Context, rn *placement.Run, req runRequest) error {
+	backoff := time.Second
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), startRunTimeout)
+		err := rn.Client.StartRun(ctx, req.spec)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if !runner.IsWatchBroken(err) {
+			return runnerError(req.obj, req.redactor, req.run.Revision, err, infrav1.RunnerFailedReason)
+		}
+		if alive, why := rn.Alive(context.Background()); !alive {
+			return lostRunner("%s", why)
+		}
+		select {
+		case <-interrupt.Done():
+			return errAbandoned
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxWatchBackoff)
+	}
+}
+
+// watch follows the run to its end, keeping its log, and resumes where it
+// left off when the connection breaks, for as long as the runner lives.
+// When interrupt ends, the run is interrupted gracefully and watched until
+// terraform stopped.
+func (r *TerraformReconciler) watch(interrupt context.Context, rn *placement.Run, req runRequest) (*runner.RunResult, error) {
+	rec := runlog.Start(context.Background(), r.Client, req.obj, phaseOf(req.run.Action))
+	debug := ctrl.Log.WithName("run").V(1).WithValues("terraform", client.ObjectKeyFromObject(req.obj).String(), "run", req.run.ID)
+	var next int64
+	logf := func(i int64, line string) {
+		if i < next {
+			return
+		}
+		next = i + 1
+		line = req.redactor.String(line)
+		debug.Info(line)
+		rec.Line(line)
+	}
+	stopInterrupt := context.AfterFunc(interrupt, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cancelRunTimeout)
+		defer cancel()
+		_ = rn.Client.CancelRun(ctx, req.run.ID)
+	})
+	defer stopInterrupt()
+
+	backoff := time.Second
+	for {
+		ctx, cancel := context.WithCancel(context.Background())
+		stopDetach := context.AfterFunc(r.runs.ctx, cancel)
+		res, err := rn.Client.WatchRun(ctx, req.run.ID, next, logf)
+		stopDetach()
+		cancel()
+		if err == nil || !runner.IsWatchBroken(err) {
+			if rerr, ok := runner.AsError(err); ok && rerr.Reason == runner.ReasonUnknownRun {
+				err = lostRunner("runner %s does not know run %s (it started after the run was recorded)", rn.Identity, req.run.ID)
+			}
+			r.endLog(rec, err)
+			return res, err
+		}
+		if r.runs.ctx.Err() != nil {
+			r.endLog(rec, errDetached)
+			return nil, errDetached
+		}
+		if alive, why := rn.Alive(context.Background()); !alive {
+			err := lostRunner("%s", why)
+			r.endLog(rec, err)
+			return nil, err
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, maxWatchBackoff)
+	}
+}
+
+func (r *TerraformReconciler) endLog(rec *runlog.Recorder, runErr error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := rec.End(ctx, runErr); err != nil {
+		ctrl.Log.WithName("run").Error(err, "keeping the run log")
+	}
+}
+
+// stopIdle stops a runner no run uses any more and frees its slot.
+func (r *TerraformReconciler) stopIdle(rn *placement.Run, release func()) {
+	if err := rn.Stop(); err != nil {
+		ctrl.Log.WithName("run").Error(err, "stopping a runner")
+	}
+	if release != nil {
+		release()
+	}
+}
+
+func phaseOf(action string) runlog.Phase {
+	switch action {
+	case runApply:
+		return runlog.PhaseApply
+	case runDestroy:
+		return runlog.PhaseDestroy
+	}
+	return runlog.PhasePlan
+}
+
+// newRunID returns a run id that no other run of any object shares.
+func newRunID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "run-" + hex.EncodeToString(b)
 }
 
 // nextCheck requeues at the next drift check, so that every path that ends
@@ -71,106 +312,4 @@ func (r *TerraformReconciler) nextCheck(obj *infrav1.Terraform) ctrl.Result {
 		return ctrl.Result{RequeueAfter: obj.GetInterval()}
 	}
 	return ctrl.Result{RequeueAfter: max(driftCheckDue(obj, r.now()), time.Second)}
-}
-
-// startRunner places a runner and uploads the workspace to it.
-func (r *TerraformReconciler) startRunner(ctx context.Context, obj *infrav1.Terraform, ws *workspace) (*placement.Run, error) {
-	rn, err := r.Placer.Start(ctx, obj)
-	// A failure the user can act on (a missing ServiceAccount, a Pod
-	// that cannot start) keeps its own reason.
-	var perr *placement.Error
-	if errors.As(err, &perr) {
-		return nil, retry(perr.Reason, "%s", ws.redactor.String(perr.Message))
-	}
-	if err != nil {
-		return nil, retry(infrav1.RunnerFailedReason, "starting the runner: %s", ws.redactor.String(err.Error()))
-	}
-	f, err := os.Open(ws.tarball)
-	if err != nil {
-		_ = rn.Stop()
-		return nil, retry(infrav1.ArtifactFailedReason, "opening the cached artifact: %v", err)
-	}
-	defer f.Close()
-	if err := rn.Client.UploadWorkspace(ctx, workspaceSpec(obj, ws, rn.Backend), f); err != nil {
-		_ = rn.Stop()
-		return nil, r.runnerFailure(obj, ws, err, infrav1.RunnerFailedReason)
-	}
-	return rn, nil
-}
-
-// storedPlan reads the stored plan's metadata; nil when there is none.
-func (r *TerraformReconciler) storedPlan(ctx context.Context, obj *infrav1.Terraform) (*storedPlan, error) {
-	p, err := r.Plans.LoadMeta(ctx, obj)
-	if errors.Is(err, planstore.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the stored plan: %w", err)
-	}
-	return &storedPlan{ID: p.ID, InputsDigest: p.InputsDigest, Applied: p.Applied}, nil
-}
-
-// startLog begins the kept log of one phase (read by `landform logs`) and
-// returns its line sink and the function that ends it. Lines are redacted
-// first, and reach the controller's own log at debug verbosity only.
-func (r *TerraformReconciler) startLog(ctx context.Context, obj *infrav1.Terraform, ws *workspace, phase runlog.Phase) (func(string), func(error)) {
-	rec := runlog.Start(ctx, r.Client, obj, phase)
-	debug := ctrl.LoggerFrom(ctx).V(1).WithValues("phase", phase)
-	line := func(s string) {
-		s = ws.redactor.String(s)
-		debug.Info(s)
-		rec.Line(s)
-	}
-	end := func(runErr error) {
-		if err := rec.End(ctx, runErr); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "keeping the run log")
-		}
-	}
-	return line, end
-}
-
-// runnerFailure turns a runner error into a typed reconcile error with a
-// condition reason and a message that says what to do.
-func (r *TerraformReconciler) runnerFailure(obj *infrav1.Terraform, ws *workspace, err error, fallback string) error {
-	rerr, ok := runner.AsError(err)
-	if !ok {
-		return retry(fallback, "%s", ws.redactor.String(err.Error()))
-	}
-	msg := ws.redactor.String(rerr.Message)
-	switch rerr.Reason {
-	case runner.ReasonStateLocked:
-		markLocked(obj, rerr.Metadata)
-		return waiting(infrav1.StateLockedReason, obj.GetRetryInterval(),
-			"the state is locked by %s (lock %s, %s since %s); Landform retries until the holder releases it",
-			orUnknown(rerr.Metadata["who"]), orUnknown(rerr.Metadata["id"]), orUnknown(rerr.Metadata["operation"]), orUnknown(rerr.Metadata["created"]))
-	case runner.ReasonInvalidConfiguration:
-		return stalling(infrav1.InvalidConfigurationReason, "the module in revision %s is invalid: %s; fix it and push a new revision", ws.artifact.Revision, msg)
-	case runner.ReasonMissingVariable:
-		return retry(infrav1.MissingVariableReason, "%s; set it in spec.vars or spec.varsFrom", msg)
-	case runner.ReasonDigestMismatch:
-		return retry(infrav1.DigestMismatchReason, "the runner rejected the artifact: %s", msg)
-	case runner.ReasonInvalidPath:
-		return stalling(infrav1.InvalidPathReason, "spec.path %q: %s", obj.Spec.Path, msg)
-	}
-	return retry(fallback, "%s", msg)
-}
-
-// markLocked records who holds the state lock.
-func markLocked(obj *infrav1.Terraform, md map[string]string) {
-	obj.Status.Lock = &infrav1.LockStatus{ID: md["id"], Holder: md["who"]}
-	conditions.MarkTrue(obj, infrav1.StateLockedCondition, infrav1.StateLockedReason,
-		"state locked by %s (lock %s)", orUnknown(md["who"]), orUnknown(md["id"]))
-}
-
-// markUnlocked clears the lock after a run got through.
-func markUnlocked(obj *infrav1.Terraform) {
-	obj.Status.Lock = nil
-	conditions.Delete(obj, infrav1.StateLockedCondition)
-}
-
-func orUnknown(s string) string {
-	if s == "" {
-		return "unknown"
-	}
-	return s
 }

@@ -1,112 +1,53 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
-// Apply receives a saved plan, applies it, and streams the logs and the
-// outputs. Only a saved plan is ever applied, so what was approved is what
-// runs; terraform refuses it when the state moved on (STALE_PLAN).
-func (s *Server) Apply(stream runnerpb.Runner_ApplyServer) (err error) {
-	ctx, end, err := s.begin(stream.Context(), "Apply")
-	if err != nil {
-		return err
-	}
-	defer func() { err = end(err) }()
-
-	first, err := stream.Recv()
-	if err != nil {
-		return err
-	}
-	if first.GetOptions() == nil {
-		return status.Error(codes.InvalidArgument, "the first message must carry the apply options")
-	}
-	ws, err := s.requireWorkspace()
-	if err != nil {
-		return err
-	}
-
-	planFile, err := os.CreateTemp(s.tmpDir, "apply-*.tfplan")
-	if err != nil {
-		return internalError("create plan file", err)
-	}
-	planPath := planFile.Name()
-	planFile.Close()
-	os.Remove(planPath)
-	defer os.Remove(planPath)
-	size, err := receiveFile(planPath, func() ([]byte, error) {
-		msg, err := stream.Recv()
-		if err != nil {
-			return nil, err
-		}
-		if msg.GetOptions() != nil {
-			return nil, status.Error(codes.InvalidArgument, "only the first message may carry options")
-		}
-		return msg.GetPlanFileChunk(), nil
-	})
-	if err != nil {
-		if _, isStatus := status.FromError(err); isStatus {
-			return err
-		}
-		return internalError("receive plan file", err)
-	}
-	if size == 0 {
-		return status.Error(codes.InvalidArgument, "no plan file received")
-	}
-
-	out := &sender[*runnerpb.ApplyEvent]{send: stream.Send}
-	logf := applyLog(out)
-	if err := s.ensureInit(ctx, ws, logf); err != nil {
-		return err
-	}
+// apply applies a saved plan file and returns the outputs. Only a saved
+// plan is ever applied, so what was approved is what runs; terraform
+// refuses it when the state moved on (STALE_PLAN).
+func (s *Server) apply(ctx context.Context, ws *workspace, planPath string, locked bool, logf func(string)) ([]*runnerpb.Output, error) {
 	detach := attachLogs(ws.tf, logf)
-	err = ws.tf.Apply(ctx, tfexec.DirOrPlan(planPath))
+	err := ws.tf.Apply(ctx, tfexec.DirOrPlan(planPath), tfexec.Lock(!locked))
 	detach()
 	if err != nil {
-		return s.terraformError(ctx, ws, "apply", err, false)
+		return nil, s.terraformError(ctx, ws, "apply", err, false)
 	}
-	outputs, err := s.readOutputs(ctx, ws)
-	if err != nil {
-		return err
-	}
-	return out.Send(&runnerpb.ApplyEvent{Event: &runnerpb.ApplyEvent_Result{Result: &runnerpb.ApplyResult{Outputs: outputs}}})
+	return s.readOutputs(ctx, ws)
 }
 
-// Destroy destroys everything in the state, streaming the logs. The final
-// result event (with no outputs) tells the client the stream is complete.
-func (s *Server) Destroy(_ *runnerpb.DestroyRequest, stream runnerpb.Runner_DestroyServer) (err error) {
-	ctx, end, err := s.begin(stream.Context(), "Destroy")
-	if err != nil {
-		return err
-	}
-	defer func() { err = end(err) }()
-
-	out := &sender[*runnerpb.ApplyEvent]{send: stream.Send}
-	logf := applyLog(out)
-	ws, err := s.initialisedWorkspace(ctx, logf)
-	if err != nil {
-		return err
-	}
+// destroy destroys everything in the state.
+func (s *Server) destroy(ctx context.Context, ws *workspace, locked bool, logf func(string)) error {
 	detach := attachLogs(ws.tf, logf)
-	err = ws.tf.Destroy(ctx)
+	err := ws.tf.Destroy(ctx, tfexec.Lock(!locked))
 	detach()
 	if err != nil {
 		return s.terraformError(ctx, ws, "destroy", err, true)
 	}
-	return out.Send(&runnerpb.ApplyEvent{Event: &runnerpb.ApplyEvent_Result{Result: &runnerpb.ApplyResult{}}})
+	return nil
 }
 
-func applyLog(out *sender[*runnerpb.ApplyEvent]) func(string) {
-	return func(line string) {
-		_ = out.Send(&runnerpb.ApplyEvent{Event: &runnerpb.ApplyEvent_Log{Log: &runnerpb.LogLine{Text: line}}})
+// useLockFile makes the module use the dependency lock file a plan was made
+// with, so that the apply installs exactly the plan's providers. A lock
+// file that differs from the one in place means init again.
+func (s *Server) useLockFile(ws *workspace, data []byte) error {
+	path := filepath.Join(ws.moduleDir, lockFileName)
+	if cur, err := os.ReadFile(path); err == nil && bytes.Equal(cur, data) {
+		return nil
 	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return internalError("write the dependency lock file", err)
+	}
+	ws.initialised = false
+	return nil
 }
 
 // Outputs reads the outputs from the state.

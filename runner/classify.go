@@ -77,6 +77,17 @@ func classify(text string) (codes.Code, string, map[string]string) {
 		return codes.Aborted, ReasonStateLocked, parseLockInfo(text)
 	case strings.Contains(flat, "Saved plan is stale"):
 		return codes.FailedPrecondition, ReasonStalePlan, nil
+	case strings.Contains(flat, "Inconsistent dependency lock file"),
+		strings.Contains(flat, "Saved plan does not match the given state"),
+		strings.Contains(flat, "Failed to read plan from plan file"),
+		strings.Contains(flat, "plan file was created by"),
+		strings.Contains(flat, "plan files cannot be shared between different"),
+		strings.Contains(flat, "plan files cannot be transferred between different"),
+		strings.Contains(flat, "unsupported plan file format version"):
+		// The saved plan itself cannot be applied here: made by
+		// another engine version, with other providers, against
+		// another state. Only a new plan helps.
+		return codes.FailedPrecondition, ReasonPlanUnusable, nil
 	case strings.Contains(flat, "No value for required variable"):
 		return codes.InvalidArgument, ReasonMissingVariable, nil
 	case strings.Contains(flat, "problems with the configuration"),
@@ -85,6 +96,26 @@ func classify(text string) (codes.Code, string, map[string]string) {
 		return codes.InvalidArgument, ReasonInvalidConfiguration, nil
 	}
 	return codes.OK, "", nil
+}
+
+// planLockUnusable turns an init failure caused by the dependency lock
+// file an apply brought from its plan into PLAN_UNUSABLE: the plan's
+// providers cannot be installed here (checksums for another platform, a
+// version no longer available), so only a new plan helps. The same texts
+// in a plan's init are the module's own lock file at fault, and stay as
+// they are.
+func planLockUnusable(err error) error {
+	e, ok := AsError(err)
+	if !ok || e.Reason == ReasonStateLocked || e.Reason == ReasonInterrupted || e.Reason == ReasonDeadlineExceeded {
+		return err
+	}
+	flat := strings.Join(strings.Fields(e.Message), " ")
+	if strings.Contains(flat, "checksums previously recorded in the dependency lock file") ||
+		strings.Contains(flat, "is no longer available") ||
+		strings.Contains(flat, "does not match configured version constraint") {
+		return newError(codes.FailedPrecondition, ReasonPlanUnusable, "the plan's dependency lock file cannot be used: "+e.Message, nil)
+	}
+	return err
 }
 
 // parseLockInfo reads the "Lock Info:" block terraform prints when the state

@@ -24,6 +24,52 @@ Lock Info:
 OpenTofu acquires a state lock to protect the state from being written
 by multiple users at the same time.`
 
+// Real texts, as tofu 1.12.6 and terraform 1.5.7 print them with -no-color
+// (see the diagnostics in internal/backend/local/backend_local.go,
+// internal/command/apply.go and internal/plans/planfile/tfplan.go of
+// OpenTofu).
+const (
+	inconsistentLockText = `Error: Inconsistent dependency lock file
+
+The given plan file was created with a different set of external dependency
+selections than the current configuration. A saved plan can be applied only
+to the same configuration it was created from.
+
+Create a new plan from the updated configuration.`
+	// A plan made by terraform 1.5.7, applied by tofu.
+	otherTofuVersionText = `Error: Failed to read plan from plan file
+
+Cannot read the plan from the given plan file: plan file was created by
+OpenTofu or Terraform 1.5.7, but this is 1.12.6; plan files cannot be
+transferred between different versions of OpenTofu / Terraform.`
+	// A plan made by tofu 1.12.6, applied by terraform 1.5.7.
+	otherTerraformVersionText = `Error: Failed to read plan from plan file
+
+Cannot read the plan from the given plan file: plan file was created by
+Terraform 1.12.6, but this is 1.5.7; plan files cannot be transferred between
+different Terraform versions.`
+	stalePlanText = `Error: Saved plan is stale
+
+The given plan file can no longer be applied because the state was changed
+by another operation after the plan was created.`
+	otherLineageText = `Error: Saved plan does not match the given state
+
+The given plan file can not be applied because it was created from a
+different state lineage.`
+	checksumsText = `Error: Failed to install provider
+
+Error while installing landform-dev/landform v0.1.0: the local package for
+registry.opentofu.org/landform-dev/landform 0.1.0 doesn't match any of the
+checksums previously recorded in the dependency lock file (this might be
+because the available checksums are for packages targeting different
+platforms); for more information:
+https://opentofu.org/docs/language/files/dependency-lock/#checksum-verification`
+	goneVersionText = `Error: Failed to resolve provider packages
+
+Could not resolve provider landform-dev/landform: the previously-selected
+version 0.2.0 is no longer available`
+)
+
 func TestClassify(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -40,7 +86,12 @@ func TestClassify(t *testing.T) {
 				"created": "2026-11-22 00:59:04.767085189 +0000 UTC",
 			},
 		},
-		{name: "stale plan", text: "Error: Saved plan is stale\n\nThe given plan file can no longer be applied", code: codes.FailedPrecondition, reason: ReasonStalePlan},
+		{name: "stale plan", text: stalePlanText, code: codes.FailedPrecondition, reason: ReasonStalePlan},
+		{name: "inconsistent lock file", text: inconsistentLockText, code: codes.FailedPrecondition, reason: ReasonPlanUnusable},
+		{name: "plan from another tofu version", text: otherTofuVersionText, code: codes.FailedPrecondition, reason: ReasonPlanUnusable},
+		{name: "plan from another terraform version", text: otherTerraformVersionText, code: codes.FailedPrecondition, reason: ReasonPlanUnusable},
+		{name: "plan from another state lineage", text: otherLineageText, code: codes.FailedPrecondition, reason: ReasonPlanUnusable},
+		{name: "lock file checksums, outside an apply", text: checksumsText, code: codes.OK, reason: ""},
 		{name: "missing variable", text: "Error: No value for required variable\n\n  on main.tf line 1:", code: codes.InvalidArgument, reason: ReasonMissingVariable},
 		{
 			name: "init configuration error, wrapped", code: codes.InvalidArgument, reason: ReasonInvalidConfiguration,
@@ -59,6 +110,25 @@ func TestClassify(t *testing.T) {
 				t.Fatalf("metadata (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// An apply's init that fails on the lock file its plan brought makes the
+// plan unusable; any other init failure stays what it was.
+func TestPlanLockUnusable(t *testing.T) {
+	for _, text := range []string{checksumsText, goneVersionText} {
+		err := planLockUnusable(newError(codes.Unknown, ReasonTerraformFailed, "terraform init: "+text, nil))
+		if e, _ := AsError(err); e == nil || e.Code != codes.FailedPrecondition || e.Reason != ReasonPlanUnusable {
+			t.Fatalf("%q: got %v", text, err)
+		}
+	}
+	for _, err := range []error{
+		newError(codes.Unknown, ReasonTerraformFailed, "terraform init: Error: Failed to query available provider packages: connection refused", nil),
+		newError(codes.Unavailable, ReasonInterrupted, "terraform was interrupted", nil),
+	} {
+		if got := planLockUnusable(err); got != err {
+			t.Fatalf("%v became %v", err, got)
+		}
 	}
 }
 

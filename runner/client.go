@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -33,6 +32,8 @@ type PlanOutput struct {
 	PlanFile  []byte
 	JSONPlan  []byte
 	HumanPlan []byte
+	// LockFile is the dependency lock file the plan was made with.
+	LockFile []byte
 }
 
 // Dial connects to the runner at addr (host:port, as net.JoinHostPort
@@ -121,83 +122,6 @@ func (c *Client) UploadWorkspace(ctx context.Context, spec *runnerpb.WorkspaceSp
 	return nil
 }
 
-// Plan plans (the destruction of everything when destroy is set), passing
-// each log line to logf (which may be nil).
-func (c *Client) Plan(ctx context.Context, destroy bool, logf func(line string)) (*PlanOutput, error) {
-	stream, err := c.rpc.Plan(ctx, &runnerpb.PlanRequest{Destroy: destroy})
-	if err != nil {
-		return nil, toError(err)
-	}
-	var planFile, jsonPlan, humanPlan bytes.Buffer
-	var result *runnerpb.PlanResult
-	for {
-		ev, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, toError(err)
-		}
-		switch e := ev.Event.(type) {
-		case *runnerpb.PlanEvent_Log:
-			if logf != nil {
-				logf(e.Log.GetText())
-			}
-		case *runnerpb.PlanEvent_PlanFileChunk:
-			planFile.Write(e.PlanFileChunk)
-		case *runnerpb.PlanEvent_JsonPlanChunk:
-			jsonPlan.Write(e.JsonPlanChunk)
-		case *runnerpb.PlanEvent_HumanPlanChunk:
-			humanPlan.Write(e.HumanPlanChunk)
-		case *runnerpb.PlanEvent_Result:
-			result = e.Result
-		}
-	}
-	if result == nil {
-		return nil, errors.New("plan stream ended without a result")
-	}
-	return &PlanOutput{Result: result, PlanFile: planFile.Bytes(), JSONPlan: jsonPlan.Bytes(), HumanPlan: humanPlan.Bytes()}, nil
-}
-
-// Apply applies a saved plan file and returns the outputs.
-func (c *Client) Apply(ctx context.Context, planFile []byte, logf func(string)) ([]*runnerpb.Output, error) {
-	if len(planFile) == 0 {
-		return nil, errors.New("apply: empty plan file")
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stream, err := c.rpc.Apply(ctx)
-	if err != nil {
-		return nil, toError(err)
-	}
-	err = stream.Send(&runnerpb.ApplyRequest{Msg: &runnerpb.ApplyRequest_Options{Options: &runnerpb.ApplyOptions{}}})
-	if err == nil {
-		err = sendChunks(planFile, func(b []byte) error {
-			return stream.Send(&runnerpb.ApplyRequest{Msg: &runnerpb.ApplyRequest_PlanFileChunk{PlanFileChunk: b}})
-		})
-	}
-	// On io.EOF the runner already ended the call; Recv tells why.
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, toError(err)
-	}
-	if err == nil {
-		if err := stream.CloseSend(); err != nil {
-			return nil, toError(err)
-		}
-	}
-	return receiveApplyEvents(stream, logf)
-}
-
-// Destroy destroys everything in the state.
-func (c *Client) Destroy(ctx context.Context, logf func(string)) error {
-	stream, err := c.rpc.Destroy(ctx, &runnerpb.DestroyRequest{})
-	if err != nil {
-		return toError(err)
-	}
-	_, err = receiveApplyEvents(stream, logf)
-	return err
-}
-
 // Outputs reads the outputs from the state.
 func (c *Client) Outputs(ctx context.Context) ([]*runnerpb.Output, error) {
 	resp, err := c.rpc.Outputs(ctx, &runnerpb.OutputsRequest{})
@@ -205,31 +129,4 @@ func (c *Client) Outputs(ctx context.Context) ([]*runnerpb.Output, error) {
 		return nil, toError(err)
 	}
 	return resp.GetOutputs(), nil
-}
-
-func receiveApplyEvents(stream interface {
-	Recv() (*runnerpb.ApplyEvent, error)
-}, logf func(string)) ([]*runnerpb.Output, error) {
-	var result *runnerpb.ApplyResult
-	for {
-		ev, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, toError(err)
-		}
-		switch e := ev.Event.(type) {
-		case *runnerpb.ApplyEvent_Log:
-			if logf != nil {
-				logf(e.Log.GetText())
-			}
-		case *runnerpb.ApplyEvent_Result:
-			result = e.Result
-		}
-	}
-	if result == nil {
-		return nil, errors.New("stream ended without a result")
-	}
-	return result.GetOutputs(), nil
 }

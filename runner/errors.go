@@ -44,6 +44,18 @@ const (
 	ReasonInterrupted = "INTERRUPTED"
 	// ReasonInternal (codes.Internal): the runner itself failed (disk, I/O).
 	ReasonInternal = "INTERNAL"
+	// ReasonPlanUnusable (codes.FailedPrecondition): the saved plan cannot
+	// be applied as it is (another engine version, a dependency lock file
+	// that does not match, an unreadable plan file); plan again.
+	ReasonPlanUnusable = "PLAN_UNUSABLE"
+	// ReasonDeadlineExceeded (codes.DeadlineExceeded): the phase ran out of
+	// its deadline; terraform was interrupted and saved its state.
+	ReasonDeadlineExceeded = "DEADLINE_EXCEEDED"
+	// ReasonUnknownRun (codes.NotFound): the runner has no run of that id.
+	ReasonUnknownRun = "UNKNOWN_RUN"
+	// ReasonRunnerBusy (codes.FailedPrecondition): another run is in
+	// progress on this runner.
+	ReasonRunnerBusy = "RUNNER_BUSY"
 )
 
 // maxMessageBytes bounds status messages: they travel in a gRPC header and

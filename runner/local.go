@@ -35,6 +35,9 @@ type LocalOptions struct {
 	ProviderMirrors []string
 	// Env is added to the controller's environment for the runner.
 	Env []string
+	// IdleExit is passed as --idle-exit when positive: the runner exits
+	// that long after its last run and call.
+	IdleExit time.Duration
 	// Stdout and Stderr receive the runner's own output (lifecycle lines
 	// only). Nil discards it.
 	Stdout, Stderr io.Writer
@@ -46,22 +49,46 @@ type LocalOptions struct {
 // terraform, which releases its lock), kills the runner if it is still
 // running after grace, and removes its directory.
 func StartLocal(ctx context.Context, ca *mtls.CA, opts LocalOptions) (*Client, func(grace time.Duration) error, error) {
+	lr, err := StartLocalRunner(ctx, ca, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return lr.Client, lr.Stop, nil
+}
+
+// LocalRunner is a runner started as a child process.
+type LocalRunner struct {
+	// Client is connected to the runner.
+	Client *Client
+	// PID is the runner process's id.
+	PID int
+	// Stop closes the client, sends SIGTERM, kills after grace and
+	// removes the runner's directory.
+	Stop   func(grace time.Duration) error
+	exited chan struct{}
+}
+
+// Exited is closed when the runner process has exited.
+func (l *LocalRunner) Exited() <-chan struct{} { return l.exited }
+
+// StartLocalRunner is StartLocal, with the process's liveness at hand.
+func StartLocalRunner(ctx context.Context, ca *mtls.CA, opts LocalOptions) (*LocalRunner, error) {
 	binary := opts.Binary
 	if binary == "" {
 		binary = "landform-runner"
 	}
 	binary, err := exec.LookPath(binary)
 	if err != nil {
-		return nil, nil, fmt.Errorf("find runner binary: %w", err)
+		return nil, fmt.Errorf("find runner binary: %w", err)
 	}
 	if opts.WorkDir != "" {
 		if err := os.MkdirAll(opts.WorkDir, 0o700); err != nil {
-			return nil, nil, fmt.Errorf("create work dir: %w", err)
+			return nil, fmt.Errorf("create work dir: %w", err)
 		}
 	}
 	dir, err := os.MkdirTemp(opts.WorkDir, "landform-runner-")
 	if err != nil {
-		return nil, nil, fmt.Errorf("create runner dir: %w", err)
+		return nil, fmt.Errorf("create runner dir: %w", err)
 	}
 	cleanupDir := true
 	defer func() {
@@ -72,7 +99,7 @@ func StartLocal(ctx context.Context, ca *mtls.CA, opts LocalOptions) (*Client, f
 
 	files, tlsConfig, err := writeLocalCerts(ca, dir)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	addrFile := filepath.Join(dir, "address")
 	args := []string{
@@ -82,6 +109,12 @@ func StartLocal(ctx context.Context, ca *mtls.CA, opts LocalOptions) (*Client, f
 		"--tls-key", files.key,
 		"--tls-client-ca", files.ca,
 		"--work-dir", filepath.Join(dir, "work"),
+		// A child process takes state locks as a process, even when the
+		// controller's environment names the controller's Pod.
+		"--pod-name=",
+	}
+	if opts.IdleExit > 0 {
+		args = append(args, "--idle-exit", opts.IdleExit.String())
 	}
 	if opts.Engine != "" {
 		args = append(args, "--engine", opts.Engine)
@@ -95,7 +128,7 @@ func StartLocal(ctx context.Context, ca *mtls.CA, opts LocalOptions) (*Client, f
 	cmd.Stdout, cmd.Stderr = opts.Stdout, opts.Stderr
 	setParentDeathSignal(cmd)
 	if err := cmd.Start(); err != nil {
-		return nil, nil, fmt.Errorf("start runner: %w", err)
+		return nil, fmt.Errorf("start runner: %w", err)
 	}
 	exited := make(chan struct{})
 	var waitErr error
@@ -114,12 +147,12 @@ func StartLocal(ctx context.Context, ca *mtls.CA, opts LocalOptions) (*Client, f
 		if waitErr != nil {
 			err = fmt.Errorf("%w (runner: %v)", err, waitErr)
 		}
-		return nil, nil, err
+		return nil, err
 	}
 	client, err := Dial(ctx, addr, tlsConfig)
 	if err != nil {
 		kill()
-		return nil, nil, err
+		return nil, err
 	}
 
 	cleanupDir = false
@@ -143,7 +176,7 @@ func StartLocal(ctx context.Context, ca *mtls.CA, opts LocalOptions) (*Client, f
 		})
 		return stopErr
 	}
-	return client, stop, nil
+	return &LocalRunner{Client: client, PID: cmd.Process.Pid, Stop: stop, exited: exited}, nil
 }
 
 type certFiles struct{ cert, key, ca string }

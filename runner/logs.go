@@ -75,22 +75,3 @@ func attachLogs(tf *tfexec.Terraform, logf func(string)) (detach func()) {
 		stderr.flush()
 	}
 }
-
-// sender serialises sends on a server stream and remembers the first
-// failure, after which further events are dropped: the call then ends with
-// the context's status.
-type sender[T any] struct {
-	mu   sync.Mutex
-	send func(T) error
-	err  error
-}
-
-func (s *sender[T]) Send(ev T) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return s.err
-	}
-	s.err = s.send(ev)
-	return s.err
-}

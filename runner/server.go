@@ -1,9 +1,17 @@
 // Package runner runs Terraform or OpenTofu for one workspace behind a gRPC
 // server (mTLS), and holds the narrow client the controller uses to drive it.
 //
-// One runner serves one run: the controller starts a runner (a Pod, or a
-// child process with StartLocal), uploads the workspace, plans, applies and
-// stops it. Nothing is shared between runners, so any number can run at once.
+// One runner serves one workspace: the controller starts a runner (a Pod,
+// or a child process with StartLocal), uploads the workspace, and starts
+// runs (plan, apply, destroy) on it, one at a time. A run is durable: it
+// has an id chosen by the controller, runs on the runner's own context, not
+// the call's, and keeps its log and result until the runner exits, so that a
+// controller that lost its connection or restarted watches it again by its
+// id. Only the run's deadline, CancelRun or the runner's shutdown interrupt
+// terraform, gracefully. With the default kubernetes backend the runner
+// takes the state lock itself, under its Pod's or its process's identity
+// (package statelock). An idle runner exits on its own (Options.IdleExit).
+// Nothing is shared between runners, so any number can run at once.
 package runner
 
 import (
@@ -15,7 +23,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -26,6 +36,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
+	"github.com/landform-dev/landform/internal/statelock"
 	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
@@ -56,6 +67,13 @@ type Options struct {
 	// Logger receives lifecycle lines only: never terraform output,
 	// variable values or environment. Default slog.Default().
 	Logger *slog.Logger
+	// Pod identifies the runner Pod the runner runs in; nil for a local
+	// runner, which is identified by its process. The runner takes state
+	// locks under this identity.
+	Pod *statelock.PodHolder
+	// IdleExit, when positive, makes Idle report true once the runner has
+	// had no call and no run for that long: an orphaned runner Pod ends.
+	IdleExit time.Duration
 }
 
 // Server implements runnerpb.RunnerServer for one workspace.
@@ -88,6 +106,18 @@ type Server struct {
 	op         chan struct{}
 	ws         *workspace
 	engineName string
+
+	// holder is who takes state locks: this runner's Pod or process.
+	holder statelock.Holder
+
+	// runsMu guards runs and current: every run this runner accepted, kept
+	// with its log and result until the process exits.
+	runsMu  sync.Mutex
+	runs    map[string]*run
+	current *run
+
+	idleExit     time.Duration
+	lastActivity atomic.Int64 // unix nanoseconds
 }
 
 // DefaultEngine returns tofu from PATH, else terraform.
@@ -134,12 +164,25 @@ func NewServer(opts Options) (*Server, error) {
 		health:         health.NewServer(),
 		drained:        make(chan struct{}),
 		op:             make(chan struct{}, 1),
+		runs:           map[string]*run{},
+		idleExit:       opts.IdleExit,
 	}
+	s.touch()
 	if s.interruptGrace <= 0 {
 		s.interruptGrace = DefaultInterruptGrace
 	}
 	if s.log == nil {
 		s.log = slog.Default()
+	}
+	if opts.Pod != nil {
+		s.holder.Pod = opts.Pod
+	} else if proc, err := statelock.CurrentProcess(); err == nil {
+		s.holder.Process = proc
+	} else {
+		// Without an identity the controller cannot prove this runner
+		// gone, and never releases its locks on its own: safe, only
+		// less convenient.
+		s.log.Info("state locks will carry no process identity", "error", err.Error())
 	}
 	for _, dir := range []string{workDir, s.homeDir, s.tmpDir} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -174,6 +217,8 @@ func (s *Server) NewGRPCServer(tlsConfig *tls.Config) (*grpc.Server, error) {
 	}
 	gs := grpc.NewServer(
 		grpc.Creds(credentials.NewTLS(tlsConfig)),
+		grpc.ChainUnaryInterceptor(s.touchUnary),
+		grpc.ChainStreamInterceptor(s.touchStream),
 		// Long plans can be silent for minutes; keepalives tell a dead
 		// peer from a quiet one.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second}),
@@ -219,12 +264,7 @@ func (s *Server) begin(ctx context.Context, rpc string) (context.Context, func(e
 	}
 	s.running++
 	s.mu.Unlock()
-	leave := func() {
-		s.mu.Lock()
-		s.running--
-		s.maybeDrainedLocked()
-		s.mu.Unlock()
-	}
+	leave := s.leave
 
 	opCtx, cancel := context.WithCancelCause(ctx)
 	stop := context.AfterFunc(s.base, func() { cancel(errShuttingDown) })
@@ -262,6 +302,10 @@ func contextStatus(ctx context.Context) error {
 	switch {
 	case errors.Is(cause, errShuttingDown):
 		return newError(codes.Unavailable, ReasonInterrupted, "terraform was interrupted: the runner is shutting down", nil)
+	case errors.Is(cause, errRunDeadline):
+		return newError(codes.DeadlineExceeded, ReasonDeadlineExceeded, "the phase ran out of its deadline: terraform was interrupted and saved its state", nil)
+	case errors.Is(cause, errRunCancelled):
+		return newError(codes.Unavailable, ReasonInterrupted, "the run was cancelled: terraform was interrupted and saved its state", nil)
 	case errors.Is(cause, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, "deadline exceeded: terraform was interrupted")
 	default:
@@ -288,4 +332,45 @@ func (s *Server) requireWorkspace() (*workspace, error) {
 		return nil, newError(codes.FailedPrecondition, ReasonNoWorkspace, "no workspace: call UploadWorkspace first", nil)
 	}
 	return s.ws, nil
+}
+
+// touch records activity, for the idle exit.
+func (s *Server) touch() { s.lastActivity.Store(time.Now().UnixNano()) }
+
+// touchUnary and touchStream count every call to the runner service, at
+// its start and its end, as activity; health checks (probes) do not count.
+func (s *Server) touchUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if !s.isRunnerMethod(info.FullMethod) {
+		return handler(ctx, req)
+	}
+	s.touch()
+	defer s.touch()
+	return handler(ctx, req)
+}
+
+func (s *Server) touchStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if !s.isRunnerMethod(info.FullMethod) {
+		return handler(srv, ss)
+	}
+	s.touch()
+	defer s.touch()
+	return handler(srv, ss)
+}
+
+func (s *Server) isRunnerMethod(fullMethod string) bool {
+	return strings.HasPrefix(fullMethod, "/"+runnerpb.Runner_ServiceDesc.ServiceName+"/")
+}
+
+// Idle reports whether the runner has had nothing in progress (no run, no
+// call holding the workspace) and no call for its idle-exit time: nobody
+// will collect what it holds any more, and an orphaned runner Pod should
+// end.
+func (s *Server) Idle() bool {
+	if s.idleExit <= 0 {
+		return false
+	}
+	s.mu.Lock()
+	busy := s.running > 0
+	s.mu.Unlock()
+	return !busy && time.Since(time.Unix(0, s.lastActivity.Load())) > s.idleExit
 }

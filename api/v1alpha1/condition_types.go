@@ -85,6 +85,29 @@ const (
 	CrossNamespaceRefDeniedReason = "CrossNamespaceRefDenied"
 	// DeletingReason: the object is being deleted.
 	DeletingReason = "Deleting"
+	// RunInProgressReason: a run (plan, apply, destroy) is under way.
+	RunInProgressReason = "RunInProgress"
+	// RunQueuedReason: a run waits for a free run slot (--concurrent-runs).
+	RunQueuedReason = "RunQueued"
+	// RunLostReason: the runner of a run went away before reporting its
+	// end; the lock it left is released when provably its and the object
+	// plans again.
+	RunLostReason = "RunLost"
+	// PlanTimeoutReason: init and plan ran out of spec.timeout.
+	PlanTimeoutReason = "PlanTimeout"
+	// ApplyTimeoutReason: the apply ran out of spec.timeout.
+	ApplyTimeoutReason = "ApplyTimeout"
+	// DestroyTimeoutReason: the destroy ran out of spec.timeout.
+	DestroyTimeoutReason = "DestroyTimeout"
+	// StateLockReleasedReason: a lock left by a runner that is provably
+	// gone was released.
+	StateLockReleasedReason = "StateLockReleased"
+	// PlanUnusableReason: the stored plan cannot be applied (stale, made by
+	// another engine version, its dependency lock or its stored bytes do
+	// not match); it is dropped and the module planned again.
+	PlanUnusableReason = "PlanUnusable"
+	// ShuttingDownReason: the controller is shutting down and starts no run.
+	ShuttingDownReason = "ShuttingDown"
 )
 
 // Annotations and labels.
@@ -99,6 +122,9 @@ const (
 	ManagedByValue = "landform"
 	// OwnerNameLabel names the Terraform object owning a Secret.
 	OwnerNameLabel = "infra.landform.dev/terraform"
+	// RunLabel holds the run id on a runner Pod, so that a restarted
+	// controller finds the Pod serving the run recorded in status.run.
+	RunLabel = "infra.landform.dev/run"
 	// ApprovePlanAuto is spec.approvePlan's value for automatic approval.
 	ApprovePlanAuto = "auto"
 )

@@ -36,7 +36,11 @@ type TerraformSpec struct {
 	// +optional
 	RetryInterval *metav1.Duration `json:"retryInterval,omitempty"`
 
-	// Timeout bounds one terraform run (init plus plan, apply or destroy).
+	// Timeout bounds each terraform phase on its own: init plus plan, the
+	// apply (counted from the apply's start) and the destroy. On expiry
+	// terraform is interrupted gracefully, so that it saves its state and
+	// releases its lock. Starting the runner has its own deadline
+	// (the controller's --runner-start-timeout).
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	// +kubebuilder:default="20m"
@@ -350,6 +354,12 @@ type TerraformStatus struct {
 	// +optional
 	Lock *LockStatus `json:"lock,omitempty"`
 
+	// Run is the run in flight (queued, starting or running), recorded
+	// before it starts so that a restarted controller or a new leader
+	// finds it and collects its result instead of running terraform again.
+	// +optional
+	Run *RunStatus `json:"run,omitempty"`
+
 	// LastHandledReconcileAt is the last reconcile.fluxcd.io/requestedAt
 	// value handled.
 	// +optional
@@ -395,6 +405,43 @@ type PlanStatus struct {
 	// PlannedAt is when the plan was made.
 	// +optional
 	PlannedAt *metav1.Time `json:"plannedAt,omitempty"`
+}
+
+// RunStatus records one run (plan, apply or destroy) in flight.
+type RunStatus struct {
+	// ID identifies the run on its runner.
+	// +required
+	ID string `json:"id"`
+
+	// Action is plan, apply or destroy.
+	// +kubebuilder:validation:Enum=plan;apply;destroy
+	// +required
+	Action string `json:"action"`
+
+	// Plan is the id of the plan an apply applies.
+	// +optional
+	Plan string `json:"plan,omitempty"`
+
+	// Runner identifies the runner serving the run (a Pod, or a local
+	// process); empty while the run waits for a runner.
+	// +optional
+	Runner string `json:"runner,omitempty"`
+
+	// Started is when the run was recorded.
+	// +optional
+	Started *metav1.Time `json:"started,omitempty"`
+
+	// Revision is the source revision the run works on.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+
+	// InputsDigest identifies the inputs a plan run was made from.
+	// +optional
+	InputsDigest string `json:"inputsDigest,omitempty"`
+
+	// Drift is true for a plan that checks applied inputs for drift.
+	// +optional
+	Drift bool `json:"drift,omitempty"`
 }
 
 // LockStatus describes who holds the state lock.

@@ -12,6 +12,7 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -35,6 +36,8 @@ type flags struct {
 	metricsAddr, healthAddr string
 	leaderElect             bool
 	concurrent              int
+	concurrentRuns          int
+	drainTimeout            time.Duration
 	runnerMode              string
 	runnerBinary, engine    string
 	workDir                 string
@@ -57,7 +60,9 @@ func main() {
 	flag.StringVar(&f.metricsAddr, "metrics-addr", ":8080", "address of the Prometheus metrics endpoint")
 	flag.StringVar(&f.healthAddr, "health-addr", ":8081", "address of the health and readiness probes")
 	flag.BoolVar(&f.leaderElect, "leader-elect", false, "elect a leader so that only one replica reconciles")
-	flag.IntVar(&f.concurrent, "concurrent", 4, "Terraform objects reconciled in parallel")
+	flag.IntVar(&f.concurrent, "concurrent", 4, "Terraform objects reconciled in parallel (a reconcile only starts or inspects a run, so it is short)")
+	flag.IntVar(&f.concurrentRuns, "concurrent-runs", controllers.DefaultConcurrentRuns, "runs (plan, apply, destroy) in flight at once; more wait, approvals, requested reconciles, new objects and deletions ahead of drift checks")
+	flag.DurationVar(&f.drainTimeout, "drain-timeout", controllers.DefaultDrainTimeout, "on SIGTERM with --runner=local, how long runs in flight may take to finish before they are interrupted gracefully (runner Pods carry on without the controller)")
 	flag.StringVar(&f.runnerMode, "runner", defaultRunnerMode(), "where runners run: pod (one Pod per run; the default in a cluster) or local (child processes; the default elsewhere)")
 	flag.StringVar(&f.runnerImage, "runner-image", "ghcr.io/landform-dev/landform-runner:"+version.Version, "runner image for --runner=pod, unless spec.runnerPodTemplate sets one")
 	flag.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "landform-system"), "the controller's namespace, which holds the runner CA Secret")
@@ -103,6 +108,10 @@ func run(f flags) error {
 		HealthProbeBindAddress: f.healthAddr,
 		LeaderElection:         f.leaderElect,
 		LeaderElectionID:       "landform-controller.infra.landform.dev",
+		// Hold the leader lease until local runs drained: no other
+		// replica starts runs for an object while this one still has one.
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       ptrTo(f.drainTimeout + runner.DefaultInterruptGrace + 30*time.Second),
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
@@ -112,16 +121,25 @@ func run(f flags) error {
 	if err != nil {
 		return err
 	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
 	r := &controllers.TerraformReconciler{
 		Client:        mgr.GetClient(),
 		EventRecorder: mgr.GetEventRecorderFor("landform-controller"),
 		Fetcher:       source.NewFetcher(filepath.Join(f.workDir, "artifacts")),
 		Plans:         planstore.Store{Client: mgr.GetClient()},
 		Placer:        placer,
+		Leases:        kube.CoordinationV1().Leases,
 
 		AllowCrossNamespaceRefs: f.allowCrossNamespace,
 	}
-	if err := r.SetupWithManager(ctx, mgr, controllers.Options{MaxConcurrentReconciles: f.concurrent}); err != nil {
+	if err := r.SetupWithManager(ctx, mgr, controllers.Options{
+		MaxConcurrentReconciles: f.concurrent,
+		MaxConcurrentRuns:       f.concurrentRuns,
+		DrainTimeout:            f.drainTimeout,
+	}); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -165,7 +183,7 @@ func newPlacer(ctx context.Context, f flags, cfg *rest.Config, scheme *runtime.S
 		if err := placement.WriteKubeconfig(cfg, kubeconfig); err != nil {
 			return nil, fmt.Errorf("writing the runners' kubeconfig: %w", err)
 		}
-		return &placement.Local{
+		local := &placement.Local{
 			CA:         ca,
 			Kubeconfig: kubeconfig,
 			Options: runner.LocalOptions{
@@ -176,7 +194,12 @@ func newPlacer(ctx context.Context, f flags, cfg *rest.Config, scheme *runtime.S
 				Stdout:          os.Stderr,
 				Stderr:          os.Stderr,
 			},
-		}, nil
+		}
+		// Runners of an earlier controller process ended with it.
+		if err := local.RemoveStale(); err != nil {
+			ctrl.Log.Error(err, "removing the directories of earlier local runners")
+		}
+		return local, nil
 	default:
 		return nil, fmt.Errorf("--runner=%s is not supported: use --runner=pod or --runner=local", f.runnerMode)
 	}
@@ -190,6 +213,8 @@ func defaultRunnerMode() string {
 	}
 	return "local"
 }
+
+func ptrTo[T any](v T) *T { return &v }
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {

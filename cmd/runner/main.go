@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/landform-dev/landform/internal/mtls"
+	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/runner"
 )
 
@@ -44,6 +45,10 @@ func run() error {
 		workDir     = flag.String("work-dir", filepath.Join(os.TempDir(), "landform-runner"), "directory for the workspace, HOME and the CLI configuration")
 		engine      = flag.String("engine", "", "terraform or tofu binary (default: tofu on PATH, else terraform)")
 		grace       = flag.Duration("grace", runner.DefaultInterruptGrace, "time terraform gets to stop after an interrupt before it is killed")
+		idleExit    = flag.Duration("idle-exit", 6*time.Hour, "exit after this long without a run in progress and without a call (0: never), so that a runner nobody collects does not live forever")
+		podName     = flag.String("pod-name", os.Getenv("POD_NAME"), "the runner's Pod (default $POD_NAME); with --pod-namespace and --pod-uid, the identity under which it takes state locks. Empty: the local process's identity")
+		podNS       = flag.String("pod-namespace", os.Getenv("POD_NAMESPACE"), "the runner Pod's namespace (default $POD_NAMESPACE)")
+		podUID      = flag.String("pod-uid", os.Getenv("POD_UID"), "the runner Pod's UID (default $POD_UID)")
 		mirrors     stringList
 	)
 	flag.Var(&mirrors, "provider-mirror", "read-only provider filesystem mirror (repeatable)")
@@ -59,12 +64,18 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	pod, err := podHolder(*podName, *podNS, *podUID)
+	if err != nil {
+		return err
+	}
 	srv, err := runner.NewServer(runner.Options{
 		Engine:          *engine,
 		WorkDir:         *workDir,
 		ProviderMirrors: mirrors,
 		InterruptGrace:  *grace,
 		Logger:          log,
+		IdleExit:        *idleExit,
+		Pod:             pod,
 	})
 	if err != nil {
 		return err
@@ -92,10 +103,27 @@ func run() error {
 	served := make(chan error, 1)
 	go func() { served <- gs.Serve(lis) }()
 
-	select {
-	case err := <-served:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
+	// An orphaned runner (its controller gone for good) exits on its own;
+	// checking a few times per idle-exit time is precise enough.
+	var idle <-chan time.Time
+	if *idleExit > 0 {
+		t := time.NewTicker(min(time.Minute, max(*idleExit/4, 100*time.Millisecond)))
+		defer t.Stop()
+		idle = t.C
+	}
+wait:
+	for {
+		select {
+		case err := <-served:
+			return fmt.Errorf("serve: %w", err)
+		case <-ctx.Done():
+			break wait
+		case <-idle:
+			if srv.Idle() {
+				log.Info("exiting: no run and no call for the idle-exit time", "idle-exit", idleExit.String())
+				break wait
+			}
+		}
 	}
 	log.Info("shutting down: interrupting terraform", "grace", grace.String())
 	// A little beyond the interrupt grace: terraform is killed at the end
@@ -116,6 +144,19 @@ func run() error {
 	}
 	log.Info("runner stopped")
 	return nil
+}
+
+// podHolder is the runner Pod's identity, or nil outside a Pod (no Pod
+// name). A Pod without its namespace or UID is a deployment mistake: the
+// controller could not check such an identity.
+func podHolder(name, namespace, uid string) (*statelock.PodHolder, error) {
+	if name == "" {
+		return nil, nil
+	}
+	if namespace == "" || uid == "" {
+		return nil, errors.New("--pod-name needs --pod-namespace and --pod-uid (or POD_NAMESPACE and POD_UID)")
+	}
+	return &statelock.PodHolder{Namespace: namespace, Name: name, UID: uid}, nil
 }
 
 func loadTLS(certFile, keyFile, caFile, clientCN string) (*tls.Config, error) {

@@ -11,6 +11,7 @@ import (
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/owned"
+	"github.com/landform-dev/landform/internal/statelock"
 )
 
 // Runner Pods are named <prefix>-runner-<5 random characters> (see
@@ -33,9 +34,15 @@ type holder struct {
 	why  string
 }
 
-// holderState decides whether the lock holder who (user@hostname) is gone.
-// Only runner Pods can be proved gone; any other holder may still run.
-func holderState(ctx context.Context, s *session, obj *v1alpha1.Terraform, who string) holder {
+// holderState decides whether the lock's holder is gone. A Landform runner
+// names itself in the lock info (its Pod, or its process); an older runner
+// Pod is known by its hostname in Who (user@hostname). Only runners can be
+// proved gone; any other holder may still run.
+func holderState(ctx context.Context, s *session, obj *v1alpha1.Terraform, info lockInfo) holder {
+	if h, ok := statelock.ParseHolder(statelock.LockInfo{Info: info.Info}); ok {
+		return runnerState(ctx, s, obj, h)
+	}
+	who := info.Who
 	at := strings.LastIndex(who, "@")
 	host := who[at+1:]
 	if at < 0 || host == "" {
@@ -79,4 +86,27 @@ func isRunnerHost(host string, obj *v1alpha1.Terraform) bool {
 	}
 	prefix += runnerPodInfix
 	return len(host) == len(prefix)+runnerPodRandom && strings.HasPrefix(host, prefix)
+}
+
+// runnerState decides whether the Landform runner h is gone.
+func runnerState(ctx context.Context, s *session, obj *v1alpha1.Terraform, h *statelock.Holder) holder {
+	if p := h.Process; p != nil {
+		if gone, why := p.Gone(); gone {
+			return holder{gone: true, why: "gone: " + why}
+		}
+		return holder{why: fmt.Sprintf("unknown: local runner process %d on %s may still run (Landform can only tell on that host)", p.PID, p.Host)}
+	}
+	var pod corev1.Pod
+	err := s.c.Get(ctx, client.ObjectKey{Namespace: h.Pod.Namespace, Name: h.Pod.Name}, &pod)
+	switch {
+	case apierrors.IsNotFound(err):
+		return holder{gone: true, why: fmt.Sprintf("gone: runner Pod %s no longer exists", h.Pod.Name)}
+	case err != nil:
+		return holder{why: fmt.Sprintf("unknown: Pod %s could not be read (%v)", h.Pod.Name, s.explain(err, "get", resPods, "Pod", h.Pod.Namespace, h.Pod.Name))}
+	case string(pod.UID) != h.Pod.UID:
+		return holder{gone: true, why: fmt.Sprintf("gone: runner Pod %s was replaced by another Pod of that name", h.Pod.Name)}
+	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
+		return holder{gone: true, why: fmt.Sprintf("gone: runner Pod %s has terminated (%s)", h.Pod.Name, pod.Status.Phase)}
+	}
+	return holder{why: fmt.Sprintf("alive: runner Pod %s is %s", h.Pod.Name, orDash(string(pod.Status.Phase)))}
 }

@@ -103,6 +103,21 @@ func (a *app) runStatus(ctx context.Context, name string) error {
 		kv("Plan", "none yet")
 	}
 
+	if run := st.Run; run != nil {
+		what := run.Action
+		if run.Plan != "" {
+			what += " of plan " + run.Plan
+		}
+		runner := run.Runner
+		if runner == "" {
+			runner = "waiting for a runner"
+		}
+		kv("Run", "%s %s, started %s", run.ID, what, a.when(metaTime(run.Started)))
+		fmt.Fprintf(w, "  runner:    %s\n", runner)
+	} else {
+		kv("Run", "none in flight")
+	}
+
 	if l := st.Lock; l != nil {
 		kv("State lock", "held by %s (lock %s) since %s", orDash(l.Holder), orDash(l.ID), a.when(metaTime(l.Since)))
 		fmt.Fprintf(w, "  release a lock whose holder is gone with: %s\n", a.cmdName("unlock "+obj.Name))

@@ -35,8 +35,9 @@ func (a *app) unlockCommand() *cobra.Command {
 		Short: "Show who holds the state lock, and release it when that holder is gone",
 		Long: "Show who holds the state lock of a Terraform object (the Lease the kubernetes\n" +
 			"backend keeps in the object's namespace) and release it when its holder is gone:\n" +
-			"a runner Pod that no longer exists or has terminated. A holder Landform cannot\n" +
-			"prove gone (a live runner Pod, a local runner, someone's own terraform) keeps\n" +
+			"a runner Pod that no longer exists or has terminated, or a local runner process\n" +
+			"that no longer runs. (The controller releases such locks itself.) A holder\n" +
+			"Landform cannot prove gone (a live runner, someone's own terraform) keeps\n" +
 			"its lock unless --force is given: releasing a lock that is still used can\n" +
 			"corrupt the state.\n\n" +
 			"Releasing does what `tofu force-unlock` does: the Lease's holder and lock\n" +
@@ -92,7 +93,7 @@ func (a *app) runUnlock(ctx context.Context, name string, force bool) error {
 	if info.Version != "" {
 		fmt.Fprintf(w, "  Engine:     %s\n", info.Version)
 	}
-	h := holderState(ctx, s, obj, info.Who)
+	h := holderState(ctx, s, obj, info)
 	fmt.Fprintf(w, "  Holder is:  %s\n", h.why)
 	if !h.gone {
 		if !force {

@@ -22,6 +22,7 @@ import (
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/owned"
+	"github.com/landform-dev/landform/internal/statelock"
 )
 
 // tofuBinary is the OpenTofu that `make tools` installs (or LANDFORM_TOFU).
@@ -273,6 +274,48 @@ func TestUnlock(t *testing.T) {
 				args = append(args, "--force")
 			}
 			golden(t, "unlock/"+tt.name, lockOutput(run(t, "", args...).transcript(), ""))
+			if tt.release {
+				released(t, obj)
+			} else {
+				held(t, obj)
+			}
+		})
+	}
+
+	// Locks taken by Landform runners carry the runner's identity: a runner
+	// Pod that no longer exists, or a local process that exited, is gone;
+	// a live local process is not.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	me, err := statelock.CurrentProcess()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadProc := *me
+	deadProc.PID = dead.ProcessState.Pid()
+	for _, tt := range []struct {
+		name    string
+		holder  statelock.Holder
+		release bool
+		says    string
+	}{
+		{name: "identity-pod-gone", holder: statelock.Holder{Run: "run-1", Pod: &statelock.PodHolder{Namespace: ns, Name: "identity-pod-gone-runner-zzzzz", UID: "uid-gone"}}, release: true, says: "gone: runner Pod identity-pod-gone-runner-zzzzz no longer exists"},
+		{name: "identity-process-gone", holder: statelock.Holder{Run: "run-2", Process: &deadProc}, release: true, says: "no longer exists"},
+		{name: "identity-process-alive", holder: statelock.Holder{Run: "run-3", Process: me}, says: "may still run"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := terraform(t, ns, tt.name, states[objLocked])
+			l := template.DeepCopy()
+			l.Annotations = map[string]string{lockInfoAnnotation: fmt.Sprintf(
+				`{"ID":"0b8f3c2e-5d1a-4e6f-8a9b-1c2d3e4f5a6b","Operation":"OperationTypeApply","Info":%q,"Who":%q,"Created":%q}`,
+				statelock.EncodeHolder(tt.holder), tt.holder.Who(), now.UTC().Format(time.RFC3339Nano))}
+			copyLease(t, l, obj)
+			out := run(t, "", "unlock", "-n", ns, tt.name).transcript()
+			if !strings.Contains(out, tt.says) {
+				t.Errorf("unlock says:\n%s\nwant %q", out, tt.says)
+			}
 			if tt.release {
 				released(t, obj)
 			} else {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -84,7 +85,12 @@ func NewLocalManager(ctx context.Context, cfg *rest.Config, o ControllerOptions)
 	if err := placement.WriteKubeconfig(cfg, kubeconfig); err != nil {
 		return nil, fmt.Errorf("writing the runners' kubeconfig: %w", err)
 	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
 	r := &controllers.TerraformReconciler{
+		Leases:        kube.CoordinationV1().Leases,
 		Client:        mgr.GetClient(),
 		EventRecorder: mgr.GetEventRecorderFor("landform-controller"),
 		Fetcher:       source.NewFetcher(filepath.Join(o.WorkDir, "artifacts")),

@@ -16,7 +16,7 @@ var (
 		Name:    "landform_reconcile_duration_seconds",
 		Help:    "Duration of Terraform reconciles by the action taken.",
 		Buckets: []float64{0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800},
-	}, []string{"action"})
+	}, []string{"result"})
 
 	runs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "landform_runs_total",
@@ -45,8 +45,8 @@ func init() {
 }
 
 // ObserveReconcile records one reconcile's duration.
-func ObserveReconcile(action string, d time.Duration) {
-	reconcileDuration.WithLabelValues(action).Observe(d.Seconds())
+func ObserveReconcile(result string, d time.Duration) {
+	reconcileDuration.WithLabelValues(result).Observe(d.Seconds())
 }
 
 // CountRun records one terraform run's outcome.

@@ -295,8 +295,13 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, fp *fakePod) error
 	}
 	envs := []string{"PATH=" + k.path}
 	for _, e := range container.Env {
-		if e.ValueFrom == nil {
+		switch {
+		case e.ValueFrom == nil:
 			envs = append(envs, e.Name+"="+mapPath(e.Value))
+		case e.ValueFrom.FieldRef != nil:
+			// The downward API, as the kubelet resolves it.
+			v := map[string]string{"metadata.name": pod.Name, "metadata.namespace": pod.Namespace, "metadata.uid": string(pod.UID)}[e.ValueFrom.FieldRef.FieldPath]
+			envs = append(envs, e.Name+"="+v)
 		}
 	}
 	cmd := exec.Command(k.runnerBin, args...)

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,9 +30,9 @@ type Local struct {
 }
 
 // Start implements Placer.
-func (l *Local) Start(ctx context.Context, obj *infrav1.Terraform) (*Run, error) {
+func (l *Local) Start(ctx context.Context, obj *infrav1.Terraform, runID string) (*Run, error) {
 	started := time.Now()
-	c, stop, err := runner.StartLocal(ctx, l.CA, l.Options)
+	lr, err := runner.StartLocalRunner(ctx, l.CA, l.Options)
 	if err != nil {
 		return nil, fmt.Errorf("starting local runner: %w", err)
 	}
@@ -41,11 +42,46 @@ func (l *Local) Start(ctx context.Context, obj *infrav1.Terraform) (*Run, error)
 		grace = 30 * time.Second
 	}
 	return &Run{
-		Client:  c,
-		Backend: map[string]string{"config_path": l.Kubeconfig},
-		stop:    stop,
-		grace:   grace,
+		Client:   lr.Client,
+		Backend:  map[string]string{"config_path": l.Kubeconfig},
+		Identity: fmt.Sprintf("local runner (pid %d)", lr.PID),
+		stop:     lr.Stop,
+		grace:    grace,
+		alive: func(context.Context) (bool, string) {
+			select {
+			case <-lr.Exited():
+				return false, fmt.Sprintf("local runner process %d exited", lr.PID)
+			default:
+				return true, ""
+			}
+		},
 	}, nil
+}
+
+// Attach implements Placer: local runners are children of the controller
+// process and end with it, so a run recorded by an earlier process has no
+// runner any more.
+func (l *Local) Attach(_ context.Context, _ *infrav1.Terraform, runID string) (*Run, error) {
+	return nil, fmt.Errorf("%w: local runners end with the controller process that started them, and run %s was started by an earlier one", ErrRunnerGone, runID)
+}
+
+// Durable implements Placer: local runners end with the controller, which
+// drains them before it exits.
+func (l *Local) Durable() bool { return false }
+
+// RemoveStale removes the directories of local runners that earlier
+// controller processes left behind: none can still run, since runners end
+// with the process that started them. Call it before the first Start.
+func (l *Local) RemoveStale() error {
+	dirs, err := filepath.Glob(filepath.Join(l.Options.WorkDir, "landform-runner-*"))
+	if err != nil || l.Options.WorkDir == "" {
+		return err
+	}
+	var errs []error
+	for _, d := range dirs {
+		errs = append(errs, os.RemoveAll(d))
+	}
+	return errors.Join(errs...)
 }
 
 // WriteKubeconfig writes cfg as a kubeconfig file readable only by its owner,

@@ -5,6 +5,7 @@ package placement
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
@@ -18,9 +19,22 @@ type Run struct {
 	// Backend holds the kubernetes backend settings that depend on where the
 	// runner runs: a kubeconfig path locally, in-cluster config in a Pod.
 	Backend map[string]string
+	// Identity names the runner for status.run and messages: a Pod's
+	// namespace/name, or a local process.
+	Identity string
 
 	stop  func(grace time.Duration) error
 	grace time.Duration
+	alive func(ctx context.Context) (bool, string)
+}
+
+// Alive reports whether the runner may still be running, and if not, why:
+// a run whose watch broke is resumed only while its runner is alive.
+func (r *Run) Alive(ctx context.Context) (bool, string) {
+	if r.alive == nil {
+		return true, ""
+	}
+	return r.alive(ctx)
 }
 
 // Stop ends the run: the runner gets SIGTERM and time to let terraform
@@ -34,10 +48,22 @@ func (r *Run) Stop() error {
 
 // Placer starts runners.
 type Placer interface {
-	// Start starts a runner for obj and returns once it answers its health
-	// check, or ctx ends.
-	Start(ctx context.Context, obj *infrav1.Terraform) (*Run, error)
+	// Start starts a runner for run runID of obj and returns once it
+	// answers its health check, or ctx ends.
+	Start(ctx context.Context, obj *infrav1.Terraform, runID string) (*Run, error)
+	// Attach reconnects to the runner serving runID, started by an earlier
+	// controller process. It fails with an error wrapping ErrRunnerGone
+	// when no runner serves the run any more.
+	Attach(ctx context.Context, obj *infrav1.Terraform, runID string) (*Run, error)
+	// Durable reports whether runners outlive the controller (Pods): then
+	// the controller may exit at once on shutdown, and its successor
+	// attaches to the runs in flight. Local runners end with the
+	// controller, which therefore drains them first.
+	Durable() bool
 }
+
+// ErrRunnerGone means the runner of a run no longer exists.
+var ErrRunnerGone = errors.New("the runner is gone")
 
 // Error is a failure to start a runner that the user can act on: Reason is
 // a condition reason (infrav1.Runner*Reason) and Message says what to do.

@@ -67,7 +67,7 @@ type Pod struct {
 // Start implements Placer: it creates the runner Pod, waits until it runs
 // and its runner answers, and returns a client to it. A Pod that fails
 // before its runner answers is replaced once.
-func (p *Pod) Start(ctx context.Context, obj *infrav1.Terraform) (*Run, error) {
+func (p *Pod) Start(ctx context.Context, obj *infrav1.Terraform, runID string) (*Run, error) {
 	started := time.Now()
 	log := logr.FromContextOrDiscard(ctx)
 	timeout := p.startTimeout()
@@ -85,7 +85,7 @@ func (p *Pod) Start(ctx context.Context, obj *infrav1.Terraform) (*Run, error) {
 
 	var firstFailure string
 	for attempt := 1; ; attempt++ {
-		pod, err := p.createPod(ctx, obj, nsTLS.SecretName)
+		pod, err := p.createPod(ctx, obj, runID, nsTLS.SecretName)
 		if err != nil {
 			return nil, err
 		}
@@ -177,8 +177,8 @@ func (p *Pod) deleteLeftovers(ctx context.Context, log logr.Logger, obj *infrav1
 	}
 }
 
-func (p *Pod) createPod(ctx context.Context, obj *infrav1.Terraform, secretName string) (*corev1.Pod, error) {
-	pod := p.podFor(obj, secretName)
+func (p *Pod) createPod(ctx context.Context, obj *infrav1.Terraform, runID, secretName string) (*corev1.Pod, error) {
+	pod := p.podFor(obj, runID, secretName)
 	if err := p.Client.Create(ctx, pod); err != nil {
 		return nil, fmt.Errorf("creating the runner Pod in %s: %w", obj.Namespace, err)
 	}
@@ -254,14 +254,14 @@ func (p *Pod) getPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) 
 	err := p.Client.Get(ctx, client.ObjectKeyFromObject(pod), &cur)
 	switch {
 	case apierrors.IsNotFound(err) || (err == nil && cur.UID != pod.UID):
-		return nil, &podFailedError{name: pod.Name, status: "deleted before its runner answered"}
+		return nil, &podFailedError{name: pod.Name, status: "deleted"}
 	case err != nil:
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
 		return nil, fmt.Errorf("reading runner Pod %s: %w", pod.Name, err)
 	case cur.DeletionTimestamp != nil:
-		return nil, &podFailedError{name: pod.Name, status: "deleted before its runner answered"}
+		return nil, &podFailedError{name: pod.Name, status: "deleted"}
 	case cur.Status.Phase == corev1.PodFailed || cur.Status.Phase == corev1.PodSucceeded:
 		return nil, &podFailedError{name: pod.Name, status: describePod(&cur)}
 	}
@@ -321,9 +321,13 @@ func (p *Pod) run(pod *corev1.Pod, c *runner.Client) *Run {
 	var once sync.Once
 	var stopErr error
 	return &Run{
-		Client:  c,
-		Backend: map[string]string{"in_cluster_config": "true"},
-		grace:   p.grace(),
+		Client:   c,
+		Backend:  map[string]string{"in_cluster_config": "true"},
+		Identity: "Pod " + pod.Namespace + "/" + pod.Name,
+		grace:    p.grace(),
+		alive: func(ctx context.Context) (bool, string) {
+			return p.podAlive(ctx, pod)
+		},
 		stop: func(time.Duration) error {
 			once.Do(func() {
 				c.Close()
@@ -339,4 +343,69 @@ func (p *Pod) run(pod *corev1.Pod, c *runner.Client) *Run {
 			return stopErr
 		},
 	}
+}
+
+// podAlive reports whether pod's runner may still run: a Pod being deleted
+// still runs its runner while it interrupts terraform. Only a Pod that is
+// gone, replaced or terminated is reported dead.
+func (p *Pod) podAlive(ctx context.Context, pod *corev1.Pod) (bool, string) {
+	var cur corev1.Pod
+	err := p.Client.Get(ctx, client.ObjectKeyFromObject(pod), &cur)
+	switch {
+	case apierrors.IsNotFound(err) || (err == nil && cur.UID != pod.UID):
+		return false, fmt.Sprintf("runner Pod %s/%s was deleted", pod.Namespace, pod.Name)
+	case err != nil:
+		// Not readable right now (an API server restart): maybe alive.
+		return true, ""
+	case cur.Status.Phase == corev1.PodSucceeded || cur.Status.Phase == corev1.PodFailed:
+		return false, fmt.Sprintf("runner Pod %s/%s terminated: %s", pod.Namespace, pod.Name, describePod(&cur))
+	}
+	return true, ""
+}
+
+// Durable implements Placer: runner Pods outlive the controller.
+func (p *Pod) Durable() bool { return true }
+
+// Attach implements Placer: it finds the runner Pod serving obj — the one
+// labelled with runID, else the newest (a Pod started for a plan serves
+// the apply that follows it) — and dials it, waiting for it to run if it
+// is still starting. The runner itself then says whether it knows runID.
+func (p *Pod) Attach(ctx context.Context, obj *infrav1.Terraform, runID string) (*Run, error) {
+	var pods corev1.PodList
+	if err := p.Client.List(ctx, &pods, client.InNamespace(obj.Namespace), client.MatchingLabels(podLabels(obj))); err != nil {
+		return nil, fmt.Errorf("looking for the runner Pod of run %s: %w", runID, err)
+	}
+	var pod *corev1.Pod
+	for i := range pods.Items {
+		c := &pods.Items[i]
+		switch {
+		case c.DeletionTimestamp != nil || c.Status.Phase == corev1.PodSucceeded || c.Status.Phase == corev1.PodFailed:
+		case c.Labels[infrav1.RunLabel] == runID:
+			pod = c
+		case pod == nil || (pod.Labels[infrav1.RunLabel] != runID && pod.CreationTimestamp.Before(&c.CreationTimestamp)):
+			pod = c
+		}
+	}
+	if pod == nil {
+		return nil, fmt.Errorf("%w: no runner Pod of %s/%s runs any more", ErrRunnerGone, obj.Namespace, obj.Name)
+	}
+	if ok, why := p.podAlive(ctx, pod); !ok {
+		return nil, fmt.Errorf("%w: %s", ErrRunnerGone, why)
+	}
+	nsTLS, err := p.Certs.ForNamespace(ctx, obj.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("preparing the runner certificate: %w", err)
+	}
+	timeout := p.startTimeout()
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errStartTimeout)
+	defer cancel()
+	c, err := p.await(ctx, pod, nsTLS.ClientTLS, timeout)
+	var failed *podFailedError
+	if errors.As(err, &failed) {
+		return nil, fmt.Errorf("%w: runner Pod %s/%s %s", ErrRunnerGone, pod.Namespace, pod.Name, failed.status)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p.run(pod, c), nil
 }

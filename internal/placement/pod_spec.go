@@ -57,7 +57,7 @@ func podLabels(obj *infrav1.Terraform) map[string]string {
 // podFor builds obj's runner Pod: the user's template, and around it what
 // Landform needs and will not let the template weaken (security context,
 // labels, the TLS Secret, the runner's arguments).
-func (p *Pod) podFor(obj *infrav1.Terraform, secretName string) *corev1.Pod {
+func (p *Pod) podFor(obj *infrav1.Terraform, runID, secretName string) *corev1.Pod {
 	var tmpl infrav1.RunnerPodTemplate
 	if obj.Spec.RunnerPodTemplate != nil {
 		tmpl = *obj.Spec.RunnerPodTemplate
@@ -67,6 +67,7 @@ func (p *Pod) podFor(obj *infrav1.Terraform, secretName string) *corev1.Pod {
 		labels = map[string]string{}
 	}
 	maps.Copy(labels, podLabels(obj))
+	labels[infrav1.RunLabel] = runID
 
 	image := tmpl.Spec.Image
 	if image == "" {
@@ -91,6 +92,9 @@ func (p *Pod) podFor(obj *infrav1.Terraform, secretName string) *corev1.Pod {
 		env = append(env, corev1.EnvVar{Name: "HOME", Value: homeMountPath})
 	}
 	env = append(env, tmpl.Spec.Env...)
+	// The runner takes the state lock under its Pod's identity, which the
+	// controller checks before releasing a lock the runner left behind.
+	env = append(env, fieldEnv("POD_NAME", "metadata.name"), fieldEnv("POD_NAMESPACE", "metadata.namespace"), fieldEnv("POD_UID", "metadata.uid"))
 	var resources corev1.ResourceRequirements
 	if tmpl.Spec.Resources != nil {
 		resources = *tmpl.Spec.Resources
@@ -173,6 +177,10 @@ func namePrefix(name string) string {
 		name = strings.TrimRight(name[:maxNamePrefix], "-")
 	}
 	return name
+}
+
+func fieldEnv(name, path string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
 }
 
 func hasEnv(env []corev1.EnvVar, name string) bool {

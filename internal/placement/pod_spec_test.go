@@ -56,7 +56,7 @@ func TestPodFor(t *testing.T) {
 		return []metav1.OwnerReference{{APIVersion: "infra.landform.dev/v1alpha1", Kind: "Terraform", Name: name, UID: "uid-1", Controller: ptr(true), BlockOwnerDeletion: ptr(true)}}
 	}
 	ownLabels := func(name string) map[string]string {
-		return map[string]string{"app.kubernetes.io/name": "landform-runner", "app.kubernetes.io/managed-by": "landform", "infra.landform.dev/terraform": name}
+		return map[string]string{"app.kubernetes.io/name": "landform-runner", "app.kubernetes.io/managed-by": "landform", "infra.landform.dev/terraform": name, "infra.landform.dev/run": "run-1"}
 	}
 
 	resources := &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")}}
@@ -90,7 +90,7 @@ func TestPodFor(t *testing.T) {
 						Image:                    "ghcr.io/landform-dev/landform-runner:v1",
 						Args:                     args,
 						Ports:                    []corev1.ContainerPort{{Name: "grpc", ContainerPort: 9443, Protocol: corev1.ProtocolTCP}},
-						Env:                      []corev1.EnvVar{{Name: "HOME", Value: "/tmp"}},
+						Env:                      append([]corev1.EnvVar{{Name: "HOME", Value: "/tmp"}}, identityEnv...),
 						VolumeMounts:             ownMounts,
 						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 						SecurityContext:          secureContainer,
@@ -130,7 +130,7 @@ func TestPodFor(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{
 					GenerateName:    "db-runner-",
 					Namespace:       "team-a",
-					Labels:          map[string]string{"team": "a", "app.kubernetes.io/name": "landform-runner", "app.kubernetes.io/managed-by": "landform", "infra.landform.dev/terraform": "db"},
+					Labels:          map[string]string{"team": "a", "app.kubernetes.io/name": "landform-runner", "app.kubernetes.io/managed-by": "landform", "infra.landform.dev/terraform": "db", "infra.landform.dev/run": "run-1"},
 					Annotations:     map[string]string{"cost-center": "42"},
 					OwnerReferences: owner("db"),
 				},
@@ -149,7 +149,7 @@ func TestPodFor(t *testing.T) {
 						Image:                    "registry.example/runner:custom",
 						Args:                     args,
 						Ports:                    []corev1.ContainerPort{{Name: "grpc", ContainerPort: 9443, Protocol: corev1.ProtocolTCP}},
-						Env:                      []corev1.EnvVar{{Name: "HOME", Value: "/home/runner"}, {Name: "TF_LOG", Value: "info"}},
+						Env:                      append([]corev1.EnvVar{{Name: "HOME", Value: "/home/runner"}, {Name: "TF_LOG", Value: "info"}}, identityEnv...),
 						EnvFrom:                  envFrom,
 						Resources:                *resources,
 						VolumeMounts:             append(append([]corev1.VolumeMount{}, ownMounts...), userMount),
@@ -175,7 +175,7 @@ func TestPodFor(t *testing.T) {
 	}{name: "object being deleted", obj: deleting, want: unowned})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := p.podFor(tt.obj, "landform-runner-tls")
+			got := p.podFor(tt.obj, "run-1", "landform-runner-tls")
 			if d := cmp.Diff(tt.want, got); d != "" {
 				t.Fatalf("Pod (-want +got):\n%s", d)
 			}
@@ -204,7 +204,7 @@ func TestPodNames(t *testing.T) {
 	}
 	// Label values are at most 63 characters too.
 	obj := &infrav1.Terraform{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: long}}
-	if v := (&Pod{}).podFor(obj, "s").Labels["infra.landform.dev/terraform"]; len(v) > 63 {
+	if v := (&Pod{}).podFor(obj, "run-1", "s").Labels["infra.landform.dev/terraform"]; len(v) > 63 {
 		t.Errorf("label value %q", v)
 	}
 }
@@ -251,4 +251,12 @@ func TestDescribePod(t *testing.T) {
 			}
 		})
 	}
+}
+
+// identityEnv is how a runner learns its Pod's identity, under which it
+// takes the state lock.
+var identityEnv = []corev1.EnvVar{
+	{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+	{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+	{Name: "POD_UID", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}},
 }

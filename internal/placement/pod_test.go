@@ -55,7 +55,7 @@ func newTerraform(t *testing.T, namespace, name string, mutate func(*infrav1.Ter
 // startRun starts a runner Pod for obj and stops it when the test ends.
 func startRun(t *testing.T, ctx context.Context, p *Pod, obj *infrav1.Terraform) *Run {
 	t.Helper()
-	rn, err := p.Start(ctx, obj)
+	rn, err := p.Start(ctx, obj, "run-1")
 	if err != nil {
 		t.Fatalf("starting a runner Pod: %v", err)
 	}
@@ -118,7 +118,7 @@ func TestPodRun(t *testing.T) {
 	obj := newTerraform(t, ns, "files", nil)
 	starts := runnerStarts(t, "pod")
 
-	rn, err := newPodPlacer().Start(ctx, obj)
+	rn, err := newPodPlacer().Start(ctx, obj, "run-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,6 +136,7 @@ func TestPodRun(t *testing.T) {
 		"app.kubernetes.io/name":       "landform-runner",
 		"app.kubernetes.io/managed-by": "landform",
 		"infra.landform.dev/terraform": "files",
+		"infra.landform.dev/run":       "run-1",
 	}
 	if d := cmp.Diff(wantLabels, pod.Labels); d != "" {
 		t.Fatalf("labels (-want +got):\n%s", d)
@@ -328,7 +329,7 @@ func TestPodNeverStarts(t *testing.T) {
 			p.StartTimeout = 2 * time.Second
 			p.KeepPods = keep
 			started := time.Now()
-			_, err := p.Start(context.Background(), obj)
+			_, err := p.Start(context.Background(), obj, "run-1")
 			perr := wantPlacementError(t, err, infrav1.RunnerStartTimeoutReason)
 			if d := time.Since(started); d > 10*time.Second {
 				t.Fatalf("start gave up after %s, StartTimeout is 2s", d)
@@ -386,7 +387,7 @@ func TestPodFailedBeforeRunning(t *testing.T) {
 		ns := runnerNamespace(t, true)
 		fake.set(ns, failAlways)
 		obj := newTerraform(t, ns, "broken", nil)
-		_, err := newPodPlacer().Start(context.Background(), obj)
+		_, err := newPodPlacer().Start(context.Background(), obj, "run-1")
 		perr := wantPlacementError(t, err, infrav1.RunnerFailedReason)
 		names := fake.createdIn(ns)
 		if len(names) != 2 {
@@ -415,7 +416,7 @@ func TestServiceAccountMissing(t *testing.T) {
 			t.Parallel()
 			ns := runnerNamespace(t, false)
 			obj := newTerraform(t, ns, "orphan", func(o *infrav1.Terraform) { o.Spec.ServiceAccountName = tt.account })
-			_, err := newPodPlacer().Start(context.Background(), obj)
+			_, err := newPodPlacer().Start(context.Background(), obj, "run-1")
 			perr := wantPlacementError(t, err, infrav1.RunnerServiceAccountMissingReason)
 			sa := obj.GetServiceAccountName()
 			for _, want := range []string{"ServiceAccount " + ns + "/" + sa + " does not exist", "kubectl create serviceaccount " + sa + " -n " + ns, "runner namespaces"} {

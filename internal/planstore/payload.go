@@ -15,6 +15,9 @@ const (
 	filePlan  = "tfplan"
 	fileJSON  = "plan.json"
 	fileHuman = "plan.txt"
+	// fileLock is the dependency lock file the plan was made with: the
+	// apply uses it, so that it installs exactly the plan's providers.
+	fileLock = ".terraform.lock.hcl"
 )
 
 func encode(p *Plan) ([]byte, error) {
@@ -24,7 +27,7 @@ func encode(p *Plan) ([]byte, error) {
 	for _, f := range []struct {
 		name string
 		data []byte
-	}{{filePlan, p.PlanFile}, {fileJSON, p.JSONPlan}, {fileHuman, p.HumanPlan}} {
+	}{{filePlan, p.PlanFile}, {fileJSON, p.JSONPlan}, {fileHuman, p.HumanPlan}, {fileLock, p.LockFile}} {
 		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o600, Size: int64(len(f.data)), Typeflag: tar.TypeReg}); err != nil {
 			return nil, err
 		}
@@ -64,6 +67,8 @@ func decode(payload []byte, p *Plan) error {
 			dst = &p.JSONPlan
 		case fileHuman:
 			dst = &p.HumanPlan
+		case fileLock:
+			dst = &p.LockFile
 		default:
 			continue // written by a newer version
 		}

@@ -22,6 +22,8 @@ type Plan struct {
 	JSONPlan []byte
 	// HumanPlan is the plan as terraform prints it.
 	HumanPlan []byte
+	// LockFile is the dependency lock file the plan was made with.
+	LockFile []byte
 	// Applied is set once the plan was applied; the plan stays stored so the
 	// CLI can still show it.
 	Applied bool

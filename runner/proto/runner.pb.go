@@ -28,6 +28,58 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type Action int32
+
+const (
+	Action_ACTION_UNSPECIFIED Action = 0
+	Action_PLAN               Action = 1
+	Action_APPLY              Action = 2
+	Action_DESTROY            Action = 3
+)
+
+// Enum value maps for Action.
+var (
+	Action_name = map[int32]string{
+		0: "ACTION_UNSPECIFIED",
+		1: "PLAN",
+		2: "APPLY",
+		3: "DESTROY",
+	}
+	Action_value = map[string]int32{
+		"ACTION_UNSPECIFIED": 0,
+		"PLAN":               1,
+		"APPLY":              2,
+		"DESTROY":            3,
+	}
+)
+
+func (x Action) Enum() *Action {
+	p := new(Action)
+	*p = x
+	return p
+}
+
+func (x Action) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Action) Descriptor() protoreflect.EnumDescriptor {
+	return file_runner_proto_runner_proto_enumTypes[0].Descriptor()
+}
+
+func (Action) Type() protoreflect.EnumType {
+	return &file_runner_proto_runner_proto_enumTypes[0]
+}
+
+func (x Action) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Action.Descriptor instead.
+func (Action) EnumDescriptor() ([]byte, []int) {
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{0}
+}
+
 type WorkspaceSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Digest of the tarball, "sha256:<hex>".
@@ -264,28 +316,36 @@ func (x *UploadWorkspaceResponse) GetTarballDigest() string {
 	return ""
 }
 
-type PlanRequest struct {
+type RunSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Plan the destruction of everything.
-	Destroy       bool `protobuf:"varint,1,opt,name=destroy,proto3" json:"destroy,omitempty"`
+	// Chosen by the controller, unique per run; recorded in its status.
+	RunId  string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Action Action `protobuf:"varint,2,opt,name=action,proto3,enum=landform.runner.v1.Action" json:"action,omitempty"`
+	// For PLAN: plan the destruction of everything.
+	Destroy bool `protobuf:"varint,3,opt,name=destroy,proto3" json:"destroy,omitempty"`
+	// The phase's deadline in seconds, counted by the runner from the run's
+	// start; 0 means none.
+	DeadlineSeconds int64 `protobuf:"varint,4,opt,name=deadline_seconds,json=deadlineSeconds,proto3" json:"deadline_seconds,omitempty"`
+	// For APPLY: the dependency lock file the plan was made with.
+	LockFile      []byte `protobuf:"bytes,5,opt,name=lock_file,json=lockFile,proto3" json:"lock_file,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *PlanRequest) Reset() {
-	*x = PlanRequest{}
+func (x *RunSpec) Reset() {
+	*x = RunSpec{}
 	mi := &file_runner_proto_runner_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *PlanRequest) String() string {
+func (x *RunSpec) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*PlanRequest) ProtoMessage() {}
+func (*RunSpec) ProtoMessage() {}
 
-func (x *PlanRequest) ProtoReflect() protoreflect.Message {
+func (x *RunSpec) ProtoReflect() protoreflect.Message {
 	mi := &file_runner_proto_runner_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -297,28 +357,309 @@ func (x *PlanRequest) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
-func (*PlanRequest) Descriptor() ([]byte, []int) {
+// Deprecated: Use RunSpec.ProtoReflect.Descriptor instead.
+func (*RunSpec) Descriptor() ([]byte, []int) {
 	return file_runner_proto_runner_proto_rawDescGZIP(), []int{3}
 }
 
-func (x *PlanRequest) GetDestroy() bool {
+func (x *RunSpec) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *RunSpec) GetAction() Action {
+	if x != nil {
+		return x.Action
+	}
+	return Action_ACTION_UNSPECIFIED
+}
+
+func (x *RunSpec) GetDestroy() bool {
 	if x != nil {
 		return x.Destroy
 	}
 	return false
 }
 
-type LogLine struct {
+func (x *RunSpec) GetDeadlineSeconds() int64 {
+	if x != nil {
+		return x.DeadlineSeconds
+	}
+	return 0
+}
+
+func (x *RunSpec) GetLockFile() []byte {
+	if x != nil {
+		return x.LockFile
+	}
+	return nil
+}
+
+type StartRunRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Msg:
+	//
+	//	*StartRunRequest_Spec
+	//	*StartRunRequest_PlanFileChunk
+	Msg           isStartRunRequest_Msg `protobuf_oneof:"msg"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartRunRequest) Reset() {
+	*x = StartRunRequest{}
+	mi := &file_runner_proto_runner_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartRunRequest) ProtoMessage() {}
+
+func (x *StartRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_runner_proto_runner_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartRunRequest.ProtoReflect.Descriptor instead.
+func (*StartRunRequest) Descriptor() ([]byte, []int) {
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *StartRunRequest) GetMsg() isStartRunRequest_Msg {
+	if x != nil {
+		return x.Msg
+	}
+	return nil
+}
+
+func (x *StartRunRequest) GetSpec() *RunSpec {
+	if x != nil {
+		if x, ok := x.Msg.(*StartRunRequest_Spec); ok {
+			return x.Spec
+		}
+	}
+	return nil
+}
+
+func (x *StartRunRequest) GetPlanFileChunk() []byte {
+	if x != nil {
+		if x, ok := x.Msg.(*StartRunRequest_PlanFileChunk); ok {
+			return x.PlanFileChunk
+		}
+	}
+	return nil
+}
+
+type isStartRunRequest_Msg interface {
+	isStartRunRequest_Msg()
+}
+
+type StartRunRequest_Spec struct {
+	Spec *RunSpec `protobuf:"bytes,1,opt,name=spec,proto3,oneof"`
+}
+
+type StartRunRequest_PlanFileChunk struct {
+	PlanFileChunk []byte `protobuf:"bytes,2,opt,name=plan_file_chunk,json=planFileChunk,proto3,oneof"`
+}
+
+func (*StartRunRequest_Spec) isStartRunRequest_Msg() {}
+
+func (*StartRunRequest_PlanFileChunk) isStartRunRequest_Msg() {}
+
+type StartRunResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Text          string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartRunResponse) Reset() {
+	*x = StartRunResponse{}
+	mi := &file_runner_proto_runner_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartRunResponse) ProtoMessage() {}
+
+func (x *StartRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_runner_proto_runner_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartRunResponse.ProtoReflect.Descriptor instead.
+func (*StartRunResponse) Descriptor() ([]byte, []int) {
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{5}
+}
+
+type WatchRunRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	RunId string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// Index of the first log line to send.
+	FromLine      int64 `protobuf:"varint,2,opt,name=from_line,json=fromLine,proto3" json:"from_line,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchRunRequest) Reset() {
+	*x = WatchRunRequest{}
+	mi := &file_runner_proto_runner_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchRunRequest) ProtoMessage() {}
+
+func (x *WatchRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_runner_proto_runner_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchRunRequest.ProtoReflect.Descriptor instead.
+func (*WatchRunRequest) Descriptor() ([]byte, []int) {
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *WatchRunRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *WatchRunRequest) GetFromLine() int64 {
+	if x != nil {
+		return x.FromLine
+	}
+	return 0
+}
+
+type CancelRunRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelRunRequest) Reset() {
+	*x = CancelRunRequest{}
+	mi := &file_runner_proto_runner_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelRunRequest) ProtoMessage() {}
+
+func (x *CancelRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_runner_proto_runner_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelRunRequest.ProtoReflect.Descriptor instead.
+func (*CancelRunRequest) Descriptor() ([]byte, []int) {
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *CancelRunRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+type CancelRunResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelRunResponse) Reset() {
+	*x = CancelRunResponse{}
+	mi := &file_runner_proto_runner_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelRunResponse) ProtoMessage() {}
+
+func (x *CancelRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_runner_proto_runner_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelRunResponse.ProtoReflect.Descriptor instead.
+func (*CancelRunResponse) Descriptor() ([]byte, []int) {
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{8}
+}
+
+type LogLine struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Text  string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	// Index of the line in the run's log.
+	Index         int64 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LogLine) Reset() {
 	*x = LogLine{}
-	mi := &file_runner_proto_runner_proto_msgTypes[4]
+	mi := &file_runner_proto_runner_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -330,7 +671,7 @@ func (x *LogLine) String() string {
 func (*LogLine) ProtoMessage() {}
 
 func (x *LogLine) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[4]
+	mi := &file_runner_proto_runner_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -343,7 +684,7 @@ func (x *LogLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogLine.ProtoReflect.Descriptor instead.
 func (*LogLine) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{4}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *LogLine) GetText() string {
@@ -351,6 +692,13 @@ func (x *LogLine) GetText() string {
 		return x.Text
 	}
 	return ""
+}
+
+func (x *LogLine) GetIndex() int64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
 }
 
 type PlanResult struct {
@@ -372,7 +720,7 @@ type PlanResult struct {
 
 func (x *PlanResult) Reset() {
 	*x = PlanResult{}
-	mi := &file_runner_proto_runner_proto_msgTypes[5]
+	mi := &file_runner_proto_runner_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -384,7 +732,7 @@ func (x *PlanResult) String() string {
 func (*PlanResult) ProtoMessage() {}
 
 func (x *PlanResult) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[5]
+	mi := &file_runner_proto_runner_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -397,7 +745,7 @@ func (x *PlanResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResult.ProtoReflect.Descriptor instead.
 func (*PlanResult) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{5}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PlanResult) GetHasChanges() bool {
@@ -449,254 +797,6 @@ func (x *PlanResult) GetEngine() string {
 	return ""
 }
 
-type PlanEvent struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Types that are valid to be assigned to Event:
-	//
-	//	*PlanEvent_Log
-	//	*PlanEvent_PlanFileChunk
-	//	*PlanEvent_JsonPlanChunk
-	//	*PlanEvent_HumanPlanChunk
-	//	*PlanEvent_Result
-	Event         isPlanEvent_Event `protobuf_oneof:"event"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *PlanEvent) Reset() {
-	*x = PlanEvent{}
-	mi := &file_runner_proto_runner_proto_msgTypes[6]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *PlanEvent) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*PlanEvent) ProtoMessage() {}
-
-func (x *PlanEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[6]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use PlanEvent.ProtoReflect.Descriptor instead.
-func (*PlanEvent) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{6}
-}
-
-func (x *PlanEvent) GetEvent() isPlanEvent_Event {
-	if x != nil {
-		return x.Event
-	}
-	return nil
-}
-
-func (x *PlanEvent) GetLog() *LogLine {
-	if x != nil {
-		if x, ok := x.Event.(*PlanEvent_Log); ok {
-			return x.Log
-		}
-	}
-	return nil
-}
-
-func (x *PlanEvent) GetPlanFileChunk() []byte {
-	if x != nil {
-		if x, ok := x.Event.(*PlanEvent_PlanFileChunk); ok {
-			return x.PlanFileChunk
-		}
-	}
-	return nil
-}
-
-func (x *PlanEvent) GetJsonPlanChunk() []byte {
-	if x != nil {
-		if x, ok := x.Event.(*PlanEvent_JsonPlanChunk); ok {
-			return x.JsonPlanChunk
-		}
-	}
-	return nil
-}
-
-func (x *PlanEvent) GetHumanPlanChunk() []byte {
-	if x != nil {
-		if x, ok := x.Event.(*PlanEvent_HumanPlanChunk); ok {
-			return x.HumanPlanChunk
-		}
-	}
-	return nil
-}
-
-func (x *PlanEvent) GetResult() *PlanResult {
-	if x != nil {
-		if x, ok := x.Event.(*PlanEvent_Result); ok {
-			return x.Result
-		}
-	}
-	return nil
-}
-
-type isPlanEvent_Event interface {
-	isPlanEvent_Event()
-}
-
-type PlanEvent_Log struct {
-	Log *LogLine `protobuf:"bytes,1,opt,name=log,proto3,oneof"`
-}
-
-type PlanEvent_PlanFileChunk struct {
-	PlanFileChunk []byte `protobuf:"bytes,2,opt,name=plan_file_chunk,json=planFileChunk,proto3,oneof"`
-}
-
-type PlanEvent_JsonPlanChunk struct {
-	JsonPlanChunk []byte `protobuf:"bytes,3,opt,name=json_plan_chunk,json=jsonPlanChunk,proto3,oneof"`
-}
-
-type PlanEvent_HumanPlanChunk struct {
-	HumanPlanChunk []byte `protobuf:"bytes,4,opt,name=human_plan_chunk,json=humanPlanChunk,proto3,oneof"`
-}
-
-type PlanEvent_Result struct {
-	Result *PlanResult `protobuf:"bytes,5,opt,name=result,proto3,oneof"`
-}
-
-func (*PlanEvent_Log) isPlanEvent_Event() {}
-
-func (*PlanEvent_PlanFileChunk) isPlanEvent_Event() {}
-
-func (*PlanEvent_JsonPlanChunk) isPlanEvent_Event() {}
-
-func (*PlanEvent_HumanPlanChunk) isPlanEvent_Event() {}
-
-func (*PlanEvent_Result) isPlanEvent_Event() {}
-
-type ApplyOptions struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ApplyOptions) Reset() {
-	*x = ApplyOptions{}
-	mi := &file_runner_proto_runner_proto_msgTypes[7]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ApplyOptions) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ApplyOptions) ProtoMessage() {}
-
-func (x *ApplyOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[7]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ApplyOptions.ProtoReflect.Descriptor instead.
-func (*ApplyOptions) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{7}
-}
-
-type ApplyRequest struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Types that are valid to be assigned to Msg:
-	//
-	//	*ApplyRequest_Options
-	//	*ApplyRequest_PlanFileChunk
-	Msg           isApplyRequest_Msg `protobuf_oneof:"msg"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ApplyRequest) Reset() {
-	*x = ApplyRequest{}
-	mi := &file_runner_proto_runner_proto_msgTypes[8]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ApplyRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ApplyRequest) ProtoMessage() {}
-
-func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[8]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
-func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{8}
-}
-
-func (x *ApplyRequest) GetMsg() isApplyRequest_Msg {
-	if x != nil {
-		return x.Msg
-	}
-	return nil
-}
-
-func (x *ApplyRequest) GetOptions() *ApplyOptions {
-	if x != nil {
-		if x, ok := x.Msg.(*ApplyRequest_Options); ok {
-			return x.Options
-		}
-	}
-	return nil
-}
-
-func (x *ApplyRequest) GetPlanFileChunk() []byte {
-	if x != nil {
-		if x, ok := x.Msg.(*ApplyRequest_PlanFileChunk); ok {
-			return x.PlanFileChunk
-		}
-	}
-	return nil
-}
-
-type isApplyRequest_Msg interface {
-	isApplyRequest_Msg()
-}
-
-type ApplyRequest_Options struct {
-	Options *ApplyOptions `protobuf:"bytes,1,opt,name=options,proto3,oneof"`
-}
-
-type ApplyRequest_PlanFileChunk struct {
-	PlanFileChunk []byte `protobuf:"bytes,2,opt,name=plan_file_chunk,json=planFileChunk,proto3,oneof"`
-}
-
-func (*ApplyRequest_Options) isApplyRequest_Msg() {}
-
-func (*ApplyRequest_PlanFileChunk) isApplyRequest_Msg() {}
-
 type ApplyResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Outputs after the apply.
@@ -707,7 +807,7 @@ type ApplyResult struct {
 
 func (x *ApplyResult) Reset() {
 	*x = ApplyResult{}
-	mi := &file_runner_proto_runner_proto_msgTypes[9]
+	mi := &file_runner_proto_runner_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -719,7 +819,7 @@ func (x *ApplyResult) String() string {
 func (*ApplyResult) ProtoMessage() {}
 
 func (x *ApplyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[9]
+	mi := &file_runner_proto_runner_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -732,7 +832,7 @@ func (x *ApplyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResult.ProtoReflect.Descriptor instead.
 func (*ApplyResult) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{9}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ApplyResult) GetOutputs() []*Output {
@@ -742,32 +842,37 @@ func (x *ApplyResult) GetOutputs() []*Output {
 	return nil
 }
 
-type ApplyEvent struct {
+type RunEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Event:
 	//
-	//	*ApplyEvent_Log
-	//	*ApplyEvent_Result
-	Event         isApplyEvent_Event `protobuf_oneof:"event"`
+	//	*RunEvent_Log
+	//	*RunEvent_PlanFileChunk
+	//	*RunEvent_JsonPlanChunk
+	//	*RunEvent_HumanPlanChunk
+	//	*RunEvent_LockFileChunk
+	//	*RunEvent_PlanResult
+	//	*RunEvent_ApplyResult
+	Event         isRunEvent_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *ApplyEvent) Reset() {
-	*x = ApplyEvent{}
-	mi := &file_runner_proto_runner_proto_msgTypes[10]
+func (x *RunEvent) Reset() {
+	*x = RunEvent{}
+	mi := &file_runner_proto_runner_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *ApplyEvent) String() string {
+func (x *RunEvent) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*ApplyEvent) ProtoMessage() {}
+func (*RunEvent) ProtoMessage() {}
 
-func (x *ApplyEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[10]
+func (x *RunEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_runner_proto_runner_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -778,87 +883,126 @@ func (x *ApplyEvent) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use ApplyEvent.ProtoReflect.Descriptor instead.
-func (*ApplyEvent) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{10}
+// Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
+func (*RunEvent) Descriptor() ([]byte, []int) {
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{12}
 }
 
-func (x *ApplyEvent) GetEvent() isApplyEvent_Event {
+func (x *RunEvent) GetEvent() isRunEvent_Event {
 	if x != nil {
 		return x.Event
 	}
 	return nil
 }
 
-func (x *ApplyEvent) GetLog() *LogLine {
+func (x *RunEvent) GetLog() *LogLine {
 	if x != nil {
-		if x, ok := x.Event.(*ApplyEvent_Log); ok {
+		if x, ok := x.Event.(*RunEvent_Log); ok {
 			return x.Log
 		}
 	}
 	return nil
 }
 
-func (x *ApplyEvent) GetResult() *ApplyResult {
+func (x *RunEvent) GetPlanFileChunk() []byte {
 	if x != nil {
-		if x, ok := x.Event.(*ApplyEvent_Result); ok {
-			return x.Result
+		if x, ok := x.Event.(*RunEvent_PlanFileChunk); ok {
+			return x.PlanFileChunk
 		}
 	}
 	return nil
 }
 
-type isApplyEvent_Event interface {
-	isApplyEvent_Event()
+func (x *RunEvent) GetJsonPlanChunk() []byte {
+	if x != nil {
+		if x, ok := x.Event.(*RunEvent_JsonPlanChunk); ok {
+			return x.JsonPlanChunk
+		}
+	}
+	return nil
 }
 
-type ApplyEvent_Log struct {
+func (x *RunEvent) GetHumanPlanChunk() []byte {
+	if x != nil {
+		if x, ok := x.Event.(*RunEvent_HumanPlanChunk); ok {
+			return x.HumanPlanChunk
+		}
+	}
+	return nil
+}
+
+func (x *RunEvent) GetLockFileChunk() []byte {
+	if x != nil {
+		if x, ok := x.Event.(*RunEvent_LockFileChunk); ok {
+			return x.LockFileChunk
+		}
+	}
+	return nil
+}
+
+func (x *RunEvent) GetPlanResult() *PlanResult {
+	if x != nil {
+		if x, ok := x.Event.(*RunEvent_PlanResult); ok {
+			return x.PlanResult
+		}
+	}
+	return nil
+}
+
+func (x *RunEvent) GetApplyResult() *ApplyResult {
+	if x != nil {
+		if x, ok := x.Event.(*RunEvent_ApplyResult); ok {
+			return x.ApplyResult
+		}
+	}
+	return nil
+}
+
+type isRunEvent_Event interface {
+	isRunEvent_Event()
+}
+
+type RunEvent_Log struct {
 	Log *LogLine `protobuf:"bytes,1,opt,name=log,proto3,oneof"`
 }
 
-type ApplyEvent_Result struct {
-	Result *ApplyResult `protobuf:"bytes,2,opt,name=result,proto3,oneof"`
+type RunEvent_PlanFileChunk struct {
+	PlanFileChunk []byte `protobuf:"bytes,2,opt,name=plan_file_chunk,json=planFileChunk,proto3,oneof"`
 }
 
-func (*ApplyEvent_Log) isApplyEvent_Event() {}
-
-func (*ApplyEvent_Result) isApplyEvent_Event() {}
-
-type DestroyRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+type RunEvent_JsonPlanChunk struct {
+	JsonPlanChunk []byte `protobuf:"bytes,3,opt,name=json_plan_chunk,json=jsonPlanChunk,proto3,oneof"`
 }
 
-func (x *DestroyRequest) Reset() {
-	*x = DestroyRequest{}
-	mi := &file_runner_proto_runner_proto_msgTypes[11]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
+type RunEvent_HumanPlanChunk struct {
+	HumanPlanChunk []byte `protobuf:"bytes,4,opt,name=human_plan_chunk,json=humanPlanChunk,proto3,oneof"`
 }
 
-func (x *DestroyRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
+type RunEvent_LockFileChunk struct {
+	LockFileChunk []byte `protobuf:"bytes,5,opt,name=lock_file_chunk,json=lockFileChunk,proto3,oneof"`
 }
 
-func (*DestroyRequest) ProtoMessage() {}
-
-func (x *DestroyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[11]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
+type RunEvent_PlanResult struct {
+	PlanResult *PlanResult `protobuf:"bytes,6,opt,name=plan_result,json=planResult,proto3,oneof"`
 }
 
-// Deprecated: Use DestroyRequest.ProtoReflect.Descriptor instead.
-func (*DestroyRequest) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{11}
+type RunEvent_ApplyResult struct {
+	ApplyResult *ApplyResult `protobuf:"bytes,7,opt,name=apply_result,json=applyResult,proto3,oneof"`
 }
+
+func (*RunEvent_Log) isRunEvent_Event() {}
+
+func (*RunEvent_PlanFileChunk) isRunEvent_Event() {}
+
+func (*RunEvent_JsonPlanChunk) isRunEvent_Event() {}
+
+func (*RunEvent_HumanPlanChunk) isRunEvent_Event() {}
+
+func (*RunEvent_LockFileChunk) isRunEvent_Event() {}
+
+func (*RunEvent_PlanResult) isRunEvent_Event() {}
+
+func (*RunEvent_ApplyResult) isRunEvent_Event() {}
 
 type OutputsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -868,7 +1012,7 @@ type OutputsRequest struct {
 
 func (x *OutputsRequest) Reset() {
 	*x = OutputsRequest{}
-	mi := &file_runner_proto_runner_proto_msgTypes[12]
+	mi := &file_runner_proto_runner_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -880,7 +1024,7 @@ func (x *OutputsRequest) String() string {
 func (*OutputsRequest) ProtoMessage() {}
 
 func (x *OutputsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[12]
+	mi := &file_runner_proto_runner_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -893,7 +1037,7 @@ func (x *OutputsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputsRequest.ProtoReflect.Descriptor instead.
 func (*OutputsRequest) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{12}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{13}
 }
 
 type Output struct {
@@ -910,7 +1054,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_runner_proto_runner_proto_msgTypes[13]
+	mi := &file_runner_proto_runner_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -922,7 +1066,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[13]
+	mi := &file_runner_proto_runner_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -935,7 +1079,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{13}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Output) GetName() string {
@@ -975,7 +1119,7 @@ type OutputsResponse struct {
 
 func (x *OutputsResponse) Reset() {
 	*x = OutputsResponse{}
-	mi := &file_runner_proto_runner_proto_msgTypes[14]
+	mi := &file_runner_proto_runner_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -987,7 +1131,7 @@ func (x *OutputsResponse) String() string {
 func (*OutputsResponse) ProtoMessage() {}
 
 func (x *OutputsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[14]
+	mi := &file_runner_proto_runner_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1000,7 +1144,7 @@ func (x *OutputsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputsResponse.ProtoReflect.Descriptor instead.
 func (*OutputsResponse) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{14}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *OutputsResponse) GetOutputs() []*Output {
@@ -1035,11 +1179,27 @@ const file_runner_proto_runner_proto_rawDesc = "" +
 	"\x05chunk\x18\x02 \x01(\fH\x00R\x05chunkB\x05\n" +
 	"\x03msg\"@\n" +
 	"\x17UploadWorkspaceResponse\x12%\n" +
-	"\x0etarball_digest\x18\x01 \x01(\tR\rtarballDigest\"'\n" +
-	"\vPlanRequest\x12\x18\n" +
-	"\adestroy\x18\x01 \x01(\bR\adestroy\"\x1d\n" +
+	"\x0etarball_digest\x18\x01 \x01(\tR\rtarballDigest\"\xb6\x01\n" +
+	"\aRunSpec\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x122\n" +
+	"\x06action\x18\x02 \x01(\x0e2\x1a.landform.runner.v1.ActionR\x06action\x12\x18\n" +
+	"\adestroy\x18\x03 \x01(\bR\adestroy\x12)\n" +
+	"\x10deadline_seconds\x18\x04 \x01(\x03R\x0fdeadlineSeconds\x12\x1b\n" +
+	"\tlock_file\x18\x05 \x01(\fR\blockFile\"u\n" +
+	"\x0fStartRunRequest\x121\n" +
+	"\x04spec\x18\x01 \x01(\v2\x1b.landform.runner.v1.RunSpecH\x00R\x04spec\x12(\n" +
+	"\x0fplan_file_chunk\x18\x02 \x01(\fH\x00R\rplanFileChunkB\x05\n" +
+	"\x03msg\"\x12\n" +
+	"\x10StartRunResponse\"E\n" +
+	"\x0fWatchRunRequest\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1b\n" +
+	"\tfrom_line\x18\x02 \x01(\x03R\bfromLine\")\n" +
+	"\x10CancelRunRequest\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\"\x13\n" +
+	"\x11CancelRunResponse\"3\n" +
 	"\aLogLine\x12\x12\n" +
-	"\x04text\x18\x01 \x01(\tR\x04text\"\xce\x01\n" +
+	"\x04text\x18\x01 \x01(\tR\x04text\x12\x14\n" +
+	"\x05index\x18\x02 \x01(\x03R\x05index\"\xce\x01\n" +
 	"\n" +
 	"PlanResult\x12\x1f\n" +
 	"\vhas_changes\x18\x01 \x01(\bR\n" +
@@ -1049,27 +1209,19 @@ const file_runner_proto_runner_proto_rawDesc = "" +
 	"\adestroy\x18\x04 \x01(\x05R\adestroy\x12\x1c\n" +
 	"\tresources\x18\x05 \x03(\tR\tresources\x12%\n" +
 	"\x0echanges_digest\x18\x06 \x01(\tR\rchangesDigest\x12\x16\n" +
-	"\x06engine\x18\a \x01(\tR\x06engine\"\xff\x01\n" +
-	"\tPlanEvent\x12/\n" +
+	"\x06engine\x18\a \x01(\tR\x06engine\"C\n" +
+	"\vApplyResult\x124\n" +
+	"\aoutputs\x18\x01 \x03(\v2\x1a.landform.runner.v1.OutputR\aoutputs\"\xf7\x02\n" +
+	"\bRunEvent\x12/\n" +
 	"\x03log\x18\x01 \x01(\v2\x1b.landform.runner.v1.LogLineH\x00R\x03log\x12(\n" +
 	"\x0fplan_file_chunk\x18\x02 \x01(\fH\x00R\rplanFileChunk\x12(\n" +
 	"\x0fjson_plan_chunk\x18\x03 \x01(\fH\x00R\rjsonPlanChunk\x12*\n" +
-	"\x10human_plan_chunk\x18\x04 \x01(\fH\x00R\x0ehumanPlanChunk\x128\n" +
-	"\x06result\x18\x05 \x01(\v2\x1e.landform.runner.v1.PlanResultH\x00R\x06resultB\a\n" +
-	"\x05event\"\x0e\n" +
-	"\fApplyOptions\"}\n" +
-	"\fApplyRequest\x12<\n" +
-	"\aoptions\x18\x01 \x01(\v2 .landform.runner.v1.ApplyOptionsH\x00R\aoptions\x12(\n" +
-	"\x0fplan_file_chunk\x18\x02 \x01(\fH\x00R\rplanFileChunkB\x05\n" +
-	"\x03msg\"C\n" +
-	"\vApplyResult\x124\n" +
-	"\aoutputs\x18\x01 \x03(\v2\x1a.landform.runner.v1.OutputR\aoutputs\"\x81\x01\n" +
-	"\n" +
-	"ApplyEvent\x12/\n" +
-	"\x03log\x18\x01 \x01(\v2\x1b.landform.runner.v1.LogLineH\x00R\x03log\x129\n" +
-	"\x06result\x18\x02 \x01(\v2\x1f.landform.runner.v1.ApplyResultH\x00R\x06resultB\a\n" +
+	"\x10human_plan_chunk\x18\x04 \x01(\fH\x00R\x0ehumanPlanChunk\x12(\n" +
+	"\x0flock_file_chunk\x18\x05 \x01(\fH\x00R\rlockFileChunk\x12A\n" +
+	"\vplan_result\x18\x06 \x01(\v2\x1e.landform.runner.v1.PlanResultH\x00R\n" +
+	"planResult\x12D\n" +
+	"\fapply_result\x18\a \x01(\v2\x1f.landform.runner.v1.ApplyResultH\x00R\vapplyResultB\a\n" +
 	"\x05event\"\x10\n" +
-	"\x0eDestroyRequest\"\x10\n" +
 	"\x0eOutputsRequest\"v\n" +
 	"\x06Output\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
@@ -1078,12 +1230,17 @@ const file_runner_proto_runner_proto_rawDesc = "" +
 	"\tsensitive\x18\x03 \x01(\bR\tsensitive\x12\x1b\n" +
 	"\ttype_json\x18\x04 \x01(\fR\btypeJson\"G\n" +
 	"\x0fOutputsResponse\x124\n" +
-	"\aoutputs\x18\x01 \x03(\v2\x1a.landform.runner.v1.OutputR\aoutputs2\xb4\x03\n" +
+	"\aoutputs\x18\x01 \x03(\v2\x1a.landform.runner.v1.OutputR\aoutputs*B\n" +
+	"\x06Action\x12\x16\n" +
+	"\x12ACTION_UNSPECIFIED\x10\x00\x12\b\n" +
+	"\x04PLAN\x10\x01\x12\t\n" +
+	"\x05APPLY\x10\x02\x12\v\n" +
+	"\aDESTROY\x10\x032\xce\x03\n" +
 	"\x06Runner\x12l\n" +
-	"\x0fUploadWorkspace\x12*.landform.runner.v1.UploadWorkspaceRequest\x1a+.landform.runner.v1.UploadWorkspaceResponse(\x01\x12H\n" +
-	"\x04Plan\x12\x1f.landform.runner.v1.PlanRequest\x1a\x1d.landform.runner.v1.PlanEvent0\x01\x12M\n" +
-	"\x05Apply\x12 .landform.runner.v1.ApplyRequest\x1a\x1e.landform.runner.v1.ApplyEvent(\x010\x01\x12O\n" +
-	"\aDestroy\x12\".landform.runner.v1.DestroyRequest\x1a\x1e.landform.runner.v1.ApplyEvent0\x01\x12R\n" +
+	"\x0fUploadWorkspace\x12*.landform.runner.v1.UploadWorkspaceRequest\x1a+.landform.runner.v1.UploadWorkspaceResponse(\x01\x12W\n" +
+	"\bStartRun\x12#.landform.runner.v1.StartRunRequest\x1a$.landform.runner.v1.StartRunResponse(\x01\x12O\n" +
+	"\bWatchRun\x12#.landform.runner.v1.WatchRunRequest\x1a\x1c.landform.runner.v1.RunEvent0\x01\x12X\n" +
+	"\tCancelRun\x12$.landform.runner.v1.CancelRunRequest\x1a%.landform.runner.v1.CancelRunResponse\x12R\n" +
 	"\aOutputs\x12\".landform.runner.v1.OutputsRequest\x1a#.landform.runner.v1.OutputsResponseB8Z6github.com/landform-dev/landform/runner/proto;runnerpbb\x06proto3"
 
 var (
@@ -1098,47 +1255,50 @@ func file_runner_proto_runner_proto_rawDescGZIP() []byte {
 	return file_runner_proto_runner_proto_rawDescData
 }
 
-var file_runner_proto_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_runner_proto_runner_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_runner_proto_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_runner_proto_runner_proto_goTypes = []any{
-	(*WorkspaceSpec)(nil),           // 0: landform.runner.v1.WorkspaceSpec
-	(*UploadWorkspaceRequest)(nil),  // 1: landform.runner.v1.UploadWorkspaceRequest
-	(*UploadWorkspaceResponse)(nil), // 2: landform.runner.v1.UploadWorkspaceResponse
-	(*PlanRequest)(nil),             // 3: landform.runner.v1.PlanRequest
-	(*LogLine)(nil),                 // 4: landform.runner.v1.LogLine
-	(*PlanResult)(nil),              // 5: landform.runner.v1.PlanResult
-	(*PlanEvent)(nil),               // 6: landform.runner.v1.PlanEvent
-	(*ApplyOptions)(nil),            // 7: landform.runner.v1.ApplyOptions
-	(*ApplyRequest)(nil),            // 8: landform.runner.v1.ApplyRequest
-	(*ApplyResult)(nil),             // 9: landform.runner.v1.ApplyResult
-	(*ApplyEvent)(nil),              // 10: landform.runner.v1.ApplyEvent
-	(*DestroyRequest)(nil),          // 11: landform.runner.v1.DestroyRequest
-	(*OutputsRequest)(nil),          // 12: landform.runner.v1.OutputsRequest
-	(*Output)(nil),                  // 13: landform.runner.v1.Output
-	(*OutputsResponse)(nil),         // 14: landform.runner.v1.OutputsResponse
-	nil,                             // 15: landform.runner.v1.WorkspaceSpec.BackendConfigEntry
-	nil,                             // 16: landform.runner.v1.WorkspaceSpec.EnvEntry
+	(Action)(0),                     // 0: landform.runner.v1.Action
+	(*WorkspaceSpec)(nil),           // 1: landform.runner.v1.WorkspaceSpec
+	(*UploadWorkspaceRequest)(nil),  // 2: landform.runner.v1.UploadWorkspaceRequest
+	(*UploadWorkspaceResponse)(nil), // 3: landform.runner.v1.UploadWorkspaceResponse
+	(*RunSpec)(nil),                 // 4: landform.runner.v1.RunSpec
+	(*StartRunRequest)(nil),         // 5: landform.runner.v1.StartRunRequest
+	(*StartRunResponse)(nil),        // 6: landform.runner.v1.StartRunResponse
+	(*WatchRunRequest)(nil),         // 7: landform.runner.v1.WatchRunRequest
+	(*CancelRunRequest)(nil),        // 8: landform.runner.v1.CancelRunRequest
+	(*CancelRunResponse)(nil),       // 9: landform.runner.v1.CancelRunResponse
+	(*LogLine)(nil),                 // 10: landform.runner.v1.LogLine
+	(*PlanResult)(nil),              // 11: landform.runner.v1.PlanResult
+	(*ApplyResult)(nil),             // 12: landform.runner.v1.ApplyResult
+	(*RunEvent)(nil),                // 13: landform.runner.v1.RunEvent
+	(*OutputsRequest)(nil),          // 14: landform.runner.v1.OutputsRequest
+	(*Output)(nil),                  // 15: landform.runner.v1.Output
+	(*OutputsResponse)(nil),         // 16: landform.runner.v1.OutputsResponse
+	nil,                             // 17: landform.runner.v1.WorkspaceSpec.BackendConfigEntry
+	nil,                             // 18: landform.runner.v1.WorkspaceSpec.EnvEntry
 }
 var file_runner_proto_runner_proto_depIdxs = []int32{
-	15, // 0: landform.runner.v1.WorkspaceSpec.backend_config:type_name -> landform.runner.v1.WorkspaceSpec.BackendConfigEntry
-	16, // 1: landform.runner.v1.WorkspaceSpec.env:type_name -> landform.runner.v1.WorkspaceSpec.EnvEntry
-	0,  // 2: landform.runner.v1.UploadWorkspaceRequest.spec:type_name -> landform.runner.v1.WorkspaceSpec
-	4,  // 3: landform.runner.v1.PlanEvent.log:type_name -> landform.runner.v1.LogLine
-	5,  // 4: landform.runner.v1.PlanEvent.result:type_name -> landform.runner.v1.PlanResult
-	7,  // 5: landform.runner.v1.ApplyRequest.options:type_name -> landform.runner.v1.ApplyOptions
-	13, // 6: landform.runner.v1.ApplyResult.outputs:type_name -> landform.runner.v1.Output
-	4,  // 7: landform.runner.v1.ApplyEvent.log:type_name -> landform.runner.v1.LogLine
-	9,  // 8: landform.runner.v1.ApplyEvent.result:type_name -> landform.runner.v1.ApplyResult
-	13, // 9: landform.runner.v1.OutputsResponse.outputs:type_name -> landform.runner.v1.Output
-	1,  // 10: landform.runner.v1.Runner.UploadWorkspace:input_type -> landform.runner.v1.UploadWorkspaceRequest
-	3,  // 11: landform.runner.v1.Runner.Plan:input_type -> landform.runner.v1.PlanRequest
-	8,  // 12: landform.runner.v1.Runner.Apply:input_type -> landform.runner.v1.ApplyRequest
-	11, // 13: landform.runner.v1.Runner.Destroy:input_type -> landform.runner.v1.DestroyRequest
-	12, // 14: landform.runner.v1.Runner.Outputs:input_type -> landform.runner.v1.OutputsRequest
-	2,  // 15: landform.runner.v1.Runner.UploadWorkspace:output_type -> landform.runner.v1.UploadWorkspaceResponse
-	6,  // 16: landform.runner.v1.Runner.Plan:output_type -> landform.runner.v1.PlanEvent
-	10, // 17: landform.runner.v1.Runner.Apply:output_type -> landform.runner.v1.ApplyEvent
-	10, // 18: landform.runner.v1.Runner.Destroy:output_type -> landform.runner.v1.ApplyEvent
-	14, // 19: landform.runner.v1.Runner.Outputs:output_type -> landform.runner.v1.OutputsResponse
+	17, // 0: landform.runner.v1.WorkspaceSpec.backend_config:type_name -> landform.runner.v1.WorkspaceSpec.BackendConfigEntry
+	18, // 1: landform.runner.v1.WorkspaceSpec.env:type_name -> landform.runner.v1.WorkspaceSpec.EnvEntry
+	1,  // 2: landform.runner.v1.UploadWorkspaceRequest.spec:type_name -> landform.runner.v1.WorkspaceSpec
+	0,  // 3: landform.runner.v1.RunSpec.action:type_name -> landform.runner.v1.Action
+	4,  // 4: landform.runner.v1.StartRunRequest.spec:type_name -> landform.runner.v1.RunSpec
+	15, // 5: landform.runner.v1.ApplyResult.outputs:type_name -> landform.runner.v1.Output
+	10, // 6: landform.runner.v1.RunEvent.log:type_name -> landform.runner.v1.LogLine
+	11, // 7: landform.runner.v1.RunEvent.plan_result:type_name -> landform.runner.v1.PlanResult
+	12, // 8: landform.runner.v1.RunEvent.apply_result:type_name -> landform.runner.v1.ApplyResult
+	15, // 9: landform.runner.v1.OutputsResponse.outputs:type_name -> landform.runner.v1.Output
+	2,  // 10: landform.runner.v1.Runner.UploadWorkspace:input_type -> landform.runner.v1.UploadWorkspaceRequest
+	5,  // 11: landform.runner.v1.Runner.StartRun:input_type -> landform.runner.v1.StartRunRequest
+	7,  // 12: landform.runner.v1.Runner.WatchRun:input_type -> landform.runner.v1.WatchRunRequest
+	8,  // 13: landform.runner.v1.Runner.CancelRun:input_type -> landform.runner.v1.CancelRunRequest
+	14, // 14: landform.runner.v1.Runner.Outputs:input_type -> landform.runner.v1.OutputsRequest
+	3,  // 15: landform.runner.v1.Runner.UploadWorkspace:output_type -> landform.runner.v1.UploadWorkspaceResponse
+	6,  // 16: landform.runner.v1.Runner.StartRun:output_type -> landform.runner.v1.StartRunResponse
+	13, // 17: landform.runner.v1.Runner.WatchRun:output_type -> landform.runner.v1.RunEvent
+	9,  // 18: landform.runner.v1.Runner.CancelRun:output_type -> landform.runner.v1.CancelRunResponse
+	16, // 19: landform.runner.v1.Runner.Outputs:output_type -> landform.runner.v1.OutputsResponse
 	15, // [15:20] is the sub-list for method output_type
 	10, // [10:15] is the sub-list for method input_type
 	10, // [10:10] is the sub-list for extension type_name
@@ -1155,33 +1315,32 @@ func file_runner_proto_runner_proto_init() {
 		(*UploadWorkspaceRequest_Spec)(nil),
 		(*UploadWorkspaceRequest_Chunk)(nil),
 	}
-	file_runner_proto_runner_proto_msgTypes[6].OneofWrappers = []any{
-		(*PlanEvent_Log)(nil),
-		(*PlanEvent_PlanFileChunk)(nil),
-		(*PlanEvent_JsonPlanChunk)(nil),
-		(*PlanEvent_HumanPlanChunk)(nil),
-		(*PlanEvent_Result)(nil),
+	file_runner_proto_runner_proto_msgTypes[4].OneofWrappers = []any{
+		(*StartRunRequest_Spec)(nil),
+		(*StartRunRequest_PlanFileChunk)(nil),
 	}
-	file_runner_proto_runner_proto_msgTypes[8].OneofWrappers = []any{
-		(*ApplyRequest_Options)(nil),
-		(*ApplyRequest_PlanFileChunk)(nil),
-	}
-	file_runner_proto_runner_proto_msgTypes[10].OneofWrappers = []any{
-		(*ApplyEvent_Log)(nil),
-		(*ApplyEvent_Result)(nil),
+	file_runner_proto_runner_proto_msgTypes[12].OneofWrappers = []any{
+		(*RunEvent_Log)(nil),
+		(*RunEvent_PlanFileChunk)(nil),
+		(*RunEvent_JsonPlanChunk)(nil),
+		(*RunEvent_HumanPlanChunk)(nil),
+		(*RunEvent_LockFileChunk)(nil),
+		(*RunEvent_PlanResult)(nil),
+		(*RunEvent_ApplyResult)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_runner_proto_runner_proto_rawDesc), len(file_runner_proto_runner_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   17,
+			NumEnums:      1,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_runner_proto_runner_proto_goTypes,
 		DependencyIndexes: file_runner_proto_runner_proto_depIdxs,
+		EnumInfos:         file_runner_proto_runner_proto_enumTypes,
 		MessageInfos:      file_runner_proto_runner_proto_msgTypes,
 	}.Build()
 	File_runner_proto_runner_proto = out.File

@@ -27,9 +27,9 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	Runner_UploadWorkspace_FullMethodName = "/landform.runner.v1.Runner/UploadWorkspace"
-	Runner_Plan_FullMethodName            = "/landform.runner.v1.Runner/Plan"
-	Runner_Apply_FullMethodName           = "/landform.runner.v1.Runner/Apply"
-	Runner_Destroy_FullMethodName         = "/landform.runner.v1.Runner/Destroy"
+	Runner_StartRun_FullMethodName        = "/landform.runner.v1.Runner/StartRun"
+	Runner_WatchRun_FullMethodName        = "/landform.runner.v1.Runner/WatchRun"
+	Runner_CancelRun_FullMethodName       = "/landform.runner.v1.Runner/CancelRun"
 	Runner_Outputs_FullMethodName         = "/landform.runner.v1.Runner/Outputs"
 )
 
@@ -42,14 +42,21 @@ type RunnerClient interface {
 	// verifies the tarball's digest, extracts it and renders vars and backend.
 	// Sending the same digest again is a no-op.
 	UploadWorkspace(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[UploadWorkspaceRequest, UploadWorkspaceResponse], error)
-	// Plan initialises the workspace if needed and plans. It streams log lines,
-	// then the plan file, JSON plan and human plan in chunks, then the result.
-	Plan(ctx context.Context, in *PlanRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[PlanEvent], error)
-	// Apply applies a saved plan: the first message carries options, the
-	// following ones the plan file in chunks. It streams log lines then the result.
-	Apply(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ApplyRequest, ApplyEvent], error)
-	// Destroy destroys every resource in the state, streaming log lines.
-	Destroy(ctx context.Context, in *DestroyRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ApplyEvent], error)
+	// StartRun starts a run (plan, apply or destroy) and returns once the
+	// runner accepted it: the first message carries the RunSpec, the
+	// following ones, for an apply, the plan file in chunks. The run goes on
+	// whatever happens to the call or its connection; only its deadline,
+	// CancelRun or the runner's shutdown interrupt it, gracefully. Starting
+	// the same run id again is a no-op.
+	StartRun(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[StartRunRequest, StartRunResponse], error)
+	// WatchRun streams a run's log from a line index, live, and once the run
+	// ended its artefacts and result; or it ends with the run's typed error.
+	// Any number of watches, any time: a run's log and result are kept until
+	// the runner exits. Cancelling a watch never affects the run.
+	WatchRun(ctx context.Context, in *WatchRunRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunEvent], error)
+	// CancelRun interrupts a run gracefully (SIGINT; terraform saves its
+	// state and releases its lock). Idempotent.
+	CancelRun(ctx context.Context, in *CancelRunRequest, opts ...grpc.CallOption) (*CancelRunResponse, error)
 	// Outputs reads the outputs from the state, with their sensitivity.
 	Outputs(ctx context.Context, in *OutputsRequest, opts ...grpc.CallOption) (*OutputsResponse, error)
 }
@@ -75,13 +82,26 @@ func (c *runnerClient) UploadWorkspace(ctx context.Context, opts ...grpc.CallOpt
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Runner_UploadWorkspaceClient = grpc.ClientStreamingClient[UploadWorkspaceRequest, UploadWorkspaceResponse]
 
-func (c *runnerClient) Plan(ctx context.Context, in *PlanRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[PlanEvent], error) {
+func (c *runnerClient) StartRun(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[StartRunRequest, StartRunResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Runner_ServiceDesc.Streams[1], Runner_Plan_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Runner_ServiceDesc.Streams[1], Runner_StartRun_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	x := &grpc.GenericClientStream[PlanRequest, PlanEvent]{ClientStream: stream}
+	x := &grpc.GenericClientStream[StartRunRequest, StartRunResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Runner_StartRunClient = grpc.ClientStreamingClient[StartRunRequest, StartRunResponse]
+
+func (c *runnerClient) WatchRun(ctx context.Context, in *WatchRunRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Runner_ServiceDesc.Streams[2], Runner_WatchRun_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchRunRequest, RunEvent]{ClientStream: stream}
 	if err := x.ClientStream.SendMsg(in); err != nil {
 		return nil, err
 	}
@@ -92,39 +112,17 @@ func (c *runnerClient) Plan(ctx context.Context, in *PlanRequest, opts ...grpc.C
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type Runner_PlanClient = grpc.ServerStreamingClient[PlanEvent]
+type Runner_WatchRunClient = grpc.ServerStreamingClient[RunEvent]
 
-func (c *runnerClient) Apply(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ApplyRequest, ApplyEvent], error) {
+func (c *runnerClient) CancelRun(ctx context.Context, in *CancelRunRequest, opts ...grpc.CallOption) (*CancelRunResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Runner_ServiceDesc.Streams[2], Runner_Apply_FullMethodName, cOpts...)
+	out := new(CancelRunResponse)
+	err := c.cc.Invoke(ctx, Runner_CancelRun_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	x := &grpc.GenericClientStream[ApplyRequest, ApplyEvent]{ClientStream: stream}
-	return x, nil
+	return out, nil
 }
-
-// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type Runner_ApplyClient = grpc.BidiStreamingClient[ApplyRequest, ApplyEvent]
-
-func (c *runnerClient) Destroy(ctx context.Context, in *DestroyRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ApplyEvent], error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Runner_ServiceDesc.Streams[3], Runner_Destroy_FullMethodName, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	x := &grpc.GenericClientStream[DestroyRequest, ApplyEvent]{ClientStream: stream}
-	if err := x.ClientStream.SendMsg(in); err != nil {
-		return nil, err
-	}
-	if err := x.ClientStream.CloseSend(); err != nil {
-		return nil, err
-	}
-	return x, nil
-}
-
-// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type Runner_DestroyClient = grpc.ServerStreamingClient[ApplyEvent]
 
 func (c *runnerClient) Outputs(ctx context.Context, in *OutputsRequest, opts ...grpc.CallOption) (*OutputsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -145,14 +143,21 @@ type RunnerServer interface {
 	// verifies the tarball's digest, extracts it and renders vars and backend.
 	// Sending the same digest again is a no-op.
 	UploadWorkspace(grpc.ClientStreamingServer[UploadWorkspaceRequest, UploadWorkspaceResponse]) error
-	// Plan initialises the workspace if needed and plans. It streams log lines,
-	// then the plan file, JSON plan and human plan in chunks, then the result.
-	Plan(*PlanRequest, grpc.ServerStreamingServer[PlanEvent]) error
-	// Apply applies a saved plan: the first message carries options, the
-	// following ones the plan file in chunks. It streams log lines then the result.
-	Apply(grpc.BidiStreamingServer[ApplyRequest, ApplyEvent]) error
-	// Destroy destroys every resource in the state, streaming log lines.
-	Destroy(*DestroyRequest, grpc.ServerStreamingServer[ApplyEvent]) error
+	// StartRun starts a run (plan, apply or destroy) and returns once the
+	// runner accepted it: the first message carries the RunSpec, the
+	// following ones, for an apply, the plan file in chunks. The run goes on
+	// whatever happens to the call or its connection; only its deadline,
+	// CancelRun or the runner's shutdown interrupt it, gracefully. Starting
+	// the same run id again is a no-op.
+	StartRun(grpc.ClientStreamingServer[StartRunRequest, StartRunResponse]) error
+	// WatchRun streams a run's log from a line index, live, and once the run
+	// ended its artefacts and result; or it ends with the run's typed error.
+	// Any number of watches, any time: a run's log and result are kept until
+	// the runner exits. Cancelling a watch never affects the run.
+	WatchRun(*WatchRunRequest, grpc.ServerStreamingServer[RunEvent]) error
+	// CancelRun interrupts a run gracefully (SIGINT; terraform saves its
+	// state and releases its lock). Idempotent.
+	CancelRun(context.Context, *CancelRunRequest) (*CancelRunResponse, error)
 	// Outputs reads the outputs from the state, with their sensitivity.
 	Outputs(context.Context, *OutputsRequest) (*OutputsResponse, error)
 	mustEmbedUnimplementedRunnerServer()
@@ -168,14 +173,14 @@ type UnimplementedRunnerServer struct{}
 func (UnimplementedRunnerServer) UploadWorkspace(grpc.ClientStreamingServer[UploadWorkspaceRequest, UploadWorkspaceResponse]) error {
 	return status.Error(codes.Unimplemented, "method UploadWorkspace not implemented")
 }
-func (UnimplementedRunnerServer) Plan(*PlanRequest, grpc.ServerStreamingServer[PlanEvent]) error {
-	return status.Error(codes.Unimplemented, "method Plan not implemented")
+func (UnimplementedRunnerServer) StartRun(grpc.ClientStreamingServer[StartRunRequest, StartRunResponse]) error {
+	return status.Error(codes.Unimplemented, "method StartRun not implemented")
 }
-func (UnimplementedRunnerServer) Apply(grpc.BidiStreamingServer[ApplyRequest, ApplyEvent]) error {
-	return status.Error(codes.Unimplemented, "method Apply not implemented")
+func (UnimplementedRunnerServer) WatchRun(*WatchRunRequest, grpc.ServerStreamingServer[RunEvent]) error {
+	return status.Error(codes.Unimplemented, "method WatchRun not implemented")
 }
-func (UnimplementedRunnerServer) Destroy(*DestroyRequest, grpc.ServerStreamingServer[ApplyEvent]) error {
-	return status.Error(codes.Unimplemented, "method Destroy not implemented")
+func (UnimplementedRunnerServer) CancelRun(context.Context, *CancelRunRequest) (*CancelRunResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CancelRun not implemented")
 }
 func (UnimplementedRunnerServer) Outputs(context.Context, *OutputsRequest) (*OutputsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Outputs not implemented")
@@ -208,34 +213,41 @@ func _Runner_UploadWorkspace_Handler(srv interface{}, stream grpc.ServerStream) 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Runner_UploadWorkspaceServer = grpc.ClientStreamingServer[UploadWorkspaceRequest, UploadWorkspaceResponse]
 
-func _Runner_Plan_Handler(srv interface{}, stream grpc.ServerStream) error {
-	m := new(PlanRequest)
+func _Runner_StartRun_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(RunnerServer).StartRun(&grpc.GenericServerStream[StartRunRequest, StartRunResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Runner_StartRunServer = grpc.ClientStreamingServer[StartRunRequest, StartRunResponse]
+
+func _Runner_WatchRun_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchRunRequest)
 	if err := stream.RecvMsg(m); err != nil {
 		return err
 	}
-	return srv.(RunnerServer).Plan(m, &grpc.GenericServerStream[PlanRequest, PlanEvent]{ServerStream: stream})
+	return srv.(RunnerServer).WatchRun(m, &grpc.GenericServerStream[WatchRunRequest, RunEvent]{ServerStream: stream})
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type Runner_PlanServer = grpc.ServerStreamingServer[PlanEvent]
+type Runner_WatchRunServer = grpc.ServerStreamingServer[RunEvent]
 
-func _Runner_Apply_Handler(srv interface{}, stream grpc.ServerStream) error {
-	return srv.(RunnerServer).Apply(&grpc.GenericServerStream[ApplyRequest, ApplyEvent]{ServerStream: stream})
-}
-
-// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type Runner_ApplyServer = grpc.BidiStreamingServer[ApplyRequest, ApplyEvent]
-
-func _Runner_Destroy_Handler(srv interface{}, stream grpc.ServerStream) error {
-	m := new(DestroyRequest)
-	if err := stream.RecvMsg(m); err != nil {
-		return err
+func _Runner_CancelRun_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelRunRequest)
+	if err := dec(in); err != nil {
+		return nil, err
 	}
-	return srv.(RunnerServer).Destroy(m, &grpc.GenericServerStream[DestroyRequest, ApplyEvent]{ServerStream: stream})
+	if interceptor == nil {
+		return srv.(RunnerServer).CancelRun(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Runner_CancelRun_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunnerServer).CancelRun(ctx, req.(*CancelRunRequest))
+	}
+	return interceptor(ctx, in, info, handler)
 }
-
-// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type Runner_DestroyServer = grpc.ServerStreamingServer[ApplyEvent]
 
 func _Runner_Outputs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(OutputsRequest)
@@ -263,6 +275,10 @@ var Runner_ServiceDesc = grpc.ServiceDesc{
 	HandlerType: (*RunnerServer)(nil),
 	Methods: []grpc.MethodDesc{
 		{
+			MethodName: "CancelRun",
+			Handler:    _Runner_CancelRun_Handler,
+		},
+		{
 			MethodName: "Outputs",
 			Handler:    _Runner_Outputs_Handler,
 		},
@@ -274,19 +290,13 @@ var Runner_ServiceDesc = grpc.ServiceDesc{
 			ClientStreams: true,
 		},
 		{
-			StreamName:    "Plan",
-			Handler:       _Runner_Plan_Handler,
-			ServerStreams: true,
-		},
-		{
-			StreamName:    "Apply",
-			Handler:       _Runner_Apply_Handler,
-			ServerStreams: true,
+			StreamName:    "StartRun",
+			Handler:       _Runner_StartRun_Handler,
 			ClientStreams: true,
 		},
 		{
-			StreamName:    "Destroy",
-			Handler:       _Runner_Destroy_Handler,
+			StreamName:    "WatchRun",
+			Handler:       _Runner_WatchRun_Handler,
 			ServerStreams: true,
 		},
 	},

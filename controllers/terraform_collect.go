@@ -1,0 +1,204 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/metrics"
+	"github.com/landform-dev/landform/internal/placement"
+	"github.com/landform-dev/landform/runner"
+)
+
+// replanSoon is how soon an object plans again after a run that must not be
+// repeated as it was (a lost runner, an unusable plan, a released lock).
+const replanSoon = time.Second
+
+// collected is what the reconcile learns from a run that ended well.
+type collected struct {
+	// idle is the runner of a plan run, kept for an apply that may follow
+	// at once; the reconcile must use it or stop it.
+	idle *idleRunner
+	// destroyed is set when a destroy run succeeded.
+	destroyed bool
+}
+
+// idleRunner is a runner with no run, and the slot it holds.
+type idleRunner struct {
+	rn           *placement.Run
+	release      func()
+	inputsDigest string
+	taken        bool
+}
+
+// take hands the runner to the next run when it has the same inputs.
+func (i *idleRunner) take(inputsDigest string) (*placement.Run, func()) {
+	if i == nil || i.taken || i.inputsDigest != inputsDigest {
+		return nil, nil
+	}
+	i.taken = true
+	return i.rn, i.release
+}
+
+// inspectRun handles the run recorded in status.run: it follows it when
+// this process does not yet (a restart, a new leader), reports it in
+// progress while it runs, and once it ended records its outcome and
+// clears status.run. A run is never started again: an apply or destroy
+// whose runner was lost is followed by a new plan from the real state.
+func (r *TerraformReconciler) inspectRun(ctx context.Context, obj *infrav1.Terraform) (*collected, error) {
+	key := client.ObjectKeyFromObject(obj)
+	run := obj.Status.Run
+	h := r.runs.get(key)
+	if h == nil || h.id != run.ID {
+		var err error
+		if h, err = r.attachRun(ctx, obj); err != nil {
+			if errors.Is(err, errShuttingDown) {
+				return nil, waiting(infrav1.ShuttingDownReason, time.Minute, "%s run %s is followed again when the controller is back", run.Action, run.ID)
+			}
+			return nil, err
+		}
+	}
+	select {
+	case <-h.done:
+	default:
+		return nil, r.runProgress(obj, h)
+	}
+	var attachErr *attachError
+	switch {
+	case errors.Is(h.err, errDetached):
+		r.runs.finish(h, false)
+		return nil, waiting(infrav1.ShuttingDownReason, time.Minute, "%s run %s goes on in its runner; the next controller collects it", run.Action, run.ID)
+	case errors.As(h.err, &attachErr):
+		// Not known to be gone: keep status.run and look again.
+		r.runs.finish(h, false)
+		return nil, retry(infrav1.RunnerFailedReason, "following %s run %s again: %v", run.Action, run.ID, attachErr.err)
+	}
+	obj.Status.Run = nil
+	metrics.CountRun(run.Action, h.err)
+	switch run.Action {
+	case runApply:
+		r.runs.finish(h, false)
+		return &collected{}, r.collectApply(ctx, obj, run, h)
+	case runDestroy:
+		r.runs.finish(h, false)
+		if err := r.collectDestroy(ctx, obj, run, h); err != nil {
+			return nil, err
+		}
+		return &collected{destroyed: true}, nil
+	}
+	if h.err != nil {
+		r.runs.finish(h, false)
+		return nil, r.runFailed(ctx, obj, run, h, infrav1.PlannedCondition, infrav1.PlanFailedReason, infrav1.PlanTimeoutReason)
+	}
+	rn, release := r.runs.finish(h, true)
+	idle := &idleRunner{rn: rn, release: release, inputsDigest: run.InputsDigest}
+	if _, err := r.recordPlan(ctx, obj, run, h.result.Plan); err != nil {
+		r.stopIdle(rn, release)
+		return nil, err
+	}
+	return &collected{idle: idle}, nil
+}
+
+// runProgress says what the run is doing, for status while it goes on.
+func (r *TerraformReconciler) runProgress(obj *infrav1.Terraform, h *runHandle) error {
+	run := obj.Status.Run
+	what := run.Action + " run " + run.ID
+	if run.Plan != "" {
+		what += " of plan " + run.Plan
+	}
+	// Look again once the phase's deadline has certainly passed, in case
+	// the run's end does not wake the object.
+	after := obj.GetTimeout() + runner.DefaultInterruptGrace + time.Minute
+	id := r.runs.runner(h)
+	if id == "" {
+		return inProgress(infrav1.RunQueuedReason, after, "%s waits for a runner (revision %s)", what, run.Revision)
+	}
+	run.Runner = id
+	return inProgress(infrav1.RunInProgressReason, after, "%s in progress on %s (revision %s)", what, id, run.Revision)
+}
+
+// collectApply records the outcome of an apply run. A plan that could not
+// be applied, or whose apply may have been cut short, is dropped: the next
+// plan starts from the state as it really is, and an apply is never
+// repeated from an old plan.
+func (r *TerraformReconciler) collectApply(ctx context.Context, obj *infrav1.Terraform, run *infrav1.RunStatus, h *runHandle) error {
+	if h.err == nil {
+		return r.recordApply(ctx, obj, run, h.result.Outputs)
+	}
+	rerr, typed := runner.AsError(h.err)
+	if typed && (rerr.Reason == runner.ReasonStalePlan || rerr.Reason == runner.ReasonPlanUnusable) {
+		if err := r.dropPlan(ctx, obj); err != nil {
+			return err
+		}
+		msg := fmt.Sprintf("plan %s can no longer be applied (%s); planning again", run.Plan, h.redactor.String(rerr.Message))
+		conditions.MarkFalse(obj, infrav1.AppliedCondition, infrav1.PlanUnusableReason, "%s", msg)
+		r.event(obj, run.Revision, corev1.EventTypeWarning, infrav1.PlanUnusableReason, "%s", msg)
+		return waiting(infrav1.PlanUnusableReason, replanSoon, "%s", msg)
+	}
+	if !typed || rerr.Reason != runner.ReasonStateLocked {
+		// The apply may have changed some resources: never apply this
+		// plan again.
+		if err := r.dropPlan(ctx, obj); err != nil {
+			return err
+		}
+	}
+	return r.runFailed(ctx, obj, run, h, infrav1.AppliedCondition, infrav1.ApplyFailedReason, infrav1.ApplyTimeoutReason)
+}
+
+// collectDestroy records the outcome of a destroy run.
+func (r *TerraformReconciler) collectDestroy(ctx context.Context, obj *infrav1.Terraform, run *infrav1.RunStatus, h *runHandle) error {
+	if h.err != nil {
+		return r.runFailed(ctx, obj, run, h, infrav1.AppliedCondition, infrav1.DestroyFailedReason, infrav1.DestroyTimeoutReason)
+	}
+	markUnlocked(obj)
+	r.event(obj, run.Revision, corev1.EventTypeNormal, infrav1.DeletingReason, "destroyed the resources of revision %s", run.Revision)
+	return nil
+}
+
+// runFailed turns a run's failure into conditions, an event and the typed
+// error that decides what happens next.
+func (r *TerraformReconciler) runFailed(ctx context.Context, obj *infrav1.Terraform, run *infrav1.RunStatus, h *runHandle, condition, failedReason, timeoutReason string) error {
+	var lost *runnerLost
+	switch {
+	case errors.Is(h.err, errAbandoned):
+		return waiting(infrav1.ProgressingReason, replanSoon, "%s run %s was given up before it started", run.Action, run.ID)
+	case errors.As(h.err, &lost):
+		msg := fmt.Sprintf("the runner of %s run %s is gone (%s)", run.Action, run.ID, h.redactor.String(lost.why))
+		r.event(obj, run.Revision, corev1.EventTypeWarning, infrav1.RunLostReason, "%s; planning again from the state", msg)
+		conditions.MarkFalse(obj, condition, infrav1.RunLostReason, "%s", msg)
+		if err := r.recoverLock(ctx, obj); err != nil {
+			return err
+		}
+		return waiting(infrav1.RunLostReason, replanSoon, "%s; planning again from the state", msg)
+	}
+	ferr := h.err
+	if errorReason(h.err, "") == "" {
+		// Not decided yet (placement failures come with their reason).
+		ferr = runnerError(obj, h.redactor, run.Revision, h.err, failedReason)
+	}
+	if rerr, ok := runner.AsError(h.err); ok {
+		switch rerr.Reason {
+		case runner.ReasonStateLocked:
+			return r.lockHeld(ctx, obj, rerr.Metadata)
+		case runner.ReasonDeadlineExceeded:
+			ferr = retry(timeoutReason, "the %s phase ran out of spec.timeout (%s) and terraform was interrupted, saving its state: raise spec.timeout or make the module faster; Landform plans again from the saved state",
+				run.Action, obj.GetTimeout())
+		}
+	}
+	reason := errorReason(ferr, failedReason)
+	conditions.MarkFalse(obj, condition, reason, "%s", ferr.Error())
+	r.event(obj, run.Revision, corev1.EventTypeWarning, reason, "%s run %s failed: %s", run.Action, run.ID, ferr.Error())
+	return ferr
+}
+
+// attachError is a failure to follow a recorded run that does not prove
+// its runner gone (the API server unreachable, say).
+type attachError struct{ err error }
+
+func (e *attachError) Error() string { return e.err.Error() }

@@ -1,0 +1,152 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/redact"
+	"github.com/landform-dev/landform/internal/statelock"
+	"github.com/landform-dev/landform/runner"
+)
+
+// lockHeld handles a run that found the state locked. A lock left by a
+// Landform runner that is provably gone is released (by its lock id) and
+// the object plans again; any other holder keeps its lock, and the
+// condition names it.
+func (r *TerraformReconciler) lockHeld(ctx context.Context, obj *infrav1.Terraform, md map[string]string) error {
+	released, err := r.releaseGoneLock(ctx, obj)
+	if err != nil {
+		return err
+	}
+	if released {
+		return waiting(infrav1.StateLockReleasedReason, replanSoon, "released the state lock %s left by a runner that is gone; planning again", orUnknown(md["id"]))
+	}
+	markLocked(obj, md)
+	return waiting(infrav1.StateLockedReason, obj.GetRetryInterval(),
+		"the state is locked by %s (lock %s, %s since %s); Landform retries until the holder releases it, or run `landform unlock %s` once the holder has stopped",
+		orUnknown(md["who"]), orUnknown(md["id"]), orUnknown(md["operation"]), orUnknown(md["created"]), obj.Name)
+}
+
+// recoverLock releases the lock a lost run may have left behind.
+func (r *TerraformReconciler) recoverLock(ctx context.Context, obj *infrav1.Terraform) error {
+	_, err := r.releaseGoneLock(ctx, obj)
+	return err
+}
+
+// releaseGoneLock releases the state lock when its holder is a Landform
+// runner that is provably gone. It reports whether it released one.
+func (r *TerraformReconciler) releaseGoneLock(ctx context.Context, obj *infrav1.Terraform) (bool, error) {
+	if customBackend(obj) != "" || r.Leases == nil {
+		// A custom backend's lock is not ours to read.
+		return false, nil
+	}
+	leases := r.Leases(obj.Namespace)
+	name := "lock-" + obj.GetStateSecretName()
+	info, err := statelock.Read(ctx, leases, name)
+	if err != nil {
+		return false, retry(infrav1.StateLockedReason, "reading the state lock %s/%s: %v", obj.Namespace, name, err)
+	}
+	if info == nil {
+		markUnlocked(obj)
+		return false, nil
+	}
+	holder, ok := statelock.ParseHolder(*info)
+	if !ok {
+		return false, nil
+	}
+	gone, why := r.holderGone(ctx, obj, holder)
+	if !gone {
+		return false, nil
+	}
+	if err := statelock.Release(ctx, leases, name, info.ID); err != nil {
+		return false, retry(infrav1.StateLockedReason, "releasing the state lock %s left by %s (%s): %v", info.ID, info.Who, why, err)
+	}
+	markUnlocked(obj)
+	ctrl.LoggerFrom(ctx).Info("released a state lock whose runner is gone", "lock", info.ID, "holder", info.Who, "why", why)
+	r.event(obj, obj.Status.LastAttemptedRevision, corev1.EventTypeWarning, infrav1.StateLockReleasedReason,
+		"released state lock %s held by %s: %s", info.ID, info.Who, why)
+	return true, nil
+}
+
+// holderGone proves a Landform runner gone: its Pod deleted, replaced or
+// terminated, or its local process no longer running. Anything that cannot
+// be proved (an unreadable Pod, a process on another host) is alive.
+func (r *TerraformReconciler) holderGone(ctx context.Context, obj *infrav1.Terraform, h *statelock.Holder) (bool, string) {
+	switch {
+	case h.Pod != nil:
+		if h.Pod.Namespace != obj.Namespace {
+			return false, ""
+		}
+		var pod corev1.Pod
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: h.Pod.Namespace, Name: h.Pod.Name}, &pod)
+		switch {
+		case apierrors.IsNotFound(err):
+			return true, fmt.Sprintf("its runner Pod %s/%s no longer exists", h.Pod.Namespace, h.Pod.Name)
+		case err != nil:
+			return false, ""
+		case string(pod.UID) != h.Pod.UID:
+			return true, fmt.Sprintf("its runner Pod %s/%s was replaced", h.Pod.Namespace, h.Pod.Name)
+		case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
+			return true, fmt.Sprintf("its runner Pod %s/%s has terminated (%s)", h.Pod.Namespace, h.Pod.Name, pod.Status.Phase)
+		}
+		return false, ""
+	case h.Process != nil:
+		return h.Process.Gone()
+	}
+	return false, ""
+}
+
+// runnerError turns a runner error into a typed reconcile error with a
+// condition reason and a message that says what to do.
+func runnerError(obj *infrav1.Terraform, redactor *redact.Redactor, revision string, err error, fallback string) error {
+	rerr, ok := runner.AsError(err)
+	if !ok {
+		return retry(fallback, "%s", redactor.String(err.Error()))
+	}
+	msg := redactor.String(rerr.Message)
+	switch rerr.Reason {
+	case runner.ReasonStateLocked:
+		return waiting(infrav1.StateLockedReason, obj.GetRetryInterval(), "the state is locked by %s (lock %s)", orUnknown(rerr.Metadata["who"]), orUnknown(rerr.Metadata["id"]))
+	case runner.ReasonInvalidConfiguration:
+		return stalling(infrav1.InvalidConfigurationReason, "the module in revision %s is invalid: %s; fix it and push a new revision", revision, msg)
+	case runner.ReasonMissingVariable:
+		return retry(infrav1.MissingVariableReason, "%s; set it in spec.vars or spec.varsFrom", msg)
+	case runner.ReasonDigestMismatch:
+		return retry(infrav1.DigestMismatchReason, "the runner rejected the artifact: %s", msg)
+	case runner.ReasonInvalidPath:
+		return stalling(infrav1.InvalidPathReason, "spec.path %q: %s", obj.Spec.Path, msg)
+	}
+	return retry(fallback, "%s", msg)
+}
+
+// markLocked records who holds the state lock.
+func markLocked(obj *infrav1.Terraform, md map[string]string) {
+	obj.Status.Lock = &infrav1.LockStatus{ID: md["id"], Holder: md["who"]}
+	if t, err := time.Parse(time.RFC3339Nano, md["created"]); err == nil {
+		obj.Status.Lock.Since = &metav1.Time{Time: t}
+	}
+	conditions.MarkTrue(obj, infrav1.StateLockedCondition, infrav1.StateLockedReason,
+		"state locked by %s (lock %s)", orUnknown(md["who"]), orUnknown(md["id"]))
+}
+
+// markUnlocked clears the lock after a run got through.
+func markUnlocked(obj *infrav1.Terraform) {
+	obj.Status.Lock = nil
+	conditions.Delete(obj, infrav1.StateLockedCondition)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}

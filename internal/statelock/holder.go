@@ -1,0 +1,153 @@
+package statelock
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Holder is who took a lock: a runner Pod or a local runner process, on
+// behalf of run Run.
+type Holder struct {
+	Run     string         `json:"run"`
+	Pod     *PodHolder     `json:"pod,omitempty"`
+	Process *ProcessHolder `json:"process,omitempty"`
+}
+
+// PodHolder is a runner Pod.
+type PodHolder struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+}
+
+// ProcessHolder is a local runner process: a pid is reused, so its start
+// time and the host's boot id pin it down.
+type ProcessHolder struct {
+	Host       string `json:"host"`
+	BootID     string `json:"bootID"`
+	PID        int    `json:"pid"`
+	StartTicks uint64 `json:"startTicks"`
+}
+
+// envelope is the lock info's Info field.
+type envelope struct {
+	Landform *Holder `json:"landform"`
+}
+
+func (h Holder) encode() string {
+	b, _ := json.Marshal(envelope{Landform: &h})
+	return string(b)
+}
+
+// Who is the lock info's readable holder, which terraform prints when it
+// finds the state locked.
+func (h Holder) Who() string {
+	switch {
+	case h.Pod != nil:
+		return fmt.Sprintf("landform-runner run %s (pod %s/%s)", h.Run, h.Pod.Namespace, h.Pod.Name)
+	case h.Process != nil:
+		return fmt.Sprintf("landform-runner run %s (pid %d on %s)", h.Run, h.Process.PID, h.Process.Host)
+	}
+	return "landform-runner run " + h.Run
+}
+
+// ParseHolder returns the Landform runner that took the lock; false for
+// any other holder.
+func ParseHolder(info LockInfo) (*Holder, bool) {
+	var e envelope
+	if info.Info == "" || json.Unmarshal([]byte(info.Info), &e) != nil || e.Landform == nil {
+		return nil, false
+	}
+	h := e.Landform
+	switch {
+	case h.Pod != nil && h.Pod.Name != "" && h.Pod.Namespace != "" && h.Pod.UID != "":
+	case h.Process != nil && h.Process.PID > 0 && h.Process.BootID != "" && h.Process.Host != "":
+	default:
+		return nil, false
+	}
+	return h, true
+}
+
+// EncodeHolder is the lock info's Info field for h (for tests and tools
+// that write locks as a runner does).
+func EncodeHolder(h Holder) string { return h.encode() }
+
+// CurrentProcess identifies this process.
+func CurrentProcess() (*ProcessHolder, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		return nil, err
+	}
+	boot, err := bootID()
+	if err != nil {
+		return nil, err
+	}
+	pid := os.Getpid()
+	start, err := startTicks(pid)
+	if err != nil {
+		return nil, err
+	}
+	return &ProcessHolder{Host: host, BootID: boot, PID: pid, StartTicks: start}, nil
+}
+
+// Gone reports whether the process is provably gone, and why: the host
+// rebooted, or its pid is free or belongs to a process started at another
+// time. On another host, or when /proc cannot tell, it is not gone.
+func (p *ProcessHolder) Gone() (bool, string) {
+	host, err := os.Hostname()
+	if err != nil || host != p.Host {
+		return false, ""
+	}
+	boot, err := bootID()
+	if err != nil {
+		return false, ""
+	}
+	if boot != p.BootID {
+		return true, fmt.Sprintf("runner process %d ran before %s rebooted", p.PID, p.Host)
+	}
+	start, err := startTicks(p.PID)
+	if os.IsNotExist(err) {
+		return true, fmt.Sprintf("runner process %d on %s no longer exists", p.PID, p.Host)
+	}
+	if err != nil {
+		return false, ""
+	}
+	if start != p.StartTicks {
+		return true, fmt.Sprintf("runner process %d on %s no longer exists (its pid was reused)", p.PID, p.Host)
+	}
+	return false, ""
+}
+
+func bootID() (string, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// startTicks is field 22 of /proc/<pid>/stat: when the process started,
+// in clock ticks since boot.
+func startTicks(pid int) (uint64, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces and parentheses: the
+	// fields after it start after the last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	fields := strings.Fields(s[i+1:])
+	// fields[0] is field 3 (state); field 22 is fields[19].
+	if len(fields) < 20 {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	return strconv.ParseUint(fields[19], 10, 64)
+}

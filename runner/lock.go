@@ -1,0 +1,115 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"k8s.io/client-go/kubernetes"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/landform-dev/landform/internal/statelock"
+	runnerpb "github.com/landform-dev/landform/runner/proto"
+)
+
+// lockReleaseTimeout bounds releasing the state lock after terraform ended,
+// on a context of its own: the run's may have ended.
+const lockReleaseTimeout = 30 * time.Second
+
+// lockState takes the state lock for run r when the workspace uses the
+// default kubernetes backend: terraform then runs with -lock=false, and
+// the lock carries the runner's identity, which the controller can check
+// if the runner dies holding it. A custom backend keeps terraform's own
+// locking (locked is false). unlock releases the lock; it is not called
+// when the runner itself dies, which is the case the controller recovers.
+func (s *Server) lockState(ctx context.Context, ws *workspace, r *run) (unlock func(), locked bool, err error) {
+	if ws.customBackend != "" {
+		return func() {}, false, nil
+	}
+	leases, err := leaseClient(ws.backendConfig)
+	if err != nil {
+		return nil, false, newError(codes.InvalidArgument, ReasonInvalidConfiguration, "reaching the API server for the state lock: "+err.Error(), nil)
+	}
+	holder := s.holder
+	holder.Run = r.id
+	suffix := ws.backendConfig["secret_suffix"]
+	name := statelock.LeaseName(statelock.StateSecretName(ws.workspace, suffix))
+	op := statelock.OperationApply
+	if r.spec.GetAction() == runnerpb.Action_PLAN {
+		op = statelock.OperationPlan
+	}
+	id, err := statelock.Acquire(ctx, leases, name, holder, op, statelock.WithLabels(statelock.LeaseLabels(ws.workspace, suffix)))
+	var held *statelock.LockedError
+	switch {
+	case errors.As(err, &held):
+		return nil, false, lockedError(held.Info)
+	case err != nil && ctx.Err() != nil:
+		return nil, false, contextStatus(ctx)
+	case err != nil:
+		return nil, false, newError(codes.Unavailable, ReasonTerraformFailed, "taking the state lock: "+err.Error(), nil)
+	}
+	r.log(fmt.Sprintf("Landform took the state lock %s as %s.", id, holder.Who()))
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), lockReleaseTimeout)
+		defer cancel()
+		if err := statelock.Release(ctx, leases, name, id); err != nil {
+			s.log.Error("releasing the state lock", "run", r.id, "lock", id, "error", err.Error())
+			r.log(fmt.Sprintf("Landform could not release the state lock %s: %v", id, err))
+			return
+		}
+		r.log(fmt.Sprintf("Landform released the state lock %s.", id))
+	}, true, nil
+}
+
+// lockedError is STATE_LOCKED with the holder's lock info, as terraform
+// reports a held lock, plus the Landform holder when it is one of ours.
+func lockedError(info statelock.LockInfo) error {
+	md := map[string]string{
+		"id":        info.ID,
+		"who":       info.Who,
+		"operation": info.Operation,
+		"created":   info.Created.UTC().Format(time.RFC3339Nano),
+	}
+	if h, ok := statelock.ParseHolder(info); ok {
+		md["holder"] = statelock.EncodeHolder(*h)
+	}
+	msg := fmt.Sprintf("Error acquiring the state lock: the state is locked by %s (lock %s, %s since %s)",
+		info.Who, info.ID, info.Operation, info.Created.UTC().Format(time.RFC3339))
+	return newError(codes.Aborted, ReasonStateLocked, msg, md)
+}
+
+// leaseClient reaches the Leases of the state's namespace the way the
+// kubernetes backend reaches its Secret: the same kubeconfig, or the Pod's
+// in-cluster identity.
+func leaseClient(cfg map[string]string) (coordinationv1client.LeaseInterface, error) {
+	var rc *rest.Config
+	var err error
+	switch {
+	case cfg["config_path"] != "":
+		rc, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+			&clientcmd.ClientConfigLoadingRules{ExplicitPath: cfg["config_path"]},
+			&clientcmd.ConfigOverrides{CurrentContext: cfg["config_context"]},
+		).ClientConfig()
+	case cfg["in_cluster_config"] == "true":
+		rc, err = rest.InClusterConfig()
+	default:
+		return nil, errors.New("the backend configuration names neither config_path nor in_cluster_config")
+	}
+	if err != nil {
+		return nil, err
+	}
+	rc.UserAgent = "landform-runner"
+	c, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	ns := cfg["namespace"]
+	if ns == "" {
+		ns = "default"
+	}
+	return c.CoordinationV1().Leases(ns), nil
+}

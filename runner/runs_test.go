@@ -1,0 +1,208 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+)
+
+// countedSpec uploads the counted module (each create appends a line to
+// effects and sleeps) with a local state, and returns the effects file.
+func countedSpec(t *testing.T, ctx context.Context, c *Client, seconds int) (effects, stateDir string) {
+	t.Helper()
+	tb := modulesTarball(t, 0)
+	effects = filepath.Join(t.TempDir(), "effects")
+	stateDir = t.TempDir()
+	upload(t, ctx, c, workspaceSpec(t, tb, "counted", map[string]any{"effects": effects, "seconds": seconds}, stateDir), tb)
+	return effects, stateDir
+}
+
+func countCreates(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "created")
+}
+
+func planFor(t *testing.T, ctx context.Context, c *Client) *PlanOutput {
+	t.Helper()
+	id := newRunID()
+	if err := c.StartRun(ctx, RunSpec{ID: id, Action: RunPlan}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.WatchRun(ctx, id, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Plan
+}
+
+// A run outlives the connection that watched it: the watch is cancelled
+// mid-apply, a new connection watches again from the first line and gets
+// the whole log and the outputs, and the create ran once.
+func TestRunOutlivesItsWatch(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := startRunner(t)
+	effects, _ := countedSpec(t, ctx, r.client, 3)
+	plan := planFor(t, ctx, r.client)
+	if len(plan.LockFile) != 0 {
+		// terraform_data needs no provider: no lock file to carry.
+		t.Logf("lock file of %d bytes", len(plan.LockFile))
+	}
+
+	id := newRunID()
+	spec := RunSpec{ID: id, Action: RunApply, PlanFile: plan.PlanFile, LockFile: plan.LockFile}
+	if err := r.client.StartRun(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	// Starting it again (a retry after a lost answer) starts nothing.
+	if err := r.client.StartRun(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	first := newLogs()
+	watched := make(chan error, 1)
+	go func() {
+		_, err := r.client.WatchRun(watchCtx, id, 0, func(_ int64, line string) { first.add(line) })
+		watched <- err
+	}()
+	first.waitFor(t, "Executing:", time.Minute)
+	stopWatch()
+	if err := <-watched; !IsWatchBroken(err) {
+		t.Fatalf("a cancelled watch should be broken, got %v", err)
+	}
+
+	// Another connection, from the first line.
+	other, err := Dial(ctx, r.addr, clientTLS(t, testCA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	var lines []string
+	var indexes []int64
+	res, err := other.WatchRun(ctx, id, 0, func(i int64, line string) {
+		indexes = append(indexes, i)
+		lines = append(lines, line)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := strings.Join(lines, "\n")
+	for _, want := range []string{"Executing:", "Apply complete!"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("replayed log lacks %q:\n%s", want, log)
+		}
+	}
+	for i, idx := range indexes {
+		if idx != int64(i) {
+			t.Fatalf("line %d has index %d", i, idx)
+		}
+	}
+	outs := outputsByName(res.Outputs)
+	if o := outs["effects"]; o == nil || string(o.ValueJson) != mustJSON(t, effects) {
+		t.Fatalf("outputs %v", res.Outputs)
+	}
+	if n := countCreates(t, effects); n != 1 {
+		t.Fatalf("the create ran %d times, want once", n)
+	}
+
+	// A watch from a later line gets only the rest, and the result again.
+	var tail []string
+	if _, err := other.WatchRun(ctx, id, int64(len(lines)-1), func(_ int64, line string) { tail = append(tail, line) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(tail) != 1 || tail[0] != lines[len(lines)-1] {
+		t.Fatalf("watch from the last line got %q", tail)
+	}
+}
+
+// The runner enforces a run's deadline itself: terraform is interrupted,
+// saves its state, and the run ends DEADLINE_EXCEEDED.
+func TestRunDeadlineInterruptsGracefully(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := startRunner(t)
+	effects, stateDir := countedSpec(t, ctx, r.client, 60)
+	plan := planFor(t, ctx, r.client)
+
+	id := newRunID()
+	started := time.Now()
+	if err := r.client.StartRun(ctx, RunSpec{ID: id, Action: RunApply, PlanFile: plan.PlanFile, Deadline: 3 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.client.WatchRun(ctx, id, 0, nil)
+	wantError(t, err, codes.DeadlineExceeded, ReasonDeadlineExceeded)
+	if d := time.Since(started); d > 40*time.Second {
+		t.Fatalf("the run ended %s after a 3s deadline", d)
+	}
+	if n := countCreates(t, effects); n != 1 {
+		t.Fatalf("creates %d, want 1", n)
+	}
+	// terraform saved its state before exiting: a state file exists and
+	// its lock is gone (a new plan runs).
+	if _, err := os.Stat(filepath.Join(stateDir, "terraform.tfstate")); err != nil {
+		t.Fatalf("no state saved: %v", err)
+	}
+	planFor(t, ctx, r.client)
+}
+
+// CancelRun interrupts a run; the run reports it, and the runner takes new
+// runs at once.
+func TestCancelRun(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := startRunner(t)
+	countedSpec(t, ctx, r.client, 60)
+	plan := planFor(t, ctx, r.client)
+
+	id := newRunID()
+	if err := r.client.StartRun(ctx, RunSpec{ID: id, Action: RunApply, PlanFile: plan.PlanFile}); err != nil {
+		t.Fatal(err)
+	}
+	l := newLogs()
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.client.WatchRun(ctx, id, 0, func(_ int64, line string) { l.add(line) })
+		done <- err
+	}()
+	l.waitFor(t, "Executing:", time.Minute)
+
+	// A second run is refused while this one goes on.
+	err := r.client.StartRun(ctx, RunSpec{ID: newRunID(), Action: RunPlan})
+	wantError(t, err, codes.FailedPrecondition, ReasonRunnerBusy)
+
+	if err := r.client.CancelRun(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, <-done, codes.Unavailable, ReasonInterrupted)
+	if err := r.client.CancelRun(ctx, id); err != nil {
+		t.Fatalf("cancelling a finished run: %v", err)
+	}
+	_, err = r.client.WatchRun(ctx, "run-unknown", 0, nil)
+	wantError(t, err, codes.NotFound, ReasonUnknownRun)
+	planFor(t, ctx, r.client)
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
