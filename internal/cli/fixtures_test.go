@@ -70,8 +70,10 @@ var states = map[string]func(*v1alpha1.Terraform){
 	},
 	objRunning: func(obj *v1alpha1.Terraform) {
 		obj.Status.LastAttemptedRevision = rev2
-		setCondition(obj, condition(meta.ReadyCondition, metav1.ConditionUnknown, v1alpha1.ProgressingReason, "reconciliation in progress", time.Minute))
-		setCondition(obj, condition(meta.ReconcilingCondition, metav1.ConditionTrue, v1alpha1.ProgressingReason, "running plan for revision "+rev2, time.Minute))
+		started := metav1.NewTime(now.Add(-time.Minute))
+		obj.Status.Run = &v1alpha1.RunStatus{ID: "run-0123456789abcdef", Action: "plan", Runner: "Pod default/running-runner-x7k2p", Started: &started, Revision: rev2}
+		setCondition(obj, condition(meta.ReadyCondition, metav1.ConditionUnknown, v1alpha1.RunInProgressReason, "plan run run-0123456789abcdef in progress on Pod default/running-runner-x7k2p (revision "+rev2+")", time.Minute))
+		setCondition(obj, condition(meta.ReconcilingCondition, metav1.ConditionTrue, v1alpha1.RunInProgressReason, "plan run run-0123456789abcdef in progress on Pod default/running-runner-x7k2p (revision "+rev2+")", time.Minute))
 	},
 	objSuspended: func(obj *v1alpha1.Terraform) {
 		obj.Spec.Suspend = true
