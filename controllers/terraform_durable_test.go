@@ -358,3 +358,60 @@ func TestLongAppliesDoNotBlockOtherObjects(t *testing.T) {
 		waitReady(t, tf)
 	}
 }
+
+// A lock left by a runner Pod is released once the Pod is provably gone
+// (deleted, or terminated) and never while it runs.
+func TestLockOfARunnerPodIsReleasedOnlyWhenThePodIsGone(t *testing.T) {
+	tests := []struct {
+		name    string
+		phase   corev1.PodPhase // "" : no Pod at all
+		release bool
+	}{
+		{name: "deleted", release: true},
+		{name: "failed", phase: corev1.PodFailed, release: true},
+		{name: "running", phase: corev1.PodRunning},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			ns := newNamespace(t)
+			newGitRepository(t, ns, "repo", artifacts.publish(slowModule()))
+			name := "pod-" + tt.name
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-runner-abcde"},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "runner", Image: "landform-runner:test"}}},
+			}
+			holder := statelock.Holder{Run: "run-old", Pod: &statelock.PodHolder{Namespace: ns, Name: pod.Name, UID: "uid-of-a-deleted-pod"}}
+			if tt.phase != "" {
+				g.Expect(k8sClient.Create(ctx, pod)).To(Succeed())
+				pod.Status.Phase = tt.phase
+				g.Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
+				holder.Pod.UID = string(pod.UID)
+			}
+			leases := kubeClientset.CoordinationV1().Leases(ns)
+			id, err := statelock.Acquire(ctx, leases, statelock.LeaseName("tfstate-default-"+name), holder, statelock.OperationApply)
+			g.Expect(err).NotTo(HaveOccurred())
+
+			path := effectPath(t)
+			tf := newTerraform(t, ns, name, func(tf *infrav1.Terraform) { slow(tf, path, 0) })
+			if tt.release {
+				waitReady(t, tf)
+				g.Expect(hasEvent(g, ns, name, infrav1.StateLockReleasedReason, id)).To(BeTrue())
+				g.Expect(creates(path)).To(Equal(1))
+				return
+			}
+			waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
+				g.Expect(conditions.GetReason(obj, meta.ReadyCondition)).To(Equal(infrav1.StateLockedReason))
+				g.Expect(obj.Status.Lock).NotTo(BeNil())
+				g.Expect(obj.Status.Lock.Holder).To(ContainSubstring(pod.Name), "the condition names the holder")
+			})
+			g.Consistently(func(g Gomega) {
+				l := stateLock(g, ns, name)
+				g.Expect(l).NotTo(BeNil())
+				g.Expect(l.ID).To(Equal(id))
+			}, 5*time.Second, time.Second).Should(Succeed(), "a live runner keeps its lock")
+			g.Expect(creates(path)).To(Equal(0))
+		})
+	}
+}

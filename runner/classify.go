@@ -73,7 +73,7 @@ func redact(text string, secrets []string) string {
 func classify(text string) (codes.Code, string, map[string]string) {
 	flat := strings.Join(strings.Fields(text), " ")
 	switch {
-	case strings.Contains(flat, "Error acquiring the state lock"):
+	case strings.Contains(flat, "Error acquiring the state lock"), strings.Contains(flat, "the state is already locked"):
 		return codes.Aborted, ReasonStateLocked, parseLockInfo(text)
 	case strings.Contains(flat, "Saved plan is stale"):
 		return codes.FailedPrecondition, ReasonStalePlan, nil
