@@ -38,6 +38,9 @@ type flags struct {
 	concurrent              int
 	concurrentRuns          int
 	drainTimeout            time.Duration
+	artifactMaxAge          time.Duration
+	artifactMaxSize         int64
+	downloadTimeout         time.Duration
 	runnerMode              string
 	runnerBinary, engine    string
 	workDir                 string
@@ -68,6 +71,9 @@ func main() {
 	flag.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "landform-system"), "the controller's namespace, which holds the runner CA Secret")
 	flag.BoolVar(&f.keepRunnerPods, "keep-runner-pods", false, "keep runner Pods after their run, and those that failed to start, for debugging")
 	flag.DurationVar(&f.runnerStartTimeout, "runner-start-timeout", placement.DefaultStartTimeout, "how long a runner Pod may take to run and answer")
+	flag.DurationVar(&f.artifactMaxAge, "artifact-cache-max-age", 24*time.Hour, "remove cached artifacts no run used for this long (0: no age bound)")
+	flag.Int64Var(&f.artifactMaxSize, "artifact-cache-max-size", 2<<30, "bytes the artifact cache may hold; the least recently used artifacts go first (0: no size bound; artifacts used within the last hour are always kept)")
+	flag.DurationVar(&f.downloadTimeout, "artifact-download-timeout", source.DefaultDownloadTimeout, "bound on downloading one artifact, retries included")
 	flag.StringVar(&f.runnerBinary, "runner-binary", "landform-runner", "runner binary for --runner=local")
 	flag.StringVar(&f.engine, "engine", "", "terraform or tofu binary for local runners (default: tofu, else terraform, on PATH)")
 	flag.StringVar(&f.workDir, "work-dir", filepath.Join(os.TempDir(), "landform"), "directory for the artifact cache and local runners")
@@ -125,10 +131,19 @@ func run(f flags) error {
 	if err != nil {
 		return fmt.Errorf("creating the Kubernetes client: %w", err)
 	}
+	fetcher := source.NewFetcher(filepath.Join(f.workDir, "artifacts"))
+	fetcher.DownloadTimeout = f.downloadTimeout
+	if err := mgr.Add(&source.Pruner{
+		Fetcher: fetcher,
+		Options: source.PruneOptions{MaxAge: f.artifactMaxAge, MaxSize: f.artifactMaxSize},
+		Log:     mgr.GetLogger().WithName("artifact-cache"),
+	}); err != nil {
+		return err
+	}
 	r := &controllers.TerraformReconciler{
 		Client:        mgr.GetClient(),
 		EventRecorder: mgr.GetEventRecorderFor("landform-controller"),
-		Fetcher:       source.NewFetcher(filepath.Join(f.workDir, "artifacts")),
+		Fetcher:       fetcher,
 		Plans:         planstore.Store{Client: mgr.GetClient()},
 		Placer:        placer,
 		Leases:        kube.CoordinationV1().Leases,

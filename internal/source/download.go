@@ -87,7 +87,8 @@ func (f *Fetcher) downloadOnce(ctx context.Context, u *url.URL, d digest.Digest,
 		return fmt.Errorf("%s answered %s", u.Redacted(), resp.Status)
 	}
 
-	tmp, err := os.CreateTemp(filepath.Dir(dst), tmpPrefix+"*.tar.gz")
+	// The digest in the name lets Prune tell whose lock guards it.
+	tmp, err := os.CreateTemp(filepath.Dir(dst), tmpPrefix+d.Encoded()+"-*.tar.gz")
 	if err != nil {
 		return err
 	}

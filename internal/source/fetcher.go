@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "crypto/sha256" // digest algorithms source-controller can be configured with
 	_ "crypto/sha512"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -22,7 +23,8 @@ import (
 //
 // Layout under Dir: <algorithm>/<hex>.tar.gz (the verified tarball) and
 // <algorithm>/<hex>/ (its extracted tree). Both appear by an atomic rename,
-// so their presence means they are complete.
+// so their presence means they are complete. The tarball's mtime is the
+// last time Fetch returned it; Prune removes by it.
 type Fetcher struct {
 	// Dir is the cache directory; created when needed.
 	Dir string
@@ -37,23 +39,35 @@ type Fetcher struct {
 	// that runs outside the cluster and reaches source-controller through a
 	// port-forward.
 	Host string
+	// DownloadTimeout bounds one download, retries included, whatever the
+	// caller's context: the download holds the digest's lock, and every
+	// other Fetch of that digest waits for it. DefaultDownloadTimeout when
+	// zero or negative.
+	DownloadTimeout time.Duration
 
 	locks keyedMutex
 }
 
-// NewFetcher returns a Fetcher caching under dir with three retries.
+// DefaultDownloadTimeout is the download deadline of a Fetcher that sets none.
+const DefaultDownloadTimeout = 5 * time.Minute
+
+// NewFetcher returns a Fetcher caching under dir with three retries and
+// DefaultDownloadTimeout.
 func NewFetcher(dir string) *Fetcher {
 	return &Fetcher{
-		Dir:        dir,
-		HTTPClient: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
-		Retries:    3,
-		RetryWait:  time.Second,
+		Dir:             dir,
+		HTTPClient:      &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
+		Retries:         3,
+		RetryWait:       time.Second,
+		DownloadTimeout: DefaultDownloadTimeout,
 	}
 }
 
 // Fetch returns the path of a's verified tarball in the cache and the path of
 // its extracted tree, downloading and extracting only when the cache does not
-// hold them yet. Concurrent calls for one digest share a single download.
+// hold them yet. Concurrent calls for one digest share a single download,
+// which gives up after DownloadTimeout; a caller waiting for it stops
+// waiting when its own ctx ends.
 // The tarball is verified against a.Digest before it enters the cache or is
 // extracted; a mismatch fails with ErrDigestMismatch and leaves nothing
 // behind. Symlinks in the tarball are not extracted (source-controller does
@@ -81,7 +95,7 @@ func (f *Fetcher) Fetch(ctx context.Context, a Artifact) (tarball, dir string, e
 		return "", "", fmt.Errorf("creating the artifact cache: %w", err)
 	}
 	if !exists(tarball) {
-		if err := f.download(ctx, a, d, tarball); err != nil {
+		if err := f.downloadWithDeadline(ctx, a, d, tarball); err != nil {
 			return "", "", err
 		}
 	}
@@ -90,10 +104,31 @@ func (f *Fetcher) Fetch(ctx context.Context, a Artifact) (tarball, dir string, e
 			return "", "", fmt.Errorf("extracting the artifact of %s (revision %s): %w", a, a.Revision, err)
 		}
 	}
-	// The tarball's mtime records the last use, for Prune.
+	// The tarball's mtime records the last use: Prune spares what Fetch
+	// returned recently, so this must not fail silently.
 	now := time.Now()
-	_ = os.Chtimes(tarball, now, now)
+	if err := os.Chtimes(tarball, now, now); err != nil {
+		return "", "", fmt.Errorf("recording the use of the cached artifact of %s: %w", a, err)
+	}
 	return tarball, dir, nil
+}
+
+// downloadWithDeadline is download bounded by DownloadTimeout, so that a
+// stalled server cannot hold the digest's lock for ever when the caller's
+// context has no deadline.
+func (f *Fetcher) downloadWithDeadline(ctx context.Context, a Artifact, d digest.Digest, dst string) error {
+	timeout := f.DownloadTimeout
+	if timeout <= 0 {
+		timeout = DefaultDownloadTimeout
+	}
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := f.download(dctx, a, d, dst)
+	if err != nil && ctx.Err() == nil && errors.Is(dctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("the download of the artifact of %s (revision %s) did not finish within %s; "+
+			"the next reconcile tries again: %w", a, a.Revision, timeout, err)
+	}
+	return err
 }
 
 // extract unpacks tarball into dir through a temporary directory, so that a
@@ -122,5 +157,6 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// tmpPrefix marks partial downloads and extractions; Prune removes old ones.
+// tmpPrefix marks partial downloads and extractions, named
+// .tmp-<hex>-<random>; Prune removes old ones that no Fetch is writing.
 const tmpPrefix = ".tmp-"

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -204,6 +205,110 @@ func TestFetchHonoursContextDuringBackoff(t *testing.T) {
 	if time.Since(start) > 5*time.Second {
 		t.Errorf("Fetch waited %s despite the context", time.Since(start))
 	}
+	if strings.Contains(err.Error(), "did not finish within") {
+		t.Errorf("the caller's own deadline is reported as the download timeout: %v", err)
+	}
+}
+
+// A stalled server must not hold the digest's lock for longer than
+// DownloadTimeout, even for a caller whose context has no deadline.
+func TestFetchDownloadTimeoutReleasesLock(t *testing.T) {
+	body := tarball(t, entry{name: "main.tf", content: "x"})
+	stalled := newArtifactServer(t)
+	stalled.stall = make(chan struct{})
+	t.Cleanup(func() { close(stalled.stall) })
+	a := stalled.serve("/a.tar.gz", body, "")
+	good := newArtifactServer(t)
+	b := good.serve("/a.tar.gz", body, "") // same digest, served properly
+	f := newTestFetcher(t)
+	f.DownloadTimeout = time.Second
+
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := f.Fetch(context.Background(), a)
+		done <- err
+	}()
+	eventually(t, "the stalled download has started", func() bool { return stalled.requests.Load() == 1 })
+
+	// A waiter for the lock honours its own context.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, _, err := f.Fetch(ctx, b); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("waiter: got %v, want context.DeadlineExceeded", err)
+	}
+	if n := good.requests.Load(); n != 0 {
+		t.Fatalf("the waiter downloaded while the lock was held (%d requests)", n)
+	}
+
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Fetch against a stalled server did not give up")
+	}
+	if elapsed := time.Since(start); elapsed < time.Second || elapsed > 5*time.Second {
+		t.Errorf("Fetch gave up after %s, want about the 1s DownloadTimeout", elapsed)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) ||
+		!strings.Contains(err.Error(), "did not finish within 1s") ||
+		!strings.Contains(err.Error(), "GitRepository flux-system/infra") {
+		t.Fatalf("got %v, want a deadline error naming the source and the timeout", err)
+	}
+
+	// The lock is free: the same digest from a good server comes at once.
+	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start = time.Now()
+	tb, dir, err := f.Fetch(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if elapsed := time.Since(start); elapsed > 2*time.Second {
+		t.Errorf("Fetch after the timeout took %s", elapsed)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "main.tf")); err != nil || string(got) != "x" {
+		t.Errorf("main.tf = %q (err %v), want %q", got, err, "x")
+	}
+	// The partial download left nothing behind.
+	entries, err := os.ReadDir(filepath.Dir(tb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if want := []string{filepath.Base(dir), filepath.Base(tb)}; !slices.Equal(names, want) {
+		t.Errorf("cache holds %v, want %v", names, want)
+	}
+}
+
+// The deadline covers the retries too.
+func TestFetchDownloadTimeoutCoversRetries(t *testing.T) {
+	srv := newArtifactServer(t)
+	srv.fail = func(int32) int { return http.StatusServiceUnavailable }
+	a := srv.serve("/a.tar.gz", tarball(t, entry{name: "main.tf", content: "x"}), "")
+	f := newTestFetcher(t)
+	f.RetryWait = time.Hour
+	f.DownloadTimeout = 200 * time.Millisecond
+
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := f.Fetch(context.Background(), a)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "did not finish within 200ms") {
+			t.Fatalf("got %v, want the download deadline", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the backoff outlived DownloadTimeout")
+	}
+	if n := srv.requests.Load(); n != 1 {
+		t.Errorf("%d requests, want 1 before the deadline", n)
+	}
 }
 
 func TestFetchRejectsBadArtifact(t *testing.T) {
@@ -247,52 +352,5 @@ func TestFetchSkipsSymlinksInTarball(t *testing.T) {
 	}
 	if _, _, err := ModulePath(dir, "modules/db"); err != nil {
 		t.Errorf("ModulePath(modules/db): %v", err)
-	}
-}
-
-func TestPrune(t *testing.T) {
-	srv := newArtifactServer(t)
-	oldA := srv.serve("/old.tar.gz", tarball(t, entry{name: "old.tf", content: "old"}), "")
-	newA := srv.serve("/new.tar.gz", tarball(t, entry{name: "new.tf", content: "new"}), "")
-	f := newTestFetcher(t)
-	oldTB, oldDir, err := f.Fetch(context.Background(), oldA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	newTB, newDir, err := f.Fetch(context.Background(), newA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	past := time.Now().Add(-2 * time.Hour)
-	if err := os.Chtimes(oldTB, past, past); err != nil {
-		t.Fatal(err)
-	}
-	stale := filepath.Join(f.Dir, "sha256", tmpPrefix+"123.tar.gz")
-	if err := os.WriteFile(stale, []byte("partial"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chtimes(stale, past, past); err != nil {
-		t.Fatal(err)
-	}
-
-	if err := f.Prune(time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []string{oldTB, oldDir, stale} {
-		if _, err := os.Stat(p); !os.IsNotExist(err) {
-			t.Errorf("%s survived Prune (err %v)", p, err)
-		}
-	}
-	for _, p := range []string{newTB, newDir} {
-		if _, err := os.Stat(p); err != nil {
-			t.Errorf("recently used %s was pruned: %v", p, err)
-		}
-	}
-	// A pruned artifact is downloaded again.
-	if _, _, err := f.Fetch(context.Background(), oldA); err != nil {
-		t.Fatal(err)
-	}
-	if n := srv.requests.Load(); n != 3 {
-		t.Errorf("%d requests, want 3 (two fetches and one after the prune)", n)
 	}
 }

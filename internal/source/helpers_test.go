@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // entry is one tarball member: a file when link is empty, else a symlink.
@@ -58,6 +60,9 @@ type artifactServer struct {
 	requests atomic.Int32
 	fail     func(n int32) int
 	gate     chan struct{} // when set, each request waits for it to close
+	// stall, when set, makes each request send half the body and then wait
+	// for stall to close or the client to go away.
+	stall chan struct{}
 }
 
 func newArtifactServer(t *testing.T) *artifactServer {
@@ -80,6 +85,16 @@ func newArtifactServer(t *testing.T) *artifactServer {
 			http.NotFound(w, r)
 			return
 		}
+		if s.stall != nil {
+			w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+			_, _ = w.Write(b[:len(b)/2])
+			w.(http.Flusher).Flush()
+			select {
+			case <-s.stall:
+			case <-r.Context().Done():
+			}
+			return
+		}
 		_, _ = w.Write(b)
 	}))
 	t.Cleanup(s.Close)
@@ -97,4 +112,16 @@ func (s *artifactServer) serve(path string, b []byte, digest string) Artifact {
 	}
 	return Artifact{Kind: "GitRepository", Namespace: "flux-system", Name: "infra",
 		Revision: "main@sha1:abc", Digest: digest, URL: s.URL + path}
+}
+
+// eventually fails t unless cond holds within five seconds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
