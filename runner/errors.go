@@ -16,7 +16,8 @@ const ErrorDomain = "runner.landform.dev"
 // what to do next from the reason, never from the message.
 const (
 	// ReasonStateLocked (codes.Aborted): another operation holds the state
-	// lock. Metadata: id, who, operation, created.
+	// lock. Metadata: id, who, operation, created; and holder, the encoded
+	// statelock.Holder, when the lock is a Landform runner's.
 	ReasonStateLocked = "STATE_LOCKED"
 	// ReasonInvalidConfiguration (codes.InvalidArgument): the module or its
 	// inputs are invalid; retrying without a change cannot succeed.
@@ -39,8 +40,9 @@ const (
 	// ReasonTerraformFailed (codes.Unknown): terraform failed for another
 	// reason (provider or API errors, ...); retry with backoff.
 	ReasonTerraformFailed = "TERRAFORM_FAILED"
-	// ReasonInterrupted (codes.Unavailable): the runner is shutting down and
-	// interrupted terraform, or refuses new work.
+	// ReasonInterrupted (codes.Unavailable): the run was cancelled
+	// (CancelRun), or the runner is shutting down and interrupted
+	// terraform, or refuses new work.
 	ReasonInterrupted = "INTERRUPTED"
 	// ReasonInternal (codes.Internal): the runner itself failed (disk, I/O).
 	ReasonInternal = "INTERNAL"
@@ -48,8 +50,9 @@ const (
 	// be applied as it is (another engine version, a dependency lock file
 	// that does not match, an unreadable plan file); plan again.
 	ReasonPlanUnusable = "PLAN_UNUSABLE"
-	// ReasonDeadlineExceeded (codes.DeadlineExceeded): the phase ran out of
-	// its deadline; terraform was interrupted and saved its state.
+	// ReasonDeadlineExceeded (codes.DeadlineExceeded): the run ran out of
+	// its phase's deadline, which the runner enforces itself: terraform
+	// was interrupted (SIGINT, then killed after the interrupt grace).
 	ReasonDeadlineExceeded = "DEADLINE_EXCEEDED"
 	// ReasonUnknownRun (codes.NotFound): the runner has no run of that id.
 	ReasonUnknownRun = "UNKNOWN_RUN"

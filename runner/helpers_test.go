@@ -71,6 +71,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	runnerBin.cleanup()
+	kube.stop()
 	os.Exit(code)
 }
 
@@ -89,12 +90,23 @@ func startRunner(t *testing.T) *testRunner {
 // startRunnerWith starts a runner on the given engine binary.
 func startRunnerWith(t *testing.T, engine string) *testRunner {
 	t.Helper()
-	srv, err := NewServer(Options{
-		Engine:         engine,
-		WorkDir:        t.TempDir(),
-		InterruptGrace: 30 * time.Second,
-		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	return startRunnerOpts(t, Options{Engine: engine})
+}
+
+// startRunnerOpts starts a runner with opts, defaulting the work dir, the
+// interrupt grace and the logger.
+func startRunnerOpts(t *testing.T, opts Options) *testRunner {
+	t.Helper()
+	if opts.WorkDir == "" {
+		opts.WorkDir = t.TempDir()
+	}
+	if opts.InterruptGrace == 0 {
+		opts.InterruptGrace = 30 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	srv, err := NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

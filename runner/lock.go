@@ -38,12 +38,25 @@ func (s *Server) lockState(ctx context.Context, ws *workspace, r *run) (unlock f
 	holder.Run = r.id
 	suffix := ws.backendConfig["secret_suffix"]
 	name := statelock.LeaseName(statelock.StateSecretName(ws.workspace, suffix))
-	op := statelock.OperationApply
-	if r.spec.GetAction() == runnerpb.Action_PLAN {
-		op = statelock.OperationPlan
+	op := map[runnerpb.Action]string{
+		runnerpb.Action_PLAN:    statelock.OperationPlan,
+		runnerpb.Action_APPLY:   statelock.OperationApply,
+		runnerpb.Action_DESTROY: statelock.OperationDestroy,
+	}[r.spec.GetAction()]
+	acquire := func() (string, error) {
+		return statelock.Acquire(ctx, leases, name, holder, op, statelock.WithLabels(statelock.LeaseLabels(ws.workspace, suffix)))
 	}
-	id, err := statelock.Acquire(ctx, leases, name, holder, op, statelock.WithLabels(statelock.LeaseLabels(ws.workspace, suffix)))
+	id, err := acquire()
 	var held *statelock.LockedError
+	if errors.As(err, &held) && s.leftByAFinishedRun(held.Info) {
+		// This runner's own earlier run could not release its lock (the
+		// API server was unreachable then): nobody else can, while this
+		// runner lives.
+		if rerr := statelock.Release(ctx, leases, name, held.Info.ID); rerr == nil {
+			r.log(fmt.Sprintf("Landform released the state lock %s left by its earlier run.", held.Info.ID))
+			id, err = acquire()
+		}
+	}
 	switch {
 	case errors.As(err, &held):
 		return nil, false, lockedError(held.Info)
@@ -54,15 +67,57 @@ func (s *Server) lockState(ctx context.Context, ws *workspace, r *run) (unlock f
 	}
 	r.log(fmt.Sprintf("Landform took the state lock %s as %s.", id, holder.Who()))
 	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), lockReleaseTimeout)
-		defer cancel()
-		if err := statelock.Release(ctx, leases, name, id); err != nil {
+		if err := releaseLock(leases, name, id); err != nil {
 			s.log.Error("releasing the state lock", "run", r.id, "lock", id, "error", err.Error())
 			r.log(fmt.Sprintf("Landform could not release the state lock %s: %v", id, err))
 			return
 		}
 		r.log(fmt.Sprintf("Landform released the state lock %s.", id))
 	}, true, nil
+}
+
+// releaseLock releases lock id, retrying for a while on a context of its
+// own: the run's may have ended, and a lock left behind blocks every run
+// until this runner is gone.
+func releaseLock(leases coordinationv1client.LeaseInterface, name, id string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), lockReleaseTimeout)
+	defer cancel()
+	for {
+		err := statelock.Release(ctx, leases, name, id)
+		if err == nil || statelock.IsLocked(err) {
+			// Released, or someone force-unlocked it and took it since:
+			// not ours any more.
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// leftByAFinishedRun reports whether a held lock was taken by this very
+// runner (its Pod or process) for a run that has ended.
+func (s *Server) leftByAFinishedRun(info statelock.LockInfo) bool {
+	h, ok := statelock.ParseHolder(info)
+	if !ok || !sameRunner(*h, s.holder) {
+		return false
+	}
+	s.runsMu.Lock()
+	prev := s.runs[h.Run]
+	s.runsMu.Unlock()
+	return prev != nil && prev.isDone()
+}
+
+func sameRunner(a, b statelock.Holder) bool {
+	switch {
+	case a.Pod != nil && b.Pod != nil:
+		return *a.Pod == *b.Pod
+	case a.Process != nil && b.Process != nil:
+		return *a.Process == *b.Process
+	}
+	return false
 }
 
 // lockedError is STATE_LOCKED with the holder's lock info, as terraform

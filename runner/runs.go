@@ -23,7 +23,7 @@ const (
 
 // Causes that end a run's context, told apart when the run ends.
 var (
-	errRunDeadline  = errors.New("the phase ran out of its deadline")
+	errRunDeadline  = errors.New("the phase ran out of time")
 	errRunCancelled = errors.New("the run was cancelled")
 )
 
@@ -203,7 +203,8 @@ func (s *Server) register(spec *runnerpb.RunSpec) (*run, context.Context, error)
 	stopBase := context.AfterFunc(s.base, func() { cancel(errShuttingDown) })
 	if d := spec.GetDeadlineSeconds(); d > 0 {
 		var cancelDeadline context.CancelFunc
-		ctx, cancelDeadline = context.WithTimeoutCause(ctx, time.Duration(d)*time.Second, errRunDeadline)
+		ctx, cancelDeadline = context.WithTimeoutCause(ctx, time.Duration(d)*time.Second,
+			fmt.Errorf("%w (its deadline is %s)", errRunDeadline, time.Duration(d)*time.Second))
 		cancelRun := cancel
 		cancel = func(cause error) { cancelRun(cause); cancelDeadline() }
 	}

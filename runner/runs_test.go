@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+
+	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
 // countedSpec uploads the counted module (each create appends a line to
@@ -48,9 +51,10 @@ func planFor(t *testing.T, ctx context.Context, c *Client) *PlanOutput {
 	return res.Plan
 }
 
-// A run outlives the connection that watched it: the watch is cancelled
-// mid-apply, a new connection watches again from the first line and gets
-// the whole log and the outputs, and the create ran once.
+// A run outlives the connection that watched it: the watcher's connection
+// closes mid-apply, a new connection watches again from the first line and
+// gets the whole log and the outputs, and the create ran once, however
+// often the run was started.
 func TestRunOutlivesItsWatch(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -58,10 +62,6 @@ func TestRunOutlivesItsWatch(t *testing.T) {
 	r := startRunner(t)
 	effects, _ := countedSpec(t, ctx, r.client, 3)
 	plan := planFor(t, ctx, r.client)
-	if len(plan.LockFile) != 0 {
-		// terraform_data needs no provider: no lock file to carry.
-		t.Logf("lock file of %d bytes", len(plan.LockFile))
-	}
 
 	id := newRunID()
 	spec := RunSpec{ID: id, Action: RunApply, PlanFile: plan.PlanFile, LockFile: plan.LockFile}
@@ -72,17 +72,22 @@ func TestRunOutlivesItsWatch(t *testing.T) {
 	if err := r.client.StartRun(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
-	watchCtx, stopWatch := context.WithCancel(ctx)
+	// The first watcher's connection goes away mid-apply, as when the
+	// controller restarts.
+	watcher, err := Dial(ctx, r.addr, clientTLS(t, testCA))
+	if err != nil {
+		t.Fatal(err)
+	}
 	first := newLogs()
 	watched := make(chan error, 1)
 	go func() {
-		_, err := r.client.WatchRun(watchCtx, id, 0, func(_ int64, line string) { first.add(line) })
+		_, err := watcher.WatchRun(ctx, id, 0, func(_ int64, line string) { first.add(line) })
 		watched <- err
 	}()
 	first.waitFor(t, "Executing:", time.Minute)
-	stopWatch()
+	watcher.Close()
 	if err := <-watched; !IsWatchBroken(err) {
-		t.Fatalf("a cancelled watch should be broken, got %v", err)
+		t.Fatalf("a watch whose connection closed should be broken, got %v", err)
 	}
 
 	// Another connection, from the first line.
@@ -118,6 +123,16 @@ func TestRunOutlivesItsWatch(t *testing.T) {
 	if n := countCreates(t, effects); n != 1 {
 		t.Fatalf("the create ran %d times, want once", n)
 	}
+	// Starting it again once it ended still starts nothing.
+	if err := other.StartRun(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.WatchRun(ctx, id, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := countCreates(t, effects); n != 1 {
+		t.Fatalf("the create ran %d times after a late retry, want once", n)
+	}
 
 	// A watch from a later line gets only the rest, and the result again.
 	var tail []string
@@ -136,7 +151,7 @@ func TestRunDeadlineInterruptsGracefully(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	r := startRunner(t)
-	effects, stateDir := countedSpec(t, ctx, r.client, 60)
+	effects, stateDir := countedSpec(t, ctx, r.client, 20)
 	plan := planFor(t, ctx, r.client)
 
 	id := newRunID()
@@ -145,7 +160,10 @@ func TestRunDeadlineInterruptsGracefully(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := r.client.WatchRun(ctx, id, 0, nil)
-	wantError(t, err, codes.DeadlineExceeded, ReasonDeadlineExceeded)
+	e := wantError(t, err, codes.DeadlineExceeded, ReasonDeadlineExceeded)
+	if !strings.Contains(e.Message, "ran out of") || !strings.Contains(e.Message, "interrupted") {
+		t.Fatalf("message: %s", e.Message)
+	}
 	if d := time.Since(started); d > 40*time.Second {
 		t.Fatalf("the run ended %s after a 3s deadline", d)
 	}
@@ -154,8 +172,8 @@ func TestRunDeadlineInterruptsGracefully(t *testing.T) {
 	}
 	// terraform saved its state before exiting: a state file exists and
 	// its lock is gone (a new plan runs).
-	if _, err := os.Stat(filepath.Join(stateDir, "terraform.tfstate")); err != nil {
-		t.Fatalf("no state saved: %v", err)
+	if state := readFile(t, filepath.Join(stateDir, "terraform.tfstate")); !strings.Contains(state, `"terraform_data"`) {
+		t.Fatalf("the interrupted create is not in the state:\n%s", state)
 	}
 	planFor(t, ctx, r.client)
 }
@@ -167,7 +185,7 @@ func TestCancelRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	r := startRunner(t)
-	countedSpec(t, ctx, r.client, 60)
+	countedSpec(t, ctx, r.client, 20)
 	plan := planFor(t, ctx, r.client)
 
 	id := newRunID()
@@ -205,4 +223,36 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// A run keeps a bounded log: the overflow becomes one marker line, which
+// says how much was dropped once the run ended; indexes stay stable.
+func TestRunLogIsBounded(t *testing.T) {
+	r := newRun(&runnerpb.RunSpec{RunId: "run-1"})
+	for i := range maxRunLines + 5 {
+		r.log(fmt.Sprintf("line %d", i))
+	}
+	lines, done, _ := r.snapshot(0)
+	if done || len(lines) != maxRunLines || lines[maxRunLines-2] != fmt.Sprintf("line %d", maxRunLines-2) || !strings.Contains(lines[maxRunLines-1], "not kept") {
+		t.Fatalf("%d lines, last %q", len(lines), lines[len(lines)-1])
+	}
+	r.finish(nil, nil, nil)
+	lines, done, _ = r.snapshot(maxRunLines - 1)
+	if !done || len(lines) != 1 || !strings.HasPrefix(lines[0], "(6 more lines") {
+		t.Fatalf("after the end: %q", lines)
+	}
+
+	big := newRun(&runnerpb.RunSpec{RunId: "run-2"})
+	line := strings.Repeat("x", 64<<10)
+	for range 200 {
+		big.log(line)
+	}
+	lines, _, _ = big.snapshot(0)
+	kept := 0
+	for _, l := range lines {
+		kept += len(l)
+	}
+	if kept > maxRunBytes+1024 || len(lines) >= 200 {
+		t.Fatalf("kept %d bytes in %d lines", kept, len(lines))
+	}
 }

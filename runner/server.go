@@ -303,9 +303,11 @@ func contextStatus(ctx context.Context) error {
 	case errors.Is(cause, errShuttingDown):
 		return newError(codes.Unavailable, ReasonInterrupted, "terraform was interrupted: the runner is shutting down", nil)
 	case errors.Is(cause, errRunDeadline):
-		return newError(codes.DeadlineExceeded, ReasonDeadlineExceeded, "the phase ran out of its deadline: terraform was interrupted and saved its state", nil)
+		// terraform got SIGINT and the interrupt grace: it normally saves
+		// its state, but may have been killed at the end of the grace.
+		return newError(codes.DeadlineExceeded, ReasonDeadlineExceeded, cause.Error()+": terraform was interrupted", nil)
 	case errors.Is(cause, errRunCancelled):
-		return newError(codes.Unavailable, ReasonInterrupted, "the run was cancelled: terraform was interrupted and saved its state", nil)
+		return newError(codes.Unavailable, ReasonInterrupted, "the run was cancelled: terraform was interrupted", nil)
 	case errors.Is(cause, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, "deadline exceeded: terraform was interrupted")
 	default:
@@ -313,9 +315,9 @@ func contextStatus(ctx context.Context) error {
 	}
 }
 
-// requireWorkspace returns the uploaded workspace. The caller holds op.
 // initialisedWorkspace is the uploaded workspace, initialised (init output
-// goes to logf): what every terraform call needs first.
+// goes to logf): what every terraform call needs first. The caller holds
+// op.
 func (s *Server) initialisedWorkspace(ctx context.Context, logf func(string)) (*workspace, error) {
 	ws, err := s.requireWorkspace()
 	if err != nil {
@@ -327,6 +329,7 @@ func (s *Server) initialisedWorkspace(ctx context.Context, logf func(string)) (*
 	return ws, nil
 }
 
+// requireWorkspace returns the uploaded workspace. The caller holds op.
 func (s *Server) requireWorkspace() (*workspace, error) {
 	if s.ws == nil {
 		return nil, newError(codes.FailedPrecondition, ReasonNoWorkspace, "no workspace: call UploadWorkspace first", nil)

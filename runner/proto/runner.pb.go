@@ -326,7 +326,9 @@ type RunSpec struct {
 	// The phase's deadline in seconds, counted by the runner from the run's
 	// start; 0 means none.
 	DeadlineSeconds int64 `protobuf:"varint,4,opt,name=deadline_seconds,json=deadlineSeconds,proto3" json:"deadline_seconds,omitempty"`
-	// For APPLY: the dependency lock file the plan was made with.
+	// For APPLY: the dependency lock file (.terraform.lock.hcl) the plan was
+	// made with, written into the module before init so that the apply
+	// installs exactly the plan's providers. Empty: the module's own.
 	LockFile      []byte `protobuf:"bytes,5,opt,name=lock_file,json=lockFile,proto3" json:"lock_file,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -799,7 +801,7 @@ func (x *PlanResult) GetEngine() string {
 
 type ApplyResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Outputs after the apply.
+	// Outputs after the apply; empty after a destroy.
 	Outputs       []*Output `protobuf:"bytes,1,rep,name=outputs,proto3" json:"outputs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -842,6 +844,10 @@ func (x *ApplyResult) GetOutputs() []*Output {
 	return nil
 }
 
+// One event of a watch: log lines first; once the run ended, for a plan
+// its files in chunks (plan file, JSON plan, human plan, dependency lock
+// file) and then plan_result, for an apply or a destroy apply_result. The
+// result is always the last event.
 type RunEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Event:

@@ -47,15 +47,21 @@ type RunnerClient interface {
 	// following ones, for an apply, the plan file in chunks. The run goes on
 	// whatever happens to the call or its connection; only its deadline,
 	// CancelRun or the runner's shutdown interrupt it, gracefully. Starting
-	// the same run id again is a no-op.
+	// a run id the runner knows is a no-op that answers OK (a plan file sent
+	// again is ignored). Another run in progress: FAILED_PRECONDITION with
+	// reason RUNNER_BUSY.
 	StartRun(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[StartRunRequest, StartRunResponse], error)
 	// WatchRun streams a run's log from a line index, live, and once the run
-	// ended its artefacts and result; or it ends with the run's typed error.
-	// Any number of watches, any time: a run's log and result are kept until
-	// the runner exits. Cancelling a watch never affects the run.
+	// ended its artefacts and result, then ends OK; or it ends with the run's
+	// typed error (STATE_LOCKED, STALE_PLAN, PLAN_UNUSABLE,
+	// DEADLINE_EXCEEDED, INTERRUPTED, ...). Any number of watches, any time,
+	// each complete from its offset: a run's log (bounded) and result are
+	// kept until the runner exits. Cancelling a watch never affects the run.
+	// An unknown run id: NOT_FOUND with reason UNKNOWN_RUN.
 	WatchRun(ctx context.Context, in *WatchRunRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunEvent], error)
-	// CancelRun interrupts a run gracefully (SIGINT; terraform saves its
-	// state and releases its lock). Idempotent.
+	// CancelRun interrupts a run gracefully (SIGINT, then a kill after the
+	// interrupt grace; terraform saves its state) and the run ends with
+	// INTERRUPTED. Idempotent; OK for a run that already ended.
 	CancelRun(ctx context.Context, in *CancelRunRequest, opts ...grpc.CallOption) (*CancelRunResponse, error)
 	// Outputs reads the outputs from the state, with their sensitivity.
 	Outputs(ctx context.Context, in *OutputsRequest, opts ...grpc.CallOption) (*OutputsResponse, error)
@@ -148,15 +154,21 @@ type RunnerServer interface {
 	// following ones, for an apply, the plan file in chunks. The run goes on
 	// whatever happens to the call or its connection; only its deadline,
 	// CancelRun or the runner's shutdown interrupt it, gracefully. Starting
-	// the same run id again is a no-op.
+	// a run id the runner knows is a no-op that answers OK (a plan file sent
+	// again is ignored). Another run in progress: FAILED_PRECONDITION with
+	// reason RUNNER_BUSY.
 	StartRun(grpc.ClientStreamingServer[StartRunRequest, StartRunResponse]) error
 	// WatchRun streams a run's log from a line index, live, and once the run
-	// ended its artefacts and result; or it ends with the run's typed error.
-	// Any number of watches, any time: a run's log and result are kept until
-	// the runner exits. Cancelling a watch never affects the run.
+	// ended its artefacts and result, then ends OK; or it ends with the run's
+	// typed error (STATE_LOCKED, STALE_PLAN, PLAN_UNUSABLE,
+	// DEADLINE_EXCEEDED, INTERRUPTED, ...). Any number of watches, any time,
+	// each complete from its offset: a run's log (bounded) and result are
+	// kept until the runner exits. Cancelling a watch never affects the run.
+	// An unknown run id: NOT_FOUND with reason UNKNOWN_RUN.
 	WatchRun(*WatchRunRequest, grpc.ServerStreamingServer[RunEvent]) error
-	// CancelRun interrupts a run gracefully (SIGINT; terraform saves its
-	// state and releases its lock). Idempotent.
+	// CancelRun interrupts a run gracefully (SIGINT, then a kill after the
+	// interrupt grace; terraform saves its state) and the run ends with
+	// INTERRUPTED. Idempotent; OK for a run that already ended.
 	CancelRun(context.Context, *CancelRunRequest) (*CancelRunResponse, error)
 	// Outputs reads the outputs from the state, with their sensitivity.
 	Outputs(context.Context, *OutputsRequest) (*OutputsResponse, error)
