@@ -117,9 +117,14 @@ func TestRunnerKilledMidApplyReleasesItsLock(t *testing.T) {
 	holder, ok := statelock.ParseHolder(*lock)
 	g.Expect(ok).To(BeTrue(), "the runner takes the lock under its own identity: %s", lock.Who)
 	g.Expect(holder.Process).NotTo(BeNil())
+	serialBefore := -1
+	if s := (&corev1.Secret{}); k8sClient.Get(context.Background(), keyOf(ns, "tfstate-default-"+tf.Name), s) == nil {
+		serialBefore = stateSerial(g, ns, tf.Name)
+	}
 	g.Expect(syscall.Kill(holder.Process.PID, syscall.SIGKILL)).To(Succeed())
 
 	obj := waitReady(t, tf)
+	g.Expect(stateSerial(g, ns, tf.Name)).To(BeNumerically(">", serialBefore), "the state serial only grew")
 	g.Expect(hasEvent(g, ns, tf.Name, infrav1.StateLockReleasedReason, lock.ID)).To(BeTrue(), "an event names the released lock")
 	g.Expect(hasEvent(g, ns, tf.Name, infrav1.RunLostReason, "")).To(BeTrue(), "an event says the run was lost")
 	g.Expect(stateLock(g, ns, tf.Name)).To(BeNil(), "no lock is left")

@@ -4,29 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/landform-dev/landform/internal/statelock"
 )
 
 // lockInfoAnnotation holds the lock's details on the Lease that Terraform's
-// and OpenTofu's kubernetes backend uses as the state lock
-// (internal/backend/remote-state/kubernetes/client.go).
-const lockInfoAnnotation = "app.terraform.io/lock-info"
+// and OpenTofu's kubernetes backend uses as the state lock.
+const lockInfoAnnotation = statelock.InfoAnnotation
 
 // lockInfo is the backend's statemgr.LockInfo as it marshals it.
-type lockInfo struct {
-	ID        string    `json:"ID"`
-	Operation string    `json:"Operation"`
-	Info      string    `json:"Info"`
-	Who       string    `json:"Who"`
-	Version   string    `json:"Version"`
-	Created   time.Time `json:"Created"`
-	Path      string    `json:"Path"`
-}
+type lockInfo = statelock.LockInfo
 
 func (a *app) unlockCommand() *cobra.Command {
 	var force bool
