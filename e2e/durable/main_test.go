@@ -209,7 +209,7 @@ func publish(t *testing.T, ns string, files map[string]string) {
 func ptrTo[T any](v T) *T { return &v }
 
 // newSlowTerraform creates an auto-approved object on the slow module.
-func newSlowTerraform(t *testing.T, ns, name, effects string, sleep int) *infrav1.Terraform {
+func newSlowTerraform(t *testing.T, ns, name, effects string, sleep int, mutate ...func(*infrav1.Terraform)) *infrav1.Terraform {
 	t.Helper()
 	jsonOf := func(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }
 	tf := &infrav1.Terraform{
@@ -226,6 +226,9 @@ func newSlowTerraform(t *testing.T, ns, name, effects string, sleep int) *infrav
 			},
 			WriteOutputsToSecret: &infrav1.WriteOutputsToSecretSpec{Name: name + "-outputs"},
 		},
+	}
+	for _, m := range mutate {
+		m(tf)
 	}
 	NewWithT(t).Expect(env.Client.Create(context.Background(), tf)).To(Succeed())
 	return tf

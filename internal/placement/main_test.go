@@ -22,6 +22,7 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/certs"
+	"github.com/landform-dev/landform/internal/fakekubelet"
 	"github.com/landform-dev/landform/internal/testenv"
 	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
@@ -31,7 +32,7 @@ import (
 // OpenTofu.
 var (
 	env         *testenv.Env
-	fake        *kubelet
+	fake        *fakekubelet.Kubelet
 	certManager *certs.Manager
 	// controllerNS holds the runner CA Secret.
 	controllerNS = "landform-system"
@@ -111,12 +112,12 @@ func runSuite(m *testing.M) int {
 	if os.Getenv("LANDFORM_TEST_LOGS") != "" {
 		logs = io.MultiWriter(runnerLogs, os.Stderr)
 	}
-	fake = newKubelet(env.Client, runnerBin, pathDir+string(os.PathListSeparator)+os.Getenv("PATH"), filepath.Join(tmp, "kubelet"),
+	fake = fakekubelet.New(env.Client, runnerBin, pathDir+string(os.PathListSeparator)+os.Getenv("PATH"), filepath.Join(tmp, "kubelet"),
 		map[string]string{mirror: hostMirror}, logs)
 	kubeletDone := make(chan struct{})
 	go func() {
 		defer close(kubeletDone)
-		fake.run(ctx)
+		fake.Run(ctx)
 	}()
 	code := m.Run()
 	cancel()

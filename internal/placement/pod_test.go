@@ -24,6 +24,7 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/certs"
+	"github.com/landform-dev/landform/internal/fakekubelet"
 	"github.com/landform-dev/landform/internal/mtls"
 	"github.com/landform-dev/landform/runner"
 )
@@ -191,7 +192,7 @@ func TestPodRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, time.Minute, "the runner Pod to be gone", func() bool { return len(allPods(t, ns)) == 0 })
-	grace := fake.deletionGrace(ns, pod.Name)
+	grace := fake.DeletionGrace(ns, pod.Name)
 	if grace == nil || *grace != *pod.Spec.TerminationGracePeriodSeconds || *grace != 25 {
 		got := "none"
 		if grace != nil {
@@ -199,7 +200,7 @@ func TestPodRun(t *testing.T) {
 		}
 		t.Fatalf("Pod deleted with grace %s, want its terminationGracePeriodSeconds %d = runner grace 10s + 15s", got, *pod.Spec.TerminationGracePeriodSeconds)
 	}
-	if exited, err := fake.runnerExited(ns, pod.Name); !exited || err != nil {
+	if exited, err := fake.RunnerExited(ns, pod.Name); !exited || err != nil {
 		t.Fatalf("runner exited %t (%v): want a clean exit on SIGTERM", exited, err)
 	}
 }
@@ -303,7 +304,7 @@ func TestPodStoppedMidRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, time.Minute, "the runner Pod to be gone", func() bool { return len(allPods(t, ns)) == 0 })
-	if exited, err := fake.runnerExited(ns, pod.Name); !exited || err != nil {
+	if exited, err := fake.RunnerExited(ns, pod.Name); !exited || err != nil {
 		t.Fatalf("runner exited %t (%v): want a clean exit within its grace", exited, err)
 	}
 
@@ -323,7 +324,7 @@ func TestPodNeverStarts(t *testing.T) {
 		t.Run("keep pods "+strconv.FormatBool(keep), func(t *testing.T) {
 			t.Parallel()
 			ns := runnerNamespace(t, true)
-			fake.set(ns, unschedulable)
+			fake.Set(ns, fakekubelet.Unschedulable)
 			obj := newTerraform(t, ns, "stuck", nil)
 			p := newPodPlacer()
 			p.StartTimeout = 2 * time.Second
@@ -334,7 +335,7 @@ func TestPodNeverStarts(t *testing.T) {
 			if d := time.Since(started); d > 10*time.Second {
 				t.Fatalf("start gave up after %s, StartTimeout is 2s", d)
 			}
-			names := fake.createdIn(ns)
+			names := fake.CreatedIn(ns)
 			if len(names) != 1 {
 				t.Fatalf("Pods created: %v", names)
 			}
@@ -365,7 +366,7 @@ func TestPodFailedBeforeRunning(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		ns := runnerNamespace(t, true)
-		fake.set(ns, failFirst)
+		fake.Set(ns, fakekubelet.FailFirst)
 		obj := newTerraform(t, ns, "flaky", nil)
 		rn := startRun(t, ctx, newPodPlacer(), obj)
 		if _, err := rn.Client.Outputs(ctx); !runner.IsReason(err, runner.ReasonNoWorkspace) {
@@ -373,7 +374,7 @@ func TestPodFailedBeforeRunning(t *testing.T) {
 			// proves the connection works.
 			t.Fatalf("want the runner to answer that it has no workspace, got %v", err)
 		}
-		names := fake.createdIn(ns)
+		names := fake.CreatedIn(ns)
 		if len(names) != 2 {
 			t.Fatalf("Pods created: %v, want the failed one and its replacement", names)
 		}
@@ -385,11 +386,11 @@ func TestPodFailedBeforeRunning(t *testing.T) {
 	t.Run("failing again", func(t *testing.T) {
 		t.Parallel()
 		ns := runnerNamespace(t, true)
-		fake.set(ns, failAlways)
+		fake.Set(ns, fakekubelet.FailAlways)
 		obj := newTerraform(t, ns, "broken", nil)
 		_, err := newPodPlacer().Start(context.Background(), obj, "run-1")
 		perr := wantPlacementError(t, err, infrav1.RunnerFailedReason)
-		names := fake.createdIn(ns)
+		names := fake.CreatedIn(ns)
 		if len(names) != 2 {
 			t.Fatalf("Pods created: %v, want two attempts", names)
 		}
@@ -424,7 +425,7 @@ func TestServiceAccountMissing(t *testing.T) {
 					t.Fatalf("message %q does not contain %q", perr.Message, want)
 				}
 			}
-			if names := fake.createdIn(ns); len(names) != 0 {
+			if names := fake.CreatedIn(ns); len(names) != 0 {
 				t.Fatalf("Pods created without a ServiceAccount: %v", names)
 			}
 		})

@@ -1,4 +1,10 @@
-package placement
+// Package fakekubelet plays the kubelet for Landform's runner Pods in
+// tests: it starts the real landform-runner binary for each runner Pod
+// (volumes materialised in a directory, listening on the Pod's own loopback
+// IP 127.0.0.N), reports it Running with that IP, SIGTERMs it on graceful
+// deletion and kills it after the grace period or at once. The runner
+// processes are children of the test, not of the controller under test.
+package fakekubelet
 
 import (
 	"context"
@@ -23,15 +29,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// kubelet plays the kubelet for runner Pods: for each Pod the placer
+// What runner Pods look like (internal/placement/pod_spec.go).
+const (
+	nameLabel       = "app.kubernetes.io/name"
+	runnerPodValue  = "landform-runner"
+	runnerContainer = "runner"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// Kubelet plays the kubelet for runner Pods: for each Pod the placer
 // creates it binds the Pod to a node, materialises its volumes (the TLS
 // Secret, emptyDirs) in a directory, starts the real runner binary with the
 // Pod's arguments (mount paths mapped to that directory, listening on the
 // Pod's own loopback IP 127.0.0.N), and reports the Pod Running with that
 // IP. A deleted Pod gets SIGTERM and, after its grace period, SIGKILL, and
 // is then removed as the kubelet does. Namespaces can be told to
-// misbehave instead (see behaviour).
-type kubelet struct {
+// misbehave instead (see Behaviour).
+type Kubelet struct {
 	c         client.Client
 	runnerBin string
 	// path is the runners' PATH: the engine's directory first, as in the
@@ -43,24 +58,25 @@ type kubelet struct {
 	image map[string]string
 
 	mu         sync.Mutex
-	behaviours map[string]behaviour
+	behaviours map[string]Behaviour
 	pods       map[types.UID]*fakePod
 	created    map[string][]string // namespace: Pod names, in creation order
 	nextIP     int
 }
 
-type behaviour int
+// Behaviour is how the kubelet treats a namespace's Pods.
+type Behaviour int
 
 const (
-	// runPods starts the runner.
-	runPods behaviour = iota
-	// unschedulable leaves Pods Pending, as a scheduler that finds no node.
-	unschedulable
-	// failFirst fails the namespace's first Pod before it runs and runs
+	// RunPods starts the runner.
+	RunPods Behaviour = iota
+	// Unschedulable leaves Pods Pending, as a scheduler that finds no node.
+	Unschedulable
+	// FailFirst fails the namespace's first Pod before it runs and runs
 	// the others.
-	failFirst
-	// failAlways fails every Pod before it runs.
-	failAlways
+	FailFirst
+	// FailAlways fails every Pod before it runs.
+	FailAlways
 )
 
 // fakePod is a Pod the kubelet handles.
@@ -71,39 +87,42 @@ type fakePod struct {
 	cmd             *exec.Cmd
 	exited          chan struct{}
 	exitErr         error
-	// deletionGrace is the grace period the Pod was deleted with; nil
+	// DeletionGrace is the grace period the Pod was deleted with; nil
 	// until it is deleted gracefully.
 	deletionGrace *int64
 	terminating   bool
 	killed        bool
 }
 
-func newKubelet(c client.Client, runnerBin, path, dir string, image map[string]string, logs io.Writer) *kubelet {
-	return &kubelet{
+// New returns a kubelet that starts runnerBin for the runner Pods c sees,
+// with path as their PATH, their files under dir, and image mapping paths
+// inside the runner image to host paths. Run starts it.
+func New(c client.Client, runnerBin, path, dir string, image map[string]string, logs io.Writer) *Kubelet {
+	return &Kubelet{
 		c: c, runnerBin: runnerBin, path: path, dir: dir, image: image, logs: logs,
-		behaviours: map[string]behaviour{},
+		behaviours: map[string]Behaviour{},
 		pods:       map[types.UID]*fakePod{},
 		created:    map[string][]string{},
 		nextIP:     1,
 	}
 }
 
-// set changes how the kubelet treats Pods in namespace.
-func (k *kubelet) set(namespace string, b behaviour) {
+// Set changes how the kubelet treats Pods in namespace.
+func (k *Kubelet) Set(namespace string, b Behaviour) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.behaviours[namespace] = b
 }
 
-// createdIn returns the names of the runner Pods seen in namespace.
-func (k *kubelet) createdIn(namespace string) []string {
+// CreatedIn returns the names of the runner Pods seen in namespace.
+func (k *Kubelet) CreatedIn(namespace string) []string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return append([]string(nil), k.created[namespace]...)
 }
 
-// deletionGrace is the grace period namespace/name was deleted with.
-func (k *kubelet) deletionGrace(namespace, name string) *int64 {
+// DeletionGrace is the grace period namespace/name was deleted with.
+func (k *Kubelet) DeletionGrace(namespace, name string) *int64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, p := range k.pods {
@@ -114,8 +133,8 @@ func (k *kubelet) deletionGrace(namespace, name string) *int64 {
 	return nil
 }
 
-// run polls runner Pods until ctx ends, then kills every runner.
-func (k *kubelet) run(ctx context.Context) {
+// Run polls runner Pods until ctx ends, then kills every runner.
+func (k *Kubelet) Run(ctx context.Context) {
 	defer k.killAll()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
@@ -132,7 +151,7 @@ func (k *kubelet) run(ctx context.Context) {
 	}
 }
 
-func (k *kubelet) sync(ctx context.Context, pods []corev1.Pod) {
+func (k *Kubelet) sync(ctx context.Context, pods []corev1.Pod) {
 	seen := map[types.UID]bool{}
 	for i := range pods {
 		pod := &pods[i]
@@ -172,14 +191,14 @@ func (k *kubelet) sync(ctx context.Context, pods []corev1.Pod) {
 	}
 }
 
-// admit handles a new Pod according to its namespace's behaviour.
-func (k *kubelet) admit(ctx context.Context, pod *corev1.Pod, fp *fakePod) {
+// admit handles a new Pod according to its namespace's Behaviour.
+func (k *Kubelet) admit(ctx context.Context, pod *corev1.Pod, fp *fakePod) {
 	k.mu.Lock()
 	b := k.behaviours[pod.Namespace]
 	first := len(k.created[pod.Namespace]) == 1
 	k.mu.Unlock()
 	switch {
-	case b == unschedulable:
+	case b == Unschedulable:
 		k.setStatus(ctx, pod, func(s *corev1.PodStatus) {
 			s.Phase = corev1.PodPending
 			s.Conditions = []corev1.PodCondition{{
@@ -187,7 +206,7 @@ func (k *kubelet) admit(ctx context.Context, pod *corev1.Pod, fp *fakePod) {
 				Message: "0/1 nodes are available: 1 Insufficient cpu.", LastTransitionTime: metav1.Now(),
 			}}
 		})
-	case b == failAlways || (b == failFirst && first):
+	case b == FailAlways || (b == FailFirst && first):
 		k.bind(ctx, pod)
 		k.setStatus(ctx, pod, func(s *corev1.PodStatus) {
 			s.Phase = corev1.PodFailed
@@ -229,7 +248,7 @@ func (k *kubelet) admit(ctx context.Context, pod *corev1.Pod, fp *fakePod) {
 
 // bind assigns the Pod to a node, which makes its deletion graceful (the
 // API server then waits for the kubelet).
-func (k *kubelet) bind(ctx context.Context, pod *corev1.Pod) {
+func (k *Kubelet) bind(ctx context.Context, pod *corev1.Pod) {
 	binding := &corev1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: "fake-node"},
@@ -240,7 +259,7 @@ func (k *kubelet) bind(ctx context.Context, pod *corev1.Pod) {
 }
 
 // start materialises the Pod's volumes and starts its runner.
-func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, fp *fakePod) error {
+func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod, fp *fakePod) error {
 	root := filepath.Join(k.dir, string(pod.UID))
 	volumes := map[string]string{}
 	for _, v := range pod.Spec.Volumes {
@@ -324,7 +343,7 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, fp *fakePod) error
 
 // terminate stops a gracefully deleted Pod's runner the way the kubelet
 // does, then removes the Pod.
-func (k *kubelet) terminate(ctx context.Context, fp *fakePod) {
+func (k *Kubelet) terminate(ctx context.Context, fp *fakePod) {
 	if fp.cmd != nil {
 		_ = fp.cmd.Process.Signal(syscall.SIGTERM)
 		grace := 30 * time.Second
@@ -343,7 +362,7 @@ func (k *kubelet) terminate(ctx context.Context, fp *fakePod) {
 	}
 }
 
-func (k *kubelet) kill(fp *fakePod) {
+func (k *Kubelet) kill(fp *fakePod) {
 	k.mu.Lock()
 	started := fp.cmd != nil
 	k.mu.Unlock()
@@ -354,7 +373,7 @@ func (k *kubelet) kill(fp *fakePod) {
 	<-fp.exited
 }
 
-func (k *kubelet) killAll() {
+func (k *Kubelet) killAll() {
 	k.mu.Lock()
 	pods := make([]*fakePod, 0, len(k.pods))
 	for _, fp := range k.pods {
@@ -367,7 +386,7 @@ func (k *kubelet) killAll() {
 }
 
 // setStatus updates the Pod's status, retrying on conflicts.
-func (k *kubelet) setStatus(ctx context.Context, pod *corev1.Pod, mutate func(*corev1.PodStatus)) {
+func (k *Kubelet) setStatus(ctx context.Context, pod *corev1.Pod, mutate func(*corev1.PodStatus)) {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var cur corev1.Pod
 		if err := k.c.Get(ctx, client.ObjectKeyFromObject(pod), &cur); err != nil {
@@ -381,9 +400,9 @@ func (k *kubelet) setStatus(ctx context.Context, pod *corev1.Pod, mutate func(*c
 	}
 }
 
-// runnerExited says whether the runner of namespace/name has exited, and
+// RunnerExited says whether the runner of namespace/name has exited, and
 // how.
-func (k *kubelet) runnerExited(namespace, name string) (bool, error) {
+func (k *Kubelet) RunnerExited(namespace, name string) (bool, error) {
 	k.mu.Lock()
 	var exited chan struct{}
 	var fp *fakePod
