@@ -20,11 +20,11 @@ import (
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
-	"github.com/landform-dev/landform/internal/runqueue"
-	"github.com/landform-dev/landform/runner"
 	"github.com/landform-dev/landform/internal/placement"
 	"github.com/landform-dev/landform/internal/planstore"
+	"github.com/landform-dev/landform/internal/runqueue"
 	"github.com/landform-dev/landform/internal/source"
+	"github.com/landform-dev/landform/runner"
 )
 
 const (

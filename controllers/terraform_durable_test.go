@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,6 +23,7 @@ import (
 	"github.com/landform-dev/landform/internal/cli"
 	"github.com/landform-dev/landform/internal/planstore"
 	"github.com/landform-dev/landform/internal/statelock"
+	"github.com/landform-dev/landform/internal/testenv"
 	"github.com/landform-dev/landform/internal/tfstate"
 )
 
@@ -190,30 +189,12 @@ func (p *tofuProcess) kill() {
 // ns/name and returns once it holds the lock (its apply sleeps).
 func holdLockWithTofu(t *testing.T, ns, name string) *tofuProcess {
 	t.Helper()
-	dir := t.TempDir()
-	module := fmt.Sprintf(`terraform {
-  backend "kubernetes" {
-    secret_suffix = %q
-    namespace     = %q
-    config_path   = %q
-  }
-}
+	g := NewWithT(t)
+	run := testenv.TofuModule(t, tofuPath, testKubeconfig, ns, name, `
 resource "terraform_data" "hold" {
   provisioner "local-exec" { command = "sleep 300" }
 }
-`, name, ns, testKubeconfig)
-	g := NewWithT(t)
-	g.Expect(os.WriteFile(filepath.Join(dir, "main.tf"), []byte(module), 0o600)).To(Succeed())
-	g.Expect(os.WriteFile(filepath.Join(dir, "cli.tfrc"), nil, 0o600)).To(Succeed())
-	run := func(args ...string) *exec.Cmd {
-		cmd := exec.Command(tofuPath, append(args, "-input=false", "-no-color")...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+filepath.Join(dir, "cli.tfrc"), "TF_IN_AUTOMATION=1", "HOME="+dir, "CHECKPOINT_DISABLE=1")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		return cmd
-	}
-	out, err := run("init").CombinedOutput()
-	g.Expect(err).NotTo(HaveOccurred(), string(out))
+`)
 	p := &tofuProcess{cmd: run("apply", "-auto-approve")}
 	g.Expect(p.cmd.Start()).To(Succeed())
 	t.Cleanup(p.kill)

@@ -2,12 +2,9 @@ package runner
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -109,24 +106,5 @@ func (k *kubeState) waitLocked(t *testing.T, timeout time.Duration) *statelock.L
 // its own and returns a function that runs real tofu there, after init.
 func (k *kubeState) tofuModule(t *testing.T, module string) func(args ...string) *exec.Cmd {
 	t.Helper()
-	dir := t.TempDir()
-	backend := fmt.Sprintf("terraform {\n  backend \"kubernetes\" {\n    secret_suffix = %q\n    namespace     = %q\n    config_path   = %q\n  }\n}\n", k.suffix, k.namespace, k.kubeconfig)
-	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(backend+module), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "cli.tfrc"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	run := func(args ...string) *exec.Cmd {
-		cmd := exec.Command(enginePath, append(args, "-input=false", "-no-color")...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+filepath.Join(dir, "cli.tfrc"), "HOME="+dir, "CHECKPOINT_DISABLE=1")
-		// Its own process group: killing it kills its provisioners too.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		return cmd
-	}
-	if out, err := run("init").CombinedOutput(); err != nil {
-		t.Fatalf("tofu init: %v\n%s", err, out)
-	}
-	return run
+	return testenv.TofuModule(t, enginePath, k.kubeconfig, k.namespace, k.suffix, module)
 }

@@ -23,6 +23,7 @@ import (
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/owned"
 	"github.com/landform-dev/landform/internal/statelock"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 // tofuBinary is the OpenTofu that `make tools` installs (or LANDFORM_TOFU).
@@ -43,39 +44,13 @@ func tofuBinary(t *testing.T) string {
 // backend as Landform configures it, and initialises it.
 func tofuWorkspace(t *testing.T, obj *v1alpha1.Terraform) (run func(args ...string) *exec.Cmd) {
 	t.Helper()
-	dir := t.TempDir()
-	module := fmt.Sprintf(`terraform {
-  backend "kubernetes" {
-    secret_suffix = %q
-    namespace     = %q
-    config_path   = %q
-  }
-}
-
+	return testenv.TofuModule(t, tofuBinary(t), kubeconfig(t), obj.Namespace, obj.GetSecretSuffix(), `
 resource "terraform_data" "slow" {
   provisioner "local-exec" {
     command = "sleep 300"
   }
 }
-`, obj.GetSecretSuffix(), obj.Namespace, kubeconfig(t))
-	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(module), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "cli.tfrc"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tofu := tofuBinary(t)
-	run = func(args ...string) *exec.Cmd {
-		cmd := exec.Command(tofu, append(args, "-input=false", "-no-color")...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+filepath.Join(dir, "cli.tfrc"), "TF_IN_AUTOMATION=1", "HOME="+dir)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		return cmd
-	}
-	if out, err := run("init").CombinedOutput(); err != nil {
-		t.Fatalf("tofu init: %v\n%s", err, out)
-	}
-	return run
+`)
 }
 
 // lockWithTofu has the real backend take obj's state lock and leaves it

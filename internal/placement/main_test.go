@@ -251,4 +251,3 @@ func workspaceSpec(t *testing.T, obj *infrav1.Terraform, tb tarball, vars map[st
 		BackendConfig: map[string]string{"secret_suffix": obj.GetSecretSuffix(), "namespace": obj.Namespace, "config_path": kubeconfig},
 	}
 }
-

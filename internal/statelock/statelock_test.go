@@ -242,34 +242,11 @@ func tofuWorkspace(t *testing.T, tofu, ns, name string) func(args ...string) *ex
 	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	module := `terraform {
-  backend "kubernetes" {
-    secret_suffix = "` + name + `"
-    namespace     = "` + ns + `"
-    config_path   = "` + kubeconfig + `"
-  }
-}
+	return testenv.TofuModule(t, tofu, kubeconfig, ns, name, `
 resource "terraform_data" "hold" {
   provisioner "local-exec" { command = "sleep 300" }
 }
-`
-	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(module), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "cli.tfrc"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	run := func(args ...string) *exec.Cmd {
-		cmd := exec.Command(tofu, append(args, "-input=false", "-no-color")...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+filepath.Join(dir, "cli.tfrc"), "HOME="+dir, "CHECKPOINT_DISABLE=1")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		return cmd
-	}
-	if out, err := run("init").CombinedOutput(); err != nil {
-		t.Fatalf("tofu init: %v\n%s", err, out)
-	}
-	return run
+`)
 }
 
 // Takers racing for one lock: exactly one wins, whether the Lease is
