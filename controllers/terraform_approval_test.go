@@ -81,3 +81,53 @@ func annotate(t *testing.T, obj *infrav1.Terraform, key, value string) {
 	patch := []byte(`{"metadata":{"annotations":{"` + key + `":"` + value + `"}}}`)
 	NewWithT(t).Expect(k8sClient.Patch(context.Background(), obj, rawMergePatch(patch))).To(Succeed())
 }
+
+// An approval never carries over to a plan made from other inputs: after
+// plan X was approved and applied, a change of workspace or of a variable
+// at the same revision makes a plan with its own id that waits, even where
+// it plans the same changes; a re-plan while it waits keeps its id.
+func TestApprovalDoesNotCarryOverToOtherInputs(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
+	path := effectPath(t)
+	tf := newTerraform(t, ns, "carry", func(tf *infrav1.Terraform) {
+		tf.Spec.ApprovePlan = ""
+		tf.Spec.Vars = fileVars(path, "one")
+	})
+	first := waitPending(t, tf).Status.Plan.Pending
+	approve(g, tf, first)
+	waitReady(t, tf)
+
+	pendingOtherThan := func(old string) string {
+		var id string
+		waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
+			g.Expect(conditions.GetReason(obj, meta.ReadyCondition)).To(Equal(infrav1.PlanPendingReason))
+			g.Expect(obj.PendingPlan()).NotTo(BeEmpty())
+			g.Expect(obj.PendingPlan()).NotTo(Equal(old))
+			id = obj.PendingPlan()
+		})
+		return id
+	}
+	// Another workspace: the same changes (the file, created), another plan.
+	g.Expect(k8sClient.Patch(context.Background(), get(g, tf), rawMergePatch([]byte(`{"spec":{"workspace":"other"}}`)))).To(Succeed())
+	second := pendingOtherThan(first)
+	g.Consistently(func(g Gomega) {
+		g.Expect(get(g, tf).Status.LastAppliedPlan).To(Equal(first))
+	}, 4*time.Second, time.Second).Should(Succeed(), "the approval of %s does not apply %s", first, second)
+
+	// A re-plan while it waits, against the same state and inputs, keeps it.
+	g.Expect(k8sClient.Patch(context.Background(), get(g, tf), rawMergePatch([]byte(`{"metadata":{"annotations":{"`+reconcileRequestAnnotation+`":"again"}}}`)))).To(Succeed())
+	waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
+		g.Expect(obj.Status.LastHandledReconcileAt).To(Equal("again"))
+		g.Expect(obj.PendingPlan()).To(Equal(second))
+	})
+	approve(g, tf, second)
+	g.Expect(waitReady(t, tf).Status.LastAppliedPlan).To(Equal(second))
+
+	// Another variable value: another plan, waiting for its own approval.
+	g.Expect(k8sClient.Patch(context.Background(), get(g, tf), rawMergePatch([]byte(`{"spec":{"vars":[{"name":"path","value":"`+path+`"},{"name":"content","value":"two"}]}}`)))).To(Succeed())
+	third := pendingOtherThan(second)
+	g.Expect(third).NotTo(Equal(first))
+	g.Expect(get(g, tf).Status.LastAppliedPlan).To(Equal(second))
+}

@@ -26,7 +26,13 @@ func (r *TerraformReconciler) recordPlan(ctx context.Context, obj *infrav1.Terra
 	res := out.Result
 	rev := run.Revision
 	p := &planstore.Plan{
-		ID:           planID(rev, res.ChangesDigest),
+		ID: planID(rev, planMaterial{
+			inputsDigest:  run.InputsDigest,
+			engine:        res.Engine,
+			lockFile:      out.LockFile,
+			stateDigest:   res.StateDigest,
+			changesDigest: res.ChangesDigest,
+		}),
 		Revision:     rev,
 		InputsDigest: run.InputsDigest,
 		PlanFile:     out.PlanFile,

@@ -1,16 +1,41 @@
 package controllers
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"strings"
 )
 
 const shortLen = 10
 
-// planID names a plan after the revision it was made from and the digest of
-// its changes (not of the plan file): an identical re-plan keeps its id and
-// therefore its approval, and a different plan never inherits one.
-func planID(revision, changesDigest string) string {
-	return "plan-" + shortRevision(revision) + "-" + short(strings.ToLower(changesDigest))
+// planMaterial is everything a plan was made from, and what it plans.
+type planMaterial struct {
+	// inputsDigest covers the artifact, path, variables, backend,
+	// workspace and destroy flag.
+	inputsDigest string
+	// engine is the engine and its version.
+	engine string
+	// lockFile is the dependency lock file the plan was made with.
+	lockFile []byte
+	// stateDigest covers the state the plan was made against.
+	stateDigest string
+	// changesDigest covers the planned changes (not the plan file bytes).
+	changesDigest string
+}
+
+// planID names a plan after the revision it was made from and a digest of
+// everything it was made from and plans: a re-plan against the same state
+// and inputs that plans the same changes keeps its id, and with it its
+// approval; a plan after an apply, or after any input changed (a
+// workspace, a variable, the engine version, the dependency lock), gets a
+// new one, and needs its own approval.
+func planID(revision string, m planMaterial) string {
+	h := sha256.New()
+	lock := sha256.Sum256(m.lockFile)
+	fmt.Fprintf(h, "inputs=%s\nengine=%s\nlock=%s\nstate=%s\nchanges=%s\n",
+		m.inputsDigest, m.engine, hex.EncodeToString(lock[:]), m.stateDigest, strings.ToLower(m.changesDigest))
+	return "plan-" + shortRevision(revision) + "-" + short(hex.EncodeToString(h.Sum(nil)))
 }
 
 // shortRevision shortens Flux revisions such as "main@sha1:0a1b…",

@@ -92,19 +92,30 @@ func TestDecide(t *testing.T) {
 
 func TestPlanID(t *testing.T) {
 	g := NewWithT(t)
-	digest := "4f2a9c0d1e2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5"
-	g.Expect(planID("main@sha1:0A1B2C3D4E5F60718293a4b5c6d7e8f901234567", digest)).To(Equal("plan-0a1b2c3d4e-4f2a9c0d1e"))
-	g.Expect(planID("sha256:abc", digest)).To(Equal("plan-abc-4f2a9c0d1e"))
-	g.Expect(planID("v1.2.0", digest)).To(Equal("plan-v120-4f2a9c0d1e"))
-	g.Expect(planID("", digest)).To(Equal("plan-0-4f2a9c0d1e"))
-	g.Expect(planID("main@sha1:abc", digest)).NotTo(Equal(planID("main@sha1:abc", "5"+digest[1:])), "different changes, different id")
-}
+	m := planMaterial{
+		inputsDigest:  "inputs",
+		engine:        "OpenTofu v1.12.6",
+		lockFile:      []byte("provider \"x\" {}"),
+		stateDigest:   "state",
+		changesDigest: "4f2a9c0d1e2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5",
+	}
+	id := planID("main@sha1:0A1B2C3D4E5F60718293a4b5c6d7e8f901234567", m)
+	g.Expect(id).To(MatchRegexp(`^plan-0a1b2c3d4e-[0-9a-f]{10}$`))
+	g.Expect(planID("main@sha1:0A1B2C3D4E5F60718293a4b5c6d7e8f901234567", m)).To(Equal(id), "the same material, the same id")
+	g.Expect(planID("sha256:abc", m)).To(HavePrefix("plan-abc-"))
+	g.Expect(planID("v1.2.0", m)).To(HavePrefix("plan-v120-"))
+	g.Expect(planID("", m)).To(HavePrefix("plan-0-"))
 
-func TestVarValue(t *testing.T) {
-	g := NewWithT(t)
-	g.Expect(string(varValue("plain"))).To(Equal(`"plain"`))
-	g.Expect(string(varValue("0123"))).To(Equal(`"0123"`), "scalars stay strings")
-	g.Expect(string(varValue(`{"a":1}`))).To(Equal(`{"a":1}`))
-	g.Expect(string(varValue(`[1,2]`))).To(Equal(`[1,2]`))
-	g.Expect(string(varValue(`{not json`))).To(Equal(`"{not json"`))
+	// Anything the plan was made from, or what it plans, changes the id.
+	for name, change := range map[string]func(*planMaterial){
+		"inputs":  func(m *planMaterial) { m.inputsDigest = "other inputs" },
+		"engine":  func(m *planMaterial) { m.engine = "OpenTofu v1.12.7" },
+		"lock":    func(m *planMaterial) { m.lockFile = []byte("provider \"y\" {}") },
+		"state":   func(m *planMaterial) { m.stateDigest = "state after an apply" },
+		"changes": func(m *planMaterial) { m.changesDigest = "5" + m.changesDigest[1:] },
+	} {
+		other := m
+		change(&other)
+		g.Expect(planID("main@sha1:0A1B2C3D4E5F60718293a4b5c6d7e8f901234567", other)).NotTo(Equal(id), "another %s, another id", name)
+	}
 }

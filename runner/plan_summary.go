@@ -21,6 +21,7 @@ type jsonPlan struct {
 		Change  jsonChange `json:"change"`
 	} `json:"resource_changes"`
 	OutputChanges map[string]jsonChange `json:"output_changes"`
+	PriorState    json.RawMessage       `json:"prior_state"`
 }
 
 type jsonChange struct {
@@ -108,7 +109,29 @@ func summarizePlan(planJSON []byte) (*runnerpb.PlanResult, error) {
 	}
 	sum := sha256.Sum256(doc)
 	res.ChangesDigest = hex.EncodeToString(sum[:])
+	if res.StateDigest, err = canonicalDigest(plan.PriorState); err != nil {
+		return nil, fmt.Errorf("prior state: %w", err)
+	}
 	return res, nil
+}
+
+// canonicalDigest is sha256 hex over raw JSON with sorted keys and no
+// insignificant whitespace ("null" when raw is empty).
+func canonicalDigest(raw json.RawMessage) (string, error) {
+	var v any
+	if len(raw) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			return "", err
+		}
+	}
+	doc, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(doc)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 // isChange is false for no-op and read actions, which terraform's summary

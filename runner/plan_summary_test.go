@@ -56,6 +56,20 @@ func TestSummarizePlan(t *testing.T) {
 		t.Fatal("the digest depends on order, whitespace or no-op entries")
 	}
 
+	// The state digest covers the prior state, whatever its key order.
+	before, err := summarizePlan([]byte(`{"prior_state":{"values":{"root_module":{}},"format_version":"1.0"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	same, _ := summarizePlan([]byte(`{"prior_state":{"format_version":"1.0","values":{"root_module":{}}}}`))
+	after, _ := summarizePlan([]byte(`{"prior_state":{"format_version":"1.0","values":{"root_module":{"resources":[{"address":"a.b"}]}}}}`))
+	if before.StateDigest == "" || before.StateDigest != same.StateDigest {
+		t.Fatalf("the state digest depends on key order: %q %q", before.StateDigest, same.StateDigest)
+	}
+	if after.StateDigest == before.StateDigest {
+		t.Fatal("another prior state, the same state digest")
+	}
+
 	for name, changed := range map[string]string{
 		"another value":  `{"resource_changes":[{"address":"a.created","change":{"actions":["create"],"after":{"x":"z"}}}]}`,
 		"another output": `{"output_changes":{"out":{"actions":["create"],"after":"w"}}}`,

@@ -373,7 +373,10 @@ type PlanStatus struct {
 	// +optional
 	Pending string `json:"pending,omitempty"`
 
-	// ID of the last plan: plan-<revision short>-<changes digest short>.
+	// ID of the last plan: plan-<revision short>-<digest short>, the digest
+	// covering the plan's inputs (artifact, path, variables, backend,
+	// workspace, engine and version, dependency lock), the state it was
+	// planned against and its changes.
 	// +optional
 	ID string `json:"id,omitempty"`
 

@@ -715,7 +715,11 @@ type PlanResult struct {
 	// the plan file bytes: identical re-plans have the same digest.
 	ChangesDigest string `protobuf:"bytes,6,opt,name=changes_digest,json=changesDigest,proto3" json:"changes_digest,omitempty"`
 	// Engine and version that made the plan, e.g. "OpenTofu v1.12.6".
-	Engine        string `protobuf:"bytes,7,opt,name=engine,proto3" json:"engine,omitempty"`
+	Engine string `protobuf:"bytes,7,opt,name=engine,proto3" json:"engine,omitempty"`
+	// sha256 hex over the state the plan was made against (the JSON plan's
+	// prior_state, canonicalised): a plan after an apply differs from one
+	// before it even when it plans the same changes.
+	StateDigest   string `protobuf:"bytes,8,opt,name=state_digest,json=stateDigest,proto3" json:"state_digest,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -795,6 +799,13 @@ func (x *PlanResult) GetChangesDigest() string {
 func (x *PlanResult) GetEngine() string {
 	if x != nil {
 		return x.Engine
+	}
+	return ""
+}
+
+func (x *PlanResult) GetStateDigest() string {
+	if x != nil {
+		return x.StateDigest
 	}
 	return ""
 }
@@ -1205,7 +1216,7 @@ const file_runner_proto_runner_proto_rawDesc = "" +
 	"\x11CancelRunResponse\"3\n" +
 	"\aLogLine\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x14\n" +
-	"\x05index\x18\x02 \x01(\x03R\x05index\"\xce\x01\n" +
+	"\x05index\x18\x02 \x01(\x03R\x05index\"\xf1\x01\n" +
 	"\n" +
 	"PlanResult\x12\x1f\n" +
 	"\vhas_changes\x18\x01 \x01(\bR\n" +
@@ -1215,7 +1226,8 @@ const file_runner_proto_runner_proto_rawDesc = "" +
 	"\adestroy\x18\x04 \x01(\x05R\adestroy\x12\x1c\n" +
 	"\tresources\x18\x05 \x03(\tR\tresources\x12%\n" +
 	"\x0echanges_digest\x18\x06 \x01(\tR\rchangesDigest\x12\x16\n" +
-	"\x06engine\x18\a \x01(\tR\x06engine\"C\n" +
+	"\x06engine\x18\a \x01(\tR\x06engine\x12!\n" +
+	"\fstate_digest\x18\b \x01(\tR\vstateDigest\"C\n" +
 	"\vApplyResult\x124\n" +
 	"\aoutputs\x18\x01 \x03(\v2\x1a.landform.runner.v1.OutputR\aoutputs\"\xf7\x02\n" +
 	"\bRunEvent\x12/\n" +
