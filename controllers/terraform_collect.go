@@ -98,7 +98,7 @@ func (r *TerraformReconciler) inspectRun(ctx context.Context, obj *infrav1.Terra
 	}
 	rn, release := r.runs.finish(h, true)
 	idle := &idleRunner{rn: rn, release: release, inputsDigest: run.InputsDigest}
-	if _, err := r.recordPlan(ctx, obj, run, h.result.Plan); err != nil {
+	if _, err := r.recordPlan(ctx, obj, run, h.result.Plan, h.redactor); err != nil {
 		r.stopIdle(rn, release)
 		return nil, err
 	}

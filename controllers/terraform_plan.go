@@ -11,6 +11,7 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/planstore"
+	"github.com/landform-dev/landform/internal/redact"
 	"github.com/landform-dev/landform/runner"
 )
 
@@ -20,7 +21,8 @@ const maxStatusResources = 50
 
 // recordPlan stores the plan a run made and records its summary in status.
 // A plan without changes is stored as applied: there is nothing to approve.
-func (r *TerraformReconciler) recordPlan(ctx context.Context, obj *infrav1.Terraform, run *infrav1.RunStatus, out *runner.PlanOutput) (*planstore.Plan, error) {
+// The human plan, which `landform plan show` prints, is stored redacted.
+func (r *TerraformReconciler) recordPlan(ctx context.Context, obj *infrav1.Terraform, run *infrav1.RunStatus, out *runner.PlanOutput, redactor *redact.Redactor) (*planstore.Plan, error) {
 	drift := run.Drift
 	markUnlocked(obj)
 	res := out.Result
@@ -37,7 +39,7 @@ func (r *TerraformReconciler) recordPlan(ctx context.Context, obj *infrav1.Terra
 		InputsDigest: run.InputsDigest,
 		PlanFile:     out.PlanFile,
 		JSONPlan:     out.JSONPlan,
-		HumanPlan:    out.HumanPlan,
+		HumanPlan:    []byte(redactor.String(string(out.HumanPlan))),
 		LockFile:     out.LockFile,
 		Applied:      !res.HasChanges,
 	}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/planstore"
 	"github.com/landform-dev/landform/internal/runlog"
 )
 
@@ -66,4 +67,57 @@ func TestSecretsNeverLeak(t *testing.T) {
 	g.Expect(runnerLogs.String()).NotTo(BeEmpty(), "the runners' logs were captured")
 	g.Expect(runnerLogs.String()).NotTo(ContainSubstring(secretVar), "runner logs")
 	g.Expect(strings.Contains(controllerLogs.String(), "hunter2")).To(BeFalse())
+}
+
+// A Secret key holding a JSON object for a map(string) variable, and a
+// multi-line Secret value: terraform prints their parts one by one, and no
+// part appears anywhere outside Secrets — status, events, kept logs, the
+// stored human plan `landform plan show` prints, the controller's and the
+// runners' logs.
+func TestStructuredSecretsNeverLeak(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	parts := []string{"hunter2-Map-Password", "tok-Nested-0123", "BEGIN-line-one-xyz", "second-line-of-the-key"}
+	g.Expect(k8sClient.Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"},
+		StringData: map[string]string{
+			"creds": `{"user": "app", "password": "` + parts[0] + `", "token": "` + parts[1] + `"}`,
+			"pem":   parts[2] + "\n" + parts[3] + "\n",
+		},
+	})).To(Succeed())
+	newGitRepository(t, ns, "repo", artifacts.publish(map[string]string{"modules/structured/main.tf": `
+variable "creds" { type = map(string) }
+variable "pem" { type = string }
+resource "terraform_data" "this" {
+  input = { user = var.creds["user"], password = var.creds["password"], token = var.creds["token"], pem = var.pem }
+}
+`}))
+	tf := newTerraform(t, ns, "structured", func(tf *infrav1.Terraform) {
+		tf.Spec.Path = "modules/structured"
+		tf.Spec.VarsFrom = []infrav1.VarsReference{{Kind: "Secret", Name: "creds"}}
+	})
+	obj := waitReady(t, tf)
+
+	status, err := json.Marshal(obj.Status)
+	g.Expect(err).NotTo(HaveOccurred())
+	events := &corev1.EventList{}
+	g.Expect(k8sClient.List(context.Background(), events, client.InNamespace(ns))).To(Succeed())
+	logs, err := runlog.Read(context.Background(), k8sClient, ns, obj.Name)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(logs[runlog.PhasePlan].Text).To(ContainSubstring("terraform_data.this"), "the plan log was kept")
+	plan, err := planstore.Store{Client: k8sClient}.Load(context.Background(), obj)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(plan.HumanPlan)).To(ContainSubstring("password"), "the human plan was kept")
+	for _, part := range parts {
+		g.Expect(string(status)).NotTo(ContainSubstring(part), "status")
+		for _, e := range events.Items {
+			g.Expect(e.Message).NotTo(ContainSubstring(part), "event %s", e.Reason)
+		}
+		for phase, l := range logs {
+			g.Expect(l.Text).NotTo(ContainSubstring(part), "kept %s log", phase)
+		}
+		g.Expect(string(plan.HumanPlan)).NotTo(ContainSubstring(part), "the human plan")
+		g.Expect(controllerLogs.String()).NotTo(ContainSubstring(part), "controller logs (debug)")
+		g.Expect(runnerLogs.String()).NotTo(ContainSubstring(part), "runner logs")
+	}
 }

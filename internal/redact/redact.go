@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // Mask replaces every secret value.
@@ -32,11 +34,17 @@ type Redactor struct {
 // New returns a Redactor for values. Besides each value as given, it also
 // hides the value as it appears inside a JSON string (Terraform's JSON plans
 // and machine-readable logs escape quotes, backslashes, newlines and, by
-// default, <, > and &).
+// default, <, > and &), and the parts a value is made of (see Parts):
+// terraform prints a map variable's values one by one, never the JSON
+// document they came in.
 func New(values ...string) *Redactor {
 	r := &Redactor{byFirst: map[byte][][]byte{}}
 	seen := map[string]bool{}
+	var all []string
 	for _, v := range values {
+		all = append(all, Parts(v)...)
+	}
+	for _, v := range all {
 		if len(v) < MinLength {
 			continue
 		}
@@ -53,6 +61,48 @@ func New(values ...string) *Redactor {
 		sort.SliceStable(list, func(i, j int) bool { return len(list[i]) > len(list[j]) })
 	}
 	return r
+}
+
+// Parts returns v and what terraform may print of it separately: every
+// string, number and boolean inside v when v is a JSON object or array
+// (a map(string) variable from a Secret key), and every line of a
+// multi-line value, without its surrounding spaces.
+func Parts(v string) []string {
+	out := []string{v}
+	var doc any
+	dec := json.NewDecoder(strings.NewReader(v))
+	dec.UseNumber()
+	if t := strings.TrimSpace(v); (strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[")) && dec.Decode(&doc) == nil {
+		out = appendLeaves(out, doc)
+	}
+	if strings.Contains(v, "\n") {
+		for _, line := range strings.Split(v, "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				out = append(out, line)
+			}
+		}
+	}
+	return out
+}
+
+func appendLeaves(out []string, v any) []string {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, e := range x {
+			out = appendLeaves(out, e)
+		}
+	case []any:
+		for _, e := range x {
+			out = appendLeaves(out, e)
+		}
+	case string:
+		out = append(out, Parts(x)...)
+	case json.Number:
+		out = append(out, x.String())
+	case bool:
+		out = append(out, strconv.FormatBool(x))
+	}
+	return out
 }
 
 // forms returns v and its JSON-escaped forms, with and without Go's HTML
@@ -97,7 +147,11 @@ func (r *Redactor) redact(dst, buf []byte, limit int, final bool) ([]byte, int) 
 				break
 			}
 			if !final && len(rest) < len(form) && bytes.HasPrefix(form, rest) {
+				// A longer form may still match once more arrives:
+				// it wins over any shorter one (a line of a secret
+				// that spans lines), so hold.
 				partial = true
+				break
 			}
 		}
 		switch {

@@ -87,11 +87,20 @@ func TestWriter(t *testing.T) {
 			want:            "key:\n***\nafter\n",
 		},
 		{
-			name:            "held prefix that turns out harmless",
-			values:          []string{"abcdef\nxyz"},
+			// The held line is the secret's first line, which is
+			// itself hidden: terraform may print a value line by line.
+			name:            "held prefix that turns out to be one line of the secret",
+			values:          []string{"abcdef\nxyz1"},
 			writes:          []string{"abcdef\n", "nope\n"},
-			wantBeforeFlush: "abcdef\nnope\n",
-			want:            "abcdef\nnope\n",
+			wantBeforeFlush: "***\nnope\n",
+			want:            "***\nnope\n",
+		},
+		{
+			name:            "held prefix that turns out harmless",
+			values:          []string{"abcdefgh\nxyz1"},
+			writes:          []string{"abcd", "efg\n", "nope\n"},
+			wantBeforeFlush: "abcdefg\nnope\n",
+			want:            "abcdefg\nnope\n",
 		},
 		{
 			name:            "trailing partial secret at flush",
