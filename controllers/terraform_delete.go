@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,8 +25,9 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *patc
 		return nil
 	}
 	if obj.Spec.Suspend {
-		conditions.MarkFalse(obj, meta.ReadyCondition, infrav1.SuspendedReason, "deletion waits: the object is suspended; set spec.suspend to false to destroy")
-		return nil
+		// Not Ready: the object is on its way out and nothing happens
+		// until it is resumed.
+		return waiting(infrav1.SuspendedReason, obj.GetInterval(), "deletion waits: the object is suspended; set spec.suspend to false to destroy")
 	}
 	destroyed, err := r.settleRun(ctx, obj)
 	if err != nil {

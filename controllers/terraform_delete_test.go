@@ -3,8 +3,12 @@ package controllers
 import (
 	"context"
 	"testing"
+	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 )
@@ -57,4 +61,29 @@ func TestDeleteNeverAppliedIsImmediate(t *testing.T) {
 	waitNotReady(t, tf, infrav1.SourceNotFoundReason)
 	NewWithT(t).Expect(k8sClient.Get(context.Background(), keyOf(ns, "never"), tf)).To(Succeed())
 	deleteAndWait(t, tf)
+}
+
+// A suspended object being deleted destroys nothing and says why: Ready is
+// False, reason Suspended. Resuming it lets the deletion go on.
+func TestSuspendedDeletionWaitsAndSaysSo(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
+	path := effectPath(t)
+	tf := newTerraform(t, ns, "paused", func(tf *infrav1.Terraform) {
+		tf.Spec.Vars = fileVars(path, "kept")
+	})
+	waitReady(t, tf)
+	g.Expect(k8sClient.Patch(context.Background(), get(g, tf), rawMergePatch([]byte(`{"spec":{"suspend":true}}`)))).To(Succeed())
+	g.Expect(k8sClient.Delete(context.Background(), get(g, tf))).To(Succeed())
+
+	obj := waitNotReady(t, tf, infrav1.SuspendedReason)
+	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring("spec.suspend"))
+	g.Consistently(func() string { return readFile(path) }, 3*time.Second, time.Second).Should(Equal("kept"), "nothing destroyed while suspended")
+
+	g.Expect(k8sClient.Patch(context.Background(), get(g, tf), rawMergePatch([]byte(`{"spec":{"suspend":false}}`)))).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8sClient.Get(context.Background(), keyOf(ns, "paused"), &infrav1.Terraform{}))
+	}, waitTimeout, pollEvery).Should(BeTrue())
+	g.Expect(readFile(path)).To(Equal("<missing>"), "destroyed once resumed")
 }
