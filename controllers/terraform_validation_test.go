@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,10 @@ func TestAPIValidation(t *testing.T) {
 		"varsFrom kind":                          {func(tf *infrav1.Terraform) { tf.Spec.VarsFrom = []infrav1.VarsReference{{Kind: "Pod", Name: "x"}} }, "spec.varsFrom[0].kind"},
 		"variable name":                          {func(tf *infrav1.Terraform) { tf.Spec.Vars = []infrav1.Variable{{Name: "1bad"}} }, "spec.vars[0].name"},
 		"interval":                               {func(tf *infrav1.Terraform) { tf.Spec.Interval = metav1.Duration{Duration: -1} }, "spec.interval"},
+		"interval below one second":              {func(tf *infrav1.Terraform) { tf.Spec.Interval = metav1.Duration{Duration: 100 * time.Millisecond} }, "interval must be at least 1s"},
+		"retryInterval below one second": {func(tf *infrav1.Terraform) {
+			tf.Spec.RetryInterval = &metav1.Duration{Duration: 500 * time.Millisecond}
+		}, "retryInterval must be at least 1s"},
 		"backend secretSuffix with custom configuration": {func(tf *infrav1.Terraform) {
 			tf.Spec.BackendConfig = &infrav1.BackendConfig{SecretSuffix: "x", CustomConfiguration: `terraform { backend "local" {} }`}
 		}, "secretSuffix applies only to the default kubernetes backend"},

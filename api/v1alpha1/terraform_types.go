@@ -23,16 +23,19 @@ type TerraformSpec struct {
 	Path string `json:"path,omitempty"`
 
 	// Interval is how often the module is planned again to detect drift.
+	// At least one second.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="duration(self) == duration('0s') || duration(self) >= duration('1s')",message="interval must be at least 1s (0 means the default)"
 	// +kubebuilder:default="10m"
 	// +optional
 	Interval metav1.Duration `json:"interval,omitempty"`
 
 	// RetryInterval is how long to wait before retrying after a failure.
-	// Defaults to Interval, capped at five minutes.
+	// Defaults to Interval, capped at five minutes. At least one second.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="duration(self) == duration('0s') || duration(self) >= duration('1s')",message="retryInterval must be at least 1s (0 means the default)"
 	// +optional
 	RetryInterval *metav1.Duration `json:"retryInterval,omitempty"`
 
