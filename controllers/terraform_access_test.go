@@ -1,11 +1,13 @@
 package controllers
 
 import (
+	"context"
 	"testing"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 )
@@ -45,4 +47,34 @@ func TestCrossNamespaceReferencesAreRefused(t *testing.T) {
 			g.Expect(readFile(path)).To(Equal("x"))
 		})
 	}
+}
+
+// Deletion honours the refusal too: the destroy never fetches a source in
+// another namespace; the object says why it waits, and deleting goes on once
+// the reference is fixed.
+func TestDeletionRefusesCrossNamespaceSources(t *testing.T) {
+	g := NewWithT(t)
+	other := newNamespace(t)
+	newGitRepository(t, other, "repo", artifacts.publish(fileModule()))
+	ns := newNamespace(t)
+	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
+	path := effectPath(t)
+	tf := newTerraform(t, ns, "leaving", func(tf *infrav1.Terraform) { tf.Spec.Vars = fileVars(path, "x") })
+	waitReady(t, tf)
+
+	updateSpec(t, tf, func(tf *infrav1.Terraform) { tf.Spec.SourceRef.Namespace = other })
+	waitNotReady(t, tf, infrav1.CrossNamespaceRefDeniedReason)
+	g.Expect(k8sClient.Delete(context.Background(), get(g, tf))).To(Succeed())
+	obj := waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
+		g.Expect(obj.DeletionTimestamp).NotTo(BeNil())
+		g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring("cannot destroy"))
+	})
+	g.Expect(conditions.GetReason(obj, meta.ReadyCondition)).To(Equal(infrav1.CrossNamespaceRefDeniedReason))
+	g.Expect(readFile(path)).To(Equal("x"), "nothing destroyed from the other namespace's source")
+
+	updateSpec(t, tf, func(tf *infrav1.Terraform) { tf.Spec.SourceRef.Namespace = "" })
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8sClient.Get(context.Background(), keyOf(ns, "leaving"), &infrav1.Terraform{}))
+	}, waitTimeout, pollEvery).Should(BeTrue())
+	g.Expect(readFile(path)).To(Equal("<missing>"))
 }

@@ -39,6 +39,11 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *patc
 			return err
 		}
 		if !destroyed && (hasState || obj.Status.LastAppliedRevision != "") {
+			// The destroy fetches the source like any run: the same
+			// tenancy rules apply.
+			if err := r.checkNamespaces(obj); err != nil {
+				return stalling(infrav1.CrossNamespaceRefDeniedReason, "cannot destroy: %v; or set deletionPolicy: Orphan to keep the resources", err)
+			}
 			return r.startDestroy(ctx, patcher, obj)
 		}
 		if err := r.deleteSecret(ctx, obj.Namespace, obj.GetStateSecretName()); err != nil {
