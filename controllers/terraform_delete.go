@@ -53,8 +53,14 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *patc
 	if err := r.Plans.Delete(ctx, obj); err != nil {
 		return retry(infrav1.DestroyFailedReason, "deleting stored plans: %v", err)
 	}
-	if s := obj.Spec.WriteOutputsToSecret; s != nil && obj.GetDeletionPolicy() == infrav1.DeletionPolicyDelete {
-		if err := r.deleteOwnedSecret(ctx, obj, s.Name); err != nil {
+	if s := obj.Spec.WriteOutputsToSecret; s != nil {
+		var err error
+		if obj.GetDeletionPolicy() == infrav1.DeletionPolicyDelete {
+			err = r.deleteOwnedSecret(ctx, obj, s.Name)
+		} else {
+			err = r.releaseSecret(ctx, obj, s.Name)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -153,4 +159,33 @@ func (r *TerraformReconciler) secretMeta(ctx context.Context, namespace, name st
 		return nil, err
 	}
 	return s, nil
+}
+
+// releaseSecret drops obj's ownership of the outputs Secret, so that the
+// garbage collector keeps it (deletionPolicy Orphan): the workloads that
+// mount it go on.
+func (r *TerraformReconciler) releaseSecret(ctx context.Context, obj *infrav1.Terraform, name string) error {
+	secret := &corev1.Secret{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: name}, secret)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return retry(infrav1.DestroyFailedReason, "reading outputs Secret %s: %v", name, err)
+	}
+	before := secret.DeepCopy()
+	var kept []metav1.OwnerReference
+	for _, ref := range secret.OwnerReferences {
+		if ref.UID != obj.UID {
+			kept = append(kept, ref)
+		}
+	}
+	if len(kept) == len(secret.OwnerReferences) {
+		return nil
+	}
+	secret.OwnerReferences = kept
+	if err := r.Patch(ctx, secret, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return retry(infrav1.DestroyFailedReason, "keeping outputs Secret %s (deletionPolicy Orphan): %v", name, err)
+	}
+	return nil
 }

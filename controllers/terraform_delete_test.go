@@ -8,6 +8,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
@@ -43,12 +44,21 @@ func TestOrphanKeepsResourcesAndState(t *testing.T) {
 	tf := newTerraform(t, ns, "orphan", func(tf *infrav1.Terraform) {
 		tf.Spec.Vars = fileVars(path, "stay")
 		tf.Spec.DeletionPolicy = infrav1.DeletionPolicyOrphan
+		tf.Spec.WriteOutputsToSecret = &infrav1.WriteOutputsToSecretSpec{Name: "orphan-outputs"}
 	})
-	waitReady(t, tf)
+	obj := waitReady(t, tf)
+	out := &corev1.Secret{}
+	g.Expect(k8sClient.Get(context.Background(), keyOf(ns, "orphan-outputs"), out)).To(Succeed())
+	g.Expect(out.OwnerReferences).NotTo(BeEmpty(), "owned while the object lives")
 
 	deleteAndWait(t, tf)
 	g.Expect(readFile(path)).To(Equal("stay"), "resources kept")
 	g.Expect(secretData(g, ns, "tfstate-default-orphan")).NotTo(BeNil(), "state kept")
+	g.Expect(k8sClient.Get(context.Background(), keyOf(ns, "orphan-outputs"), out)).To(Succeed())
+	g.Expect(string(out.Data["path"])).To(Equal(path), "outputs kept")
+	for _, ref := range out.OwnerReferences {
+		g.Expect(ref.UID).NotTo(Equal(obj.UID), "no owner reference left for the garbage collector to follow")
+	}
 }
 
 // An object that never applied anything is deleted at once, even when its
