@@ -2,26 +2,85 @@ package durable
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/fakekubelet"
+	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/internal/testenv"
 )
 
+var (
+	clusterOnce sync.Once
+	clusterErr  error
+)
+
+// podCluster makes the test API server a cluster for runner Pods, once:
+// the controller's namespace, and the runner ClusterRole of
+// config/rbac/runner_role.yaml (state Secrets and lock Leases, nothing
+// else). It skips the test when runner Pods cannot get an in-cluster view
+// on this machine.
+func podCluster(t *testing.T) {
+	t.Helper()
+	clusterOnce.Do(func() {
+		if err := fakekubelet.CheckInCluster(); err != nil {
+			clusterErr = err
+			return
+		}
+		ctx := context.Background()
+		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNS}}); client.IgnoreAlreadyExists(err) != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(filepath.Join(root, "config", "rbac", "runner_role.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var role rbacv1.ClusterRole
+		if err := yaml.Unmarshal(raw, &role); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Create(ctx, &role); client.IgnoreAlreadyExists(err) != nil {
+			t.Fatal(err)
+		}
+	})
+	if clusterErr != nil {
+		t.Skipf("runner Pods need an in-cluster view of the API server, which the fake kubelet cannot give here: %v", clusterErr)
+	}
+}
+
+// runnerNamespace creates a namespace for runner Pods, with the runner
+// ServiceAccount bound to the runner ClusterRole, as the chart does.
+func runnerNamespace(t *testing.T) string {
+	t.Helper()
+	podCluster(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	g := NewWithT(t)
+	g.Expect(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "landform-runner"}})).To(Succeed())
+	g.Expect(env.Client.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "landform-runner"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "landform-runner"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "landform-runner"}},
+	})).To(Succeed())
+	return ns
+}
+
 // startKubelet plays the kubelet for runner Pods in this test process: the
-// runners are its children, not the controller's, as in a cluster.
-func startKubelet(t *testing.T) {
+// runners are its children, not the controller's, as in a cluster, and
+// they reach the API server in-cluster, with their ServiceAccount's token.
+func startKubelet(t *testing.T) *fakekubelet.Kubelet {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "path")
@@ -29,73 +88,128 @@ func startKubelet(t *testing.T) {
 	g.Expect(os.MkdirAll(path, 0o755)).To(Succeed())
 	g.Expect(os.Symlink(bins.tofu, filepath.Join(path, "tofu"))).To(Succeed())
 	logs := &testenv.SyncBuffer{}
-	k := fakekubelet.New(env.Client, bins.runner, path+string(os.PathListSeparator)+os.Getenv("PATH"), filepath.Join(dir, "kubelet"), map[string]string{}, logs)
+	var out = prefixed(logs, "runner: ")
+	if verbose {
+		out = prefixed(os.Stderr, "runner: ")
+	}
+	k := fakekubelet.New(fakekubelet.Options{
+		Client:       env.Client,
+		RunnerBinary: bins.runner,
+		Path:         path + string(os.PathListSeparator) + os.Getenv("PATH"),
+		Dir:          filepath.Join(dir, "kubelet"),
+		Logs:         out,
+		APIServer:    env.Config,
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); k.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		<-done
-		if t.Failed() {
-			t.Logf("kubelet and runner output:\n%s", logs.String())
+		if t.Failed() && !verbose {
+			t.Logf("fake kubelet and runner output:\n%s", logs.String())
 		}
 	})
+	return k
 }
 
 // SIGKILL to the controller mid-apply with runner Pods: the Pod carries on,
 // a new controller process finds the run recorded in status, attaches to
 // its Pod and collects the result. The create ran once, the outputs are
-// written, and the runner Pod is removed.
+// written, the object is Ready with no lock left, and the runner Pod is
+// removed.
 func TestControllerSIGKILLPodApplyIsCollected(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := runnerNamespace(t)
 	publish(t, ns, map[string]string{"main.tf": slowModule})
-	controllerNS := "landform-system"
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNS}}); client.IgnoreAlreadyExists(err) != nil {
-		t.Fatal(err)
-	}
-	g.Expect(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "landform-runner"}})).To(Succeed())
-	startKubelet(t)
-
-	podArgs := []string{"--runner=pod", "--runner-image=landform-runner:test", "--namespace=" + controllerNS, "--runner-start-timeout=1m"}
+	kubelet := startKubelet(t)
 	work := t.TempDir()
-	c := startController(t, work, podArgs...)
+	c := startController(t, pods, work)
 	effects := filepath.Join(t.TempDir(), "effects")
-	// The runner Pod reaches no API server here: the state is in a local
-	// backend on this machine, which the Pod shares.
-	state := filepath.Join(t.TempDir(), "terraform.tfstate")
-	tf := newSlowTerraform(t, ns, "podkill", effects, 15, func(tf *infrav1.Terraform) {
-		tf.Spec.BackendConfig = &infrav1.BackendConfig{CustomConfiguration: fmt.Sprintf("terraform {\n  backend \"local\" {\n    path = %q\n  }\n}\n", state)}
-	})
+	tf := newSlowTerraform(t, ns, "podkill", effects, 15)
+	logOnFailure(t, tf)
 
-	g.Eventually(func() int { return creates(effects) }, 2*time.Minute, 100*time.Millisecond).Should(Equal(1), "the create has begun")
+	g.Eventually(func() int { return began(effects) }, 2*time.Minute, 100*time.Millisecond).Should(Equal(1), "the create has begun")
 	run := get(g, tf).Status.Run
 	g.Expect(run).NotTo(BeNil())
 	g.Expect(run.Action).To(Equal("apply"))
+	pod := liveRunnerPod(g, ns)
+	lock := stateLock(g, tf)
+	g.Expect(lock).NotTo(BeNil(), "the runner holds the state lock")
+	holder, ok := statelock.ParseHolder(*lock)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(holder.Pod).To(Equal(&statelock.PodHolder{Namespace: ns, Name: pod.Name, UID: string(pod.UID)}), "under its Pod's identity")
+	pid := kubelet.RunnerPID(ns, pod.Name)
+	g.Expect(pid).NotTo(BeZero())
 	c.signal(t, syscall.SIGKILL)
 	_ = c.waitExit(t, time.Minute)
-	g.Expect(runnerPods(g, ns)).To(HaveLen(1), "the runner Pod carries on without the controller")
+	g.Expect(liveRunnerPod(g, ns).UID).To(Equal(pod.UID), "the runner Pod carries on without the controller")
+	g.Expect(kubelet.RunnerExited(ns, pod.Name)).To(BeFalse(), "and so does its runner (pid %d)", pid)
 
-	startController(t, work, podArgs...)
+	startController(t, pods, work)
 	g.Eventually(func(g Gomega) {
-		obj := get(g, tf)
-		g.Expect(obj.Status.Run).To(BeNil())
-		g.Expect(obj.Status.LastAppliedPlan).To(Equal(run.Plan), "the recorded run's plan was applied")
-		g.Expect(string(secretData(g, ns, tf.Name+"-outputs")["effects"])).To(Equal(effects))
+		settled(g, tf, effects)
+		g.Expect(get(g, tf).Status.LastAppliedPlan).To(Equal(run.Plan), "the recorded run's plan was applied")
 	}, 3*time.Minute, 250*time.Millisecond).Should(Succeed())
-	g.Expect(creates(effects)).To(Equal(1), "the create ran once")
+	n, finished := creates(effects)
+	g.Expect(n).To(Equal(1), "the create ran once")
+	g.Expect(finished).To(Equal(1))
+	g.Expect(events(g, tf, infrav1.RunLostReason)).To(BeEmpty(), "the run was collected, not lost")
 	g.Eventually(func(g Gomega) { g.Expect(runnerPods(g, ns)).To(BeEmpty()) }, time.Minute, 250*time.Millisecond).Should(Succeed(), "the runner Pod is removed")
 }
 
-func runnerPods(g Gomega, ns string) []string {
-	var pods corev1.PodList
-	g.Expect(env.Client.List(context.Background(), &pods, client.InNamespace(ns))).To(Succeed())
-	var names []string
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil {
-			names = append(names, p.Name)
-		}
-	}
-	return names
+// The runner Pod killed mid-apply (the container SIGKILLed and the Pod
+// Failed, as a node losing it): terraform could neither save its state nor
+// release its lock. The controller reports the run lost, releases exactly
+// the lock that runner left (a StateLockReleased event names it), plans
+// again from the state and converges within retryInterval plus a minute;
+// the state's serial only grew, on the same lineage.
+func TestRunnerPodKilledMidApplyReleasesItsLock(t *testing.T) {
+	g := NewWithT(t)
+	ns := runnerNamespace(t)
+	publish(t, ns, map[string]string{"main.tf": slowModule})
+	kubelet := startKubelet(t)
+	startController(t, pods, t.TempDir())
+	effects := filepath.Join(t.TempDir(), "effects")
+	tf := newSlowTerraform(t, ns, "podlost", effects, 0)
+	logOnFailure(t, tf)
+	g.Eventually(func(g Gomega) { settled(g, tf, effects) }, 2*time.Minute, 250*time.Millisecond).Should(Succeed())
+	before := readState(g, tf)
+	g.Expect(before.Serial).To(BeNumerically(">", 0))
+
+	// A new revision of the variables replaces the resource; its create
+	// takes 12 s.
+	obj := get(g, tf)
+	patch := client.MergeFrom(obj.DeepCopy())
+	obj.Spec.Vars[1].Value = jsonValue(12)
+	obj.Spec.Vars = append(obj.Spec.Vars, infrav1.Variable{Name: "rev", Value: jsonValue("2")})
+	g.Expect(env.Client.Patch(context.Background(), obj, patch)).To(Succeed())
+	g.Eventually(func() int { return began(effects) }, 2*time.Minute, 100*time.Millisecond).Should(Equal(2), "the new create has begun")
+	time.Sleep(time.Second)
+	pod := liveRunnerPod(g, ns)
+	lock := stateLock(g, tf)
+	g.Expect(lock).NotTo(BeNil(), "the runner holds the state lock")
+	holder, ok := statelock.ParseHolder(*lock)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(holder.Pod).To(Equal(&statelock.PodHolder{Namespace: ns, Name: pod.Name, UID: string(pod.UID)}))
+
+	killed := time.Now()
+	g.Expect(kubelet.Kill(ns, pod.Name)).To(Succeed())
+	_, finished := creates(effects)
+	g.Expect(finished).To(Equal(1), "the killed create did not finish")
+
+	g.Eventually(func(g Gomega) {
+		settled(g, tf, effects)
+		g.Expect(began(effects)).To(Equal(3), "the new plan created the resource again")
+	}, retryInterval+time.Minute, 250*time.Millisecond).Should(Succeed(), "converged within retryInterval plus a minute of the kill")
+	t.Logf("converged %s after the kill", time.Since(killed).Round(time.Second))
+	n, finished := creates(effects)
+	g.Expect(n).To(Equal(3), "first apply, the killed create, the create of the new plan")
+	g.Expect(finished).To(Equal(2))
+	g.Expect(events(g, tf, infrav1.RunLostReason)).NotTo(BeEmpty(), "the lost run is reported")
+	g.Expect(events(g, tf, infrav1.StateLockReleasedReason)).To(ContainElement(ContainSubstring(lock.ID)), "the released lock is named")
+	after := readState(g, tf)
+	g.Expect(after.Lineage).To(Equal(before.Lineage), "the same state")
+	g.Expect(after.Serial).To(BeNumerically(">", before.Serial), "the state's serial only grew")
+	g.Eventually(func(g Gomega) { g.Expect(runnerPods(g, ns)).To(BeEmpty()) }, time.Minute, 250*time.Millisecond).Should(Succeed(), "the runner Pods are removed")
 }

@@ -1,9 +1,23 @@
 // Package fakekubelet plays the kubelet for Landform's runner Pods in
 // tests: it starts the real landform-runner binary for each runner Pod
 // (volumes materialised in a directory, listening on the Pod's own loopback
-// IP 127.0.0.N), reports it Running with that IP, SIGTERMs it on graceful
-// deletion and kills it after the grace period or at once. The runner
-// processes are children of the test, not of the controller under test.
+// IP 127.0.0.N, downward API environment resolved), reports it Running with
+// that IP, SIGTERMs it on graceful deletion and kills it after the grace
+// period or at once, and reports the Pod terminated when its runner exits.
+// The runner processes are children of the test, not of the controller
+// under test, as in a cluster.
+//
+// With Options.APIServer, a runner Pod also gets the in-cluster view of
+// that API server (KUBERNETES_SERVICE_HOST/PORT and its ServiceAccount's
+// token and CA at /var/run/secrets/kubernetes.io/serviceaccount, in a
+// mount namespace of its own), so the kubernetes backend's
+// in_cluster_config works as in a cluster, and its runner is process 1 of
+// a PID namespace of its own, so that killing it kills everything in the
+// "container". See CheckInCluster. Without it, killing a Pod kills its
+// runner's process group: terraform (in a group of its own) dies with its
+// parent, but what terraform started may outlive it.
+//
+// The package is for Linux test machines.
 package fakekubelet
 
 import (
@@ -11,12 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -25,6 +34,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -38,26 +48,56 @@ const (
 
 func ptr[T any](v T) *T { return &v }
 
+// Options configure a Kubelet.
+type Options struct {
+	// Client reaches the API server: Pods (and their status and binding),
+	// the Secrets of their volumes, ServiceAccount tokens.
+	Client client.Client
+	// RunnerBinary is the landform-runner binary every runner Pod runs.
+	RunnerBinary string
+	// Path is the runners' PATH: the engine's directory first, as in the
+	// runner image.
+	Path string
+	// Dir holds the Pods' files (volumes, service account); each Pod's are
+	// removed when its runner exits.
+	Dir string
+	// Image maps paths inside the runner image (a provider mirror) to host
+	// paths.
+	Image map[string]string
+	// Logs gets the runners' output and the kubelet's complaints; nil
+	// discards them.
+	Logs io.Writer
+	// APIServer, when set, is the API server runner Pods see as
+	// in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT name
+	// it, and a token of the Pod's ServiceAccount (bound to the Pod, as the
+	// kubelet's projected token) and the server's CA are at
+	// /var/run/secrets/kubernetes.io/serviceaccount in the runner's own
+	// mount namespace; the runner is then also process 1 of its own PID
+	// namespace, its "container". Only Host and the CA (CAData or CAFile)
+	// are used. CheckInCluster says whether this machine allows it.
+	APIServer *rest.Config
+}
+
 // Kubelet plays the kubelet for runner Pods: for each Pod the placer
 // creates it binds the Pod to a node, materialises its volumes (the TLS
 // Secret, emptyDirs) in a directory, starts the real runner binary with the
-// Pod's arguments (mount paths mapped to that directory, listening on the
-// Pod's own loopback IP 127.0.0.N), and reports the Pod Running with that
-// IP. A deleted Pod gets SIGTERM and, after its grace period, SIGKILL, and
-// is then removed as the kubelet does. Namespaces can be told to
-// misbehave instead (see Behaviour).
+// Pod's arguments and environment (mount paths mapped to that directory,
+// the downward API resolved, listening on the Pod's own loopback IP
+// 127.0.0.N), and reports the Pod Running with that IP. A deleted Pod gets
+// SIGTERM and, after its grace period, SIGKILL, and is then removed as the
+// kubelet does; a runner that exits by itself leaves its Pod Succeeded or
+// Failed. Namespaces can be told to misbehave instead (see Behaviour).
 type Kubelet struct {
 	c         client.Client
 	runnerBin string
-	// path is the runners' PATH: the engine's directory first, as in the
-	// runner image.
-	path string
-	logs io.Writer
-	dir  string
-	// image maps paths inside the runner image to host paths.
-	image map[string]string
+	path      string
+	logs      io.Writer
+	dir       string
+	image     map[string]string
+	apiServer *rest.Config
 
 	mu         sync.Mutex
+	ctx        context.Context // Run's
 	behaviours map[string]Behaviour
 	pods       map[types.UID]*fakePod
 	created    map[string][]string // namespace: Pod names, in creation order
@@ -84,22 +124,31 @@ type fakePod struct {
 	namespace, name string
 	uid             types.UID
 	ip              string
+	image           string
 	cmd             *exec.Cmd
-	exited          chan struct{}
-	exitErr         error
-	// DeletionGrace is the grace period the Pod was deleted with; nil
+	// exited is closed once the runner has exited (exitErr says how), and
+	// reported once its Pod's status says so.
+	exited   chan struct{}
+	exitErr  error
+	reported chan struct{}
+	// deletionGrace is the grace period the Pod was deleted with; nil
 	// until it is deleted gracefully.
 	deletionGrace *int64
 	terminating   bool
 	killed        bool
+	// lost: Kill killed the runner, as a node losing the container.
+	lost bool
 }
 
-// New returns a kubelet that starts runnerBin for the runner Pods c sees,
-// with path as their PATH, their files under dir, and image mapping paths
-// inside the runner image to host paths. Run starts it.
-func New(c client.Client, runnerBin, path, dir string, image map[string]string, logs io.Writer) *Kubelet {
+// New returns a kubelet for the runner Pods o.Client sees. Run starts it.
+func New(o Options) *Kubelet {
+	logs := o.Logs
+	if logs == nil {
+		logs = io.Discard
+	}
 	return &Kubelet{
-		c: c, runnerBin: runnerBin, path: path, dir: dir, image: image, logs: logs,
+		c: o.Client, runnerBin: o.RunnerBinary, path: o.Path, dir: o.Dir, image: o.Image, logs: logs, apiServer: o.APIServer,
+		ctx:        context.Background(),
 		behaviours: map[string]Behaviour{},
 		pods:       map[types.UID]*fakePod{},
 		created:    map[string][]string{},
@@ -121,20 +170,91 @@ func (k *Kubelet) CreatedIn(namespace string) []string {
 	return append([]string(nil), k.created[namespace]...)
 }
 
-// DeletionGrace is the grace period namespace/name was deleted with.
-func (k *Kubelet) DeletionGrace(namespace, name string) *int64 {
-	k.mu.Lock()
-	defer k.mu.Unlock()
+// find returns the Pod namespace/name; nil if the kubelet never saw it.
+// The caller holds k.mu.
+func (k *Kubelet) find(namespace, name string) *fakePod {
 	for _, p := range k.pods {
 		if p.namespace == namespace && p.name == name {
-			return p.deletionGrace
+			return p
 		}
 	}
 	return nil
 }
 
+// DeletionGrace is the grace period namespace/name was deleted with; nil
+// if it was not deleted gracefully.
+func (k *Kubelet) DeletionGrace(namespace, name string) *int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if p := k.find(namespace, name); p != nil {
+		return p.deletionGrace
+	}
+	return nil
+}
+
+// RunnerPID is the process id of the runner of Pod namespace/name; 0 if
+// it never started.
+func (k *Kubelet) RunnerPID(namespace, name string) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if p := k.find(namespace, name); p != nil && p.cmd != nil {
+		return p.cmd.Process.Pid
+	}
+	return 0
+}
+
+// RunnerExited says whether the runner of namespace/name has exited, and
+// how.
+func (k *Kubelet) RunnerExited(namespace, name string) (bool, error) {
+	k.mu.Lock()
+	fp := k.find(namespace, name)
+	var exited chan struct{}
+	if fp != nil {
+		exited = fp.exited
+	}
+	k.mu.Unlock()
+	if exited == nil {
+		return false, nil
+	}
+	select {
+	case <-exited:
+		return true, fp.exitErr
+	default:
+		return false, nil
+	}
+}
+
+// Kill kills the runner of Pod namespace/name at once with SIGKILL, and
+// with it everything it started (its PID namespace with
+// Options.APIServer, else its process group): terraform gets no chance to
+// save its state or release its lock. The Pod is reported Failed (exit
+// code 137), as when a node loses the container or the kernel's OOM killer
+// strikes, and stays, terminated, until someone deletes it. Kill returns
+// once the Pod's status says so.
+func (k *Kubelet) Kill(namespace, name string) error {
+	k.mu.Lock()
+	fp := k.find(namespace, name)
+	if fp != nil && fp.cmd != nil {
+		fp.lost = true
+	}
+	k.mu.Unlock()
+	if fp == nil || fp.cmd == nil {
+		return fmt.Errorf("no runner runs for Pod %s/%s", namespace, name)
+	}
+	k.kill(fp)
+	select {
+	case <-fp.reported:
+		return nil
+	case <-time.After(time.Minute):
+		return fmt.Errorf("the status of Pod %s/%s does not say that its runner was killed", namespace, name)
+	}
+}
+
 // Run polls runner Pods until ctx ends, then kills every runner.
 func (k *Kubelet) Run(ctx context.Context) {
+	k.mu.Lock()
+	k.ctx = ctx
+	k.mu.Unlock()
 	defer k.killAll()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
@@ -159,7 +279,7 @@ func (k *Kubelet) sync(ctx context.Context, pods []corev1.Pod) {
 		k.mu.Lock()
 		fp, known := k.pods[pod.UID]
 		if !known {
-			fp = &fakePod{namespace: pod.Namespace, name: pod.Name, uid: pod.UID}
+			fp = &fakePod{namespace: pod.Namespace, name: pod.Name, uid: pod.UID, image: pod.Spec.Containers[0].Image}
 			k.pods[pod.UID] = fp
 			k.created[pod.Namespace] = append(k.created[pod.Namespace], pod.Name)
 		}
@@ -169,10 +289,10 @@ func (k *Kubelet) sync(ctx context.Context, pods []corev1.Pod) {
 			fp.deletionGrace = pod.DeletionGracePeriodSeconds
 		}
 		k.mu.Unlock()
-		switch {
-		case !known:
+		if !known && pod.DeletionTimestamp == nil {
 			k.admit(ctx, pod, fp)
-		case startTermination:
+		}
+		if startTermination {
 			go k.terminate(ctx, fp)
 		}
 	}
@@ -180,8 +300,8 @@ func (k *Kubelet) sync(ctx context.Context, pods []corev1.Pod) {
 	k.mu.Lock()
 	var gone []*fakePod
 	for uid, fp := range k.pods {
-		if !seen[uid] && fp.cmd != nil && !fp.killed {
-			fp.killed = true
+		if !seen[uid] && !fp.terminating {
+			fp.terminating = true
 			gone = append(gone, fp)
 		}
 	}
@@ -199,7 +319,7 @@ func (k *Kubelet) admit(ctx context.Context, pod *corev1.Pod, fp *fakePod) {
 	k.mu.Unlock()
 	switch {
 	case b == Unschedulable:
-		k.setStatus(ctx, pod, func(s *corev1.PodStatus) {
+		k.setStatus(ctx, fp, func(s *corev1.PodStatus) {
 			s.Phase = corev1.PodPending
 			s.Conditions = []corev1.PodCondition{{
 				Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
@@ -208,10 +328,10 @@ func (k *Kubelet) admit(ctx context.Context, pod *corev1.Pod, fp *fakePod) {
 		})
 	case b == FailAlways || (b == FailFirst && first):
 		k.bind(ctx, pod)
-		k.setStatus(ctx, pod, func(s *corev1.PodStatus) {
+		k.setStatus(ctx, fp, func(s *corev1.PodStatus) {
 			s.Phase = corev1.PodFailed
 			s.ContainerStatuses = []corev1.ContainerStatus{{
-				Name: runnerContainer, Image: pod.Spec.Containers[0].Image,
+				Name: runnerContainer, Image: fp.image,
 				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "boom: the runner could not start"}},
 			}}
 		})
@@ -219,13 +339,16 @@ func (k *Kubelet) admit(ctx context.Context, pod *corev1.Pod, fp *fakePod) {
 		k.bind(ctx, pod)
 		if err := k.start(ctx, pod, fp); err != nil {
 			fmt.Fprintf(k.logs, "kubelet: starting %s/%s: %v\n", pod.Namespace, pod.Name, err)
-			k.setStatus(ctx, pod, func(s *corev1.PodStatus) {
+			k.setStatus(ctx, fp, func(s *corev1.PodStatus) {
 				s.Phase = corev1.PodFailed
 				s.Message = err.Error()
 			})
 			return
 		}
-		k.setStatus(ctx, pod, func(s *corev1.PodStatus) {
+		k.setStatus(ctx, fp, func(s *corev1.PodStatus) {
+			if s.Phase == corev1.PodSucceeded || s.Phase == corev1.PodFailed {
+				return // the runner is already gone
+			}
 			now := metav1.Now()
 			s.Phase = corev1.PodRunning
 			s.HostIP = "127.0.0.1"
@@ -239,7 +362,7 @@ func (k *Kubelet) admit(ctx context.Context, pod *corev1.Pod, fp *fakePod) {
 				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
 			}
 			s.ContainerStatuses = []corev1.ContainerStatus{{
-				Name: runnerContainer, Image: pod.Spec.Containers[0].Image, Ready: true, Started: ptr(true),
+				Name: runnerContainer, Image: fp.image, Ready: true, Started: ptr(true),
 				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 			}}
 		})
@@ -258,94 +381,47 @@ func (k *Kubelet) bind(ctx context.Context, pod *corev1.Pod) {
 	}
 }
 
-// start materialises the Pod's volumes and starts its runner.
-func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod, fp *fakePod) error {
-	root := filepath.Join(k.dir, string(pod.UID))
-	volumes := map[string]string{}
-	for _, v := range pod.Spec.Volumes {
-		dir := filepath.Join(root, "volumes", v.Name)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return err
-		}
-		volumes[v.Name] = dir
-		if v.Secret == nil {
-			continue
-		}
-		var s corev1.Secret
-		if err := k.c.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: v.Secret.SecretName}, &s); err != nil {
-			return fmt.Errorf("secret volume %s: %w", v.Name, err)
-		}
-		for key, data := range s.Data {
-			if err := os.WriteFile(filepath.Join(dir, key), data, 0o600); err != nil {
-				return err
-			}
-		}
-	}
-	container := pod.Spec.Containers[0]
-	mounts := maps.Clone(k.image)
-	for _, m := range container.VolumeMounts {
-		mounts[m.MountPath] = volumes[m.Name]
-	}
-	mapPath := func(v string) string {
-		paths := make([]string, 0, len(mounts))
-		for p := range mounts {
-			paths = append(paths, p)
-		}
-		sort.Slice(paths, func(i, j int) bool { return len(paths[i]) > len(paths[j]) })
-		for _, p := range paths {
-			if v == p || strings.HasPrefix(v, p+"/") {
-				return mounts[p] + strings.TrimPrefix(v, p)
-			}
-		}
-		return v
-	}
-
+// exited records how a runner ended: its Pod terminates, unless it is
+// being deleted (then terminate removes it).
+func (k *Kubelet) exited(fp *fakePod) {
+	defer close(fp.reported)
 	k.mu.Lock()
-	k.nextIP++
-	fp.ip = fmt.Sprintf("127.0.0.%d", k.nextIP)
+	deleting, lost, ctx := fp.terminating, fp.lost, k.ctx
 	k.mu.Unlock()
-	args := make([]string, len(container.Args))
-	for i, a := range container.Args {
-		args[i] = mapPath(a)
-		// The Pod listens on all its addresses; here, on its own IP.
-		if i > 0 && container.Args[i-1] == "--listen" && strings.HasPrefix(a, ":") {
-			args[i] = fp.ip + a
+	if deleting || ctx.Err() != nil {
+		return
+	}
+	term := &corev1.ContainerStateTerminated{Reason: "Completed", FinishedAt: metav1.Now()}
+	phase := corev1.PodSucceeded
+	if ps := fp.cmd.ProcessState; ps != nil && !ps.Success() {
+		phase, term.Reason, term.ExitCode = corev1.PodFailed, "Error", int32(ps.ExitCode())
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			term.ExitCode = 128 + int32(ws.Signal())
 		}
 	}
-	envs := []string{"PATH=" + k.path}
-	for _, e := range container.Env {
-		switch {
-		case e.ValueFrom == nil:
-			envs = append(envs, e.Name+"="+mapPath(e.Value))
-		case e.ValueFrom.FieldRef != nil:
-			// The downward API, as the kubelet resolves it.
-			v := map[string]string{"metadata.name": pod.Name, "metadata.namespace": pod.Namespace, "metadata.uid": string(pod.UID)}[e.ValueFrom.FieldRef.FieldPath]
-			envs = append(envs, e.Name+"="+v)
+	if lost {
+		term.Message = "the runner was killed (SIGKILL), as when a node loses the container"
+	}
+	k.setStatus(ctx, fp, func(s *corev1.PodStatus) {
+		s.Phase = phase
+		s.Conditions = []corev1.PodCondition{
+			{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "PodCompleted", LastTransitionTime: metav1.Now()},
+			{Type: corev1.ContainersReady, Status: corev1.ConditionFalse, Reason: "PodCompleted", LastTransitionTime: metav1.Now()},
 		}
-	}
-	cmd := exec.Command(k.runnerBin, args...)
-	cmd.Env = envs
-	cmd.Stdout, cmd.Stderr = k.logs, k.logs
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	k.mu.Lock()
-	fp.cmd = cmd
-	fp.exited = make(chan struct{})
-	k.mu.Unlock()
-	go func() {
-		fp.exitErr = cmd.Wait()
-		close(fp.exited)
-		os.RemoveAll(root)
-	}()
-	return nil
+		s.ContainerStatuses = []corev1.ContainerStatus{{Name: runnerContainer, Image: fp.image, State: corev1.ContainerState{Terminated: term}}}
+	})
 }
 
 // terminate stops a gracefully deleted Pod's runner the way the kubelet
 // does, then removes the Pod.
 func (k *Kubelet) terminate(ctx context.Context, fp *fakePod) {
-	if fp.cmd != nil {
-		_ = fp.cmd.Process.Signal(syscall.SIGTERM)
+	k.mu.Lock()
+	cmd := fp.cmd
+	k.mu.Unlock()
+	if cmd != nil {
+		// The container's main process gets SIGTERM; everything in it
+		// SIGKILL after the grace period.
+		_ = cmd.Process.Signal(syscall.SIGTERM)
 		grace := 30 * time.Second
 		if fp.deletionGrace != nil {
 			grace = time.Duration(*fp.deletionGrace) * time.Second
@@ -362,14 +438,21 @@ func (k *Kubelet) terminate(ctx context.Context, fp *fakePod) {
 	}
 }
 
+// kill SIGKILLs the runner's whole process group (the container) and
+// waits for the runner to exit.
 func (k *Kubelet) kill(fp *fakePod) {
 	k.mu.Lock()
-	started := fp.cmd != nil
+	cmd := fp.cmd
+	already := fp.killed
+	fp.killed = true
 	k.mu.Unlock()
-	if !started {
+	if cmd == nil {
 		return
 	}
-	_ = fp.cmd.Process.Kill()
+	if !already {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Process.Kill()
+	}
 	<-fp.exited
 }
 
@@ -377,6 +460,7 @@ func (k *Kubelet) killAll() {
 	k.mu.Lock()
 	pods := make([]*fakePod, 0, len(k.pods))
 	for _, fp := range k.pods {
+		fp.terminating = true
 		pods = append(pods, fp)
 	}
 	k.mu.Unlock()
@@ -386,39 +470,19 @@ func (k *Kubelet) killAll() {
 }
 
 // setStatus updates the Pod's status, retrying on conflicts.
-func (k *Kubelet) setStatus(ctx context.Context, pod *corev1.Pod, mutate func(*corev1.PodStatus)) {
+func (k *Kubelet) setStatus(ctx context.Context, fp *fakePod, mutate func(*corev1.PodStatus)) {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var cur corev1.Pod
-		if err := k.c.Get(ctx, client.ObjectKeyFromObject(pod), &cur); err != nil {
+		if err := k.c.Get(ctx, client.ObjectKey{Namespace: fp.namespace, Name: fp.name}, &cur); err != nil {
 			return err
+		}
+		if cur.UID != fp.uid {
+			return nil // another Pod of that name
 		}
 		mutate(&cur.Status)
 		return k.c.Status().Update(ctx, &cur)
 	})
 	if err != nil && !apierrors.IsNotFound(err) && !errors.Is(err, context.Canceled) {
-		fmt.Fprintf(k.logs, "kubelet: status of %s/%s: %v\n", pod.Namespace, pod.Name, err)
-	}
-}
-
-// RunnerExited says whether the runner of namespace/name has exited, and
-// how.
-func (k *Kubelet) RunnerExited(namespace, name string) (bool, error) {
-	k.mu.Lock()
-	var exited chan struct{}
-	var fp *fakePod
-	for _, p := range k.pods {
-		if p.namespace == namespace && p.name == name {
-			fp, exited = p, p.exited
-		}
-	}
-	k.mu.Unlock()
-	if exited == nil {
-		return false, nil
-	}
-	select {
-	case <-exited:
-		return true, fp.exitErr
-	default:
-		return false, nil
+		fmt.Fprintf(k.logs, "kubelet: status of %s/%s: %v\n", fp.namespace, fp.name, err)
 	}
 }

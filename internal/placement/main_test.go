@@ -112,8 +112,14 @@ func runSuite(m *testing.M) int {
 	if os.Getenv("LANDFORM_TEST_LOGS") != "" {
 		logs = io.MultiWriter(runnerLogs, os.Stderr)
 	}
-	fake = fakekubelet.New(env.Client, runnerBin, pathDir+string(os.PathListSeparator)+os.Getenv("PATH"), filepath.Join(tmp, "kubelet"),
-		map[string]string{mirror: hostMirror}, logs)
+	fake = fakekubelet.New(fakekubelet.Options{
+		Client:       env.Client,
+		RunnerBinary: runnerBin,
+		Path:         pathDir + string(os.PathListSeparator) + os.Getenv("PATH"),
+		Dir:          filepath.Join(tmp, "kubelet"),
+		Image:        map[string]string{mirror: hostMirror},
+		Logs:         logs,
+	})
 	kubeletDone := make(chan struct{})
 	go func() {
 		defer close(kubeletDone)

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package durable
+
+import "syscall"
+
+func dieWithTest() *syscall.SysProcAttr { return nil }
