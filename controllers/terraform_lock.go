@@ -86,17 +86,16 @@ func (r *TerraformReconciler) holderGone(ctx context.Context, obj *infrav1.Terra
 		if h.Pod.Namespace != obj.Namespace {
 			return false, ""
 		}
-		var pod corev1.Pod
-		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: h.Pod.Namespace, Name: h.Pod.Name}, &pod)
+		pod := &corev1.Pod{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: h.Pod.Namespace, Name: h.Pod.Name}, pod)
 		switch {
 		case apierrors.IsNotFound(err):
-			return true, fmt.Sprintf("its runner Pod %s/%s no longer exists", h.Pod.Namespace, h.Pod.Name)
+			pod = nil
 		case err != nil:
 			return false, ""
-		case string(pod.UID) != h.Pod.UID:
-			return true, fmt.Sprintf("its runner Pod %s/%s was replaced", h.Pod.Namespace, h.Pod.Name)
-		case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
-			return true, fmt.Sprintf("its runner Pod %s/%s has terminated (%s)", h.Pod.Namespace, h.Pod.Name, pod.Status.Phase)
+		}
+		if gone, how := h.Pod.GoneGiven(pod); gone {
+			return true, fmt.Sprintf("its runner Pod %s/%s %s", h.Pod.Namespace, h.Pod.Name, how)
 		}
 		return false, ""
 	case h.Process != nil:

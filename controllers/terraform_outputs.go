@@ -12,6 +12,7 @@ import (
 	"github.com/landform-dev/landform/internal/metrics"
 	"github.com/landform-dev/landform/internal/outputs"
 	"github.com/landform-dev/landform/internal/tfstate"
+	"github.com/landform-dev/landform/runner"
 	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
@@ -70,7 +71,7 @@ func (r *TerraformReconciler) refreshOutputs(ctx context.Context, obj *infrav1.T
 func (r *TerraformReconciler) refreshOutputsWithRunner(ctx context.Context, obj *infrav1.Terraform, ws *workspace) error {
 	ctx, cancel := context.WithTimeout(ctx, localStartTimeout+time.Minute)
 	defer cancel()
-	req := runRequest{obj: obj, run: infrav1.RunStatus{ID: newRunID()}, ws: ws, redactor: ws.redactor}
+	req := runRequest{obj: obj, run: infrav1.RunStatus{ID: runner.NewRunID()}, ws: ws, redactor: ws.redactor}
 	rn, err := r.placeRunner(ctx, req)
 	if err != nil {
 		return err

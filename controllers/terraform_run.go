@@ -2,8 +2,6 @@ package controllers
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -78,7 +76,7 @@ func (r *TerraformReconciler) startRun(ctx context.Context, patcher *patch.Seria
 		}
 		return waiting(infrav1.ShuttingDownReason, time.Minute, "the controller is shutting down: the %s starts when it is back", req.run.Action)
 	}
-	req.run.ID = newRunID()
+	req.run.ID = runner.NewRunID()
 	now := metav1.NewTime(r.now())
 	req.run.Started = &now
 	req.spec.ID = req.run.ID
@@ -109,14 +107,13 @@ func (r *TerraformReconciler) startRun(ctx context.Context, patcher *patch.Seria
 // attachRun follows a run recorded in status by an earlier controller
 // process, collecting its result without running terraform again.
 func (r *TerraformReconciler) attachRun(ctx context.Context, obj *infrav1.Terraform) (*runHandle, error) {
-	redactor := redact.New()
-	if vars, err := r.renderVars(ctx, obj); err == nil {
-		redactor = redact.New(vars.secrets...)
-	} else {
+	vars, err := r.renderVars(ctx, obj)
+	if err != nil {
 		// Without the variables' Secrets the log cannot be redacted:
 		// attach once they are readable.
 		return nil, err
 	}
+	redactor := redact.New(vars.secrets...)
 	req := runRequest{obj: obj.DeepCopy(), run: *obj.Status.Run, redactor: redactor, attach: true}
 	return r.runs.launch(client.ObjectKeyFromObject(obj), req.run.ID, req.run.Action, redactor, func(ictx context.Context, h *runHandle) (*runner.RunResult, error) {
 		return r.execute(ictx, h, req)
@@ -296,13 +293,6 @@ func phaseOf(action string) runlog.Phase {
 		return runlog.PhaseDestroy
 	}
 	return runlog.PhasePlan
-}
-
-// newRunID returns a run id that no other run of any object shares.
-func newRunID() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return "run-" + hex.EncodeToString(b)
 }
 
 // nextCheck requeues at the next drift check, so that every path that ends

@@ -220,7 +220,7 @@ var rewatchDelays = []time.Duration{time.Second, 2 * time.Second, 4 * time.Secon
 // gets ctx's status, as when the run lived on the call. The runner also
 // enforces ctx's deadline itself.
 func (c *Client) runToEnd(ctx context.Context, spec RunSpec, logf func(string)) (*RunResult, error) {
-	spec.ID = newRunID()
+	spec.ID = NewRunID()
 	if dl, ok := ctx.Deadline(); ok {
 		spec.Deadline = max(time.Until(dl), time.Second)
 	}
@@ -269,7 +269,8 @@ func callerGaveUp(ctx context.Context) error {
 	return toError(status.FromContextError(ctx.Err()).Err())
 }
 
-func newRunID() string {
+// NewRunID returns a run id that no other run of any object shares.
+func NewRunID() string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return "run-" + hex.EncodeToString(b)

@@ -24,7 +24,7 @@ func TestRunnerExitsWhenIdle(t *testing.T) {
 	plan := planFor(t, ctx, lr.Client)
 
 	// The apply runs four times the idle time, watched by nobody.
-	id := newRunID()
+	id := NewRunID()
 	if err := lr.Client.StartRun(ctx, RunSpec{ID: id, Action: RunApply, PlanFile: plan.PlanFile}); err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func TestRunTakesTheStateLock(t *testing.T) {
 		t.Fatalf("locked after the plan: %+v", info)
 	}
 
-	id := newRunID()
+	id := NewRunID()
 	if err := r.client.StartRun(ctx, RunSpec{ID: id, Action: RunApply, PlanFile: plan.PlanFile, LockFile: plan.LockFile}); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestKilledRunnerLeavesAProvablyGoneLock(t *testing.T) {
 	countedOnKube(t, ctx, lr.Client, k, 20)
 	plan := planFor(t, ctx, lr.Client)
 
-	id := newRunID()
+	id := NewRunID()
 	if err := lr.Client.StartRun(ctx, RunSpec{ID: id, Action: RunApply, PlanFile: plan.PlanFile}); err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestShutdownReleasesTheStateLock(t *testing.T) {
 	r := startRunner(t)
 	countedOnKube(t, ctx, r.client, k, 20)
 	plan := planFor(t, ctx, r.client)
-	id := newRunID()
+	id := NewRunID()
 	if err := r.client.StartRun(ctx, RunSpec{ID: id, Action: RunApply, PlanFile: plan.PlanFile}); err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestRunnerReleasesItsOwnLeftoverLock(t *testing.T) {
 	k := newKubeState(t, "leftover")
 	r := startRunner(t)
 	countedOnKube(t, ctx, r.client, k, 1)
-	earlier := newRunID()
+	earlier := NewRunID()
 	if err := r.client.StartRun(ctx, RunSpec{ID: earlier, Action: RunPlan}); err != nil {
 		t.Fatal(err)
 	}

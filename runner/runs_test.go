@@ -40,7 +40,7 @@ func countCreates(t *testing.T, path string) int {
 
 func planFor(t *testing.T, ctx context.Context, c *Client) *PlanOutput {
 	t.Helper()
-	id := newRunID()
+	id := NewRunID()
 	if err := c.StartRun(ctx, RunSpec{ID: id, Action: RunPlan}); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestRunOutlivesItsWatch(t *testing.T) {
 	effects, _ := countedSpec(t, ctx, r.client, 3)
 	plan := planFor(t, ctx, r.client)
 
-	id := newRunID()
+	id := NewRunID()
 	spec := RunSpec{ID: id, Action: RunApply, PlanFile: plan.PlanFile, LockFile: plan.LockFile}
 	if err := r.client.StartRun(ctx, spec); err != nil {
 		t.Fatal(err)
@@ -154,7 +154,7 @@ func TestRunDeadlineInterruptsGracefully(t *testing.T) {
 	effects, stateDir := countedSpec(t, ctx, r.client, 20)
 	plan := planFor(t, ctx, r.client)
 
-	id := newRunID()
+	id := NewRunID()
 	started := time.Now()
 	if err := r.client.StartRun(ctx, RunSpec{ID: id, Action: RunApply, PlanFile: plan.PlanFile, Deadline: 3 * time.Second}); err != nil {
 		t.Fatal(err)
@@ -188,7 +188,7 @@ func TestCancelRun(t *testing.T) {
 	countedSpec(t, ctx, r.client, 20)
 	plan := planFor(t, ctx, r.client)
 
-	id := newRunID()
+	id := NewRunID()
 	if err := r.client.StartRun(ctx, RunSpec{ID: id, Action: RunApply, PlanFile: plan.PlanFile}); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestCancelRun(t *testing.T) {
 	l.waitFor(t, "Executing:", time.Minute)
 
 	// A second run is refused while this one goes on.
-	err := r.client.StartRun(ctx, RunSpec{ID: newRunID(), Action: RunPlan})
+	err := r.client.StartRun(ctx, RunSpec{ID: NewRunID(), Action: RunPlan})
 	wantError(t, err, codes.FailedPrecondition, ReasonRunnerBusy)
 
 	if err := r.client.CancelRun(ctx, id); err != nil {

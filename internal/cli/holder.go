@@ -96,17 +96,16 @@ func runnerState(ctx context.Context, s *session, obj *v1alpha1.Terraform, h *st
 		}
 		return holder{why: fmt.Sprintf("unknown: local runner process %d on %s may still run (Landform can only tell on that host)", p.PID, p.Host)}
 	}
-	var pod corev1.Pod
-	err := s.c.Get(ctx, client.ObjectKey{Namespace: h.Pod.Namespace, Name: h.Pod.Name}, &pod)
+	pod := &corev1.Pod{}
+	err := s.c.Get(ctx, client.ObjectKey{Namespace: h.Pod.Namespace, Name: h.Pod.Name}, pod)
 	switch {
 	case apierrors.IsNotFound(err):
-		return holder{gone: true, why: fmt.Sprintf("gone: runner Pod %s no longer exists", h.Pod.Name)}
+		pod = nil
 	case err != nil:
 		return holder{why: fmt.Sprintf("unknown: Pod %s could not be read (%v)", h.Pod.Name, s.explain(err, "get", resPods, "Pod", h.Pod.Namespace, h.Pod.Name))}
-	case string(pod.UID) != h.Pod.UID:
-		return holder{gone: true, why: fmt.Sprintf("gone: runner Pod %s was replaced by another Pod of that name", h.Pod.Name)}
-	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
-		return holder{gone: true, why: fmt.Sprintf("gone: runner Pod %s has terminated (%s)", h.Pod.Name, pod.Status.Phase)}
+	}
+	if gone, how := h.Pod.GoneGiven(pod); gone {
+		return holder{gone: true, why: fmt.Sprintf("gone: runner Pod %s %s", h.Pod.Name, how)}
 	}
 	return holder{why: fmt.Sprintf("alive: runner Pod %s is %s", h.Pod.Name, orDash(string(pod.Status.Phase)))}
 }

@@ -73,8 +73,12 @@ func (l *Local) Durable() bool { return false }
 // controller processes left behind: none can still run, since runners end
 // with the process that started them. Call it before the first Start.
 func (l *Local) RemoveStale() error {
+	if l.Options.WorkDir == "" {
+		// Runners live in the system temp dir, beside everything else.
+		return nil
+	}
 	dirs, err := filepath.Glob(filepath.Join(l.Options.WorkDir, "landform-runner-*"))
-	if err != nil || l.Options.WorkDir == "" {
+	if err != nil {
 		return err
 	}
 	var errs []error

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Holder is who took a lock: a runner Pod or a local runner process, on
@@ -92,6 +94,22 @@ func CurrentProcess() (*ProcessHolder, error) {
 		return nil, err
 	}
 	return &ProcessHolder{Host: host, BootID: boot, PID: pid, StartTicks: start}, nil
+}
+
+// GoneGiven reports whether the runner Pod p is provably gone, given what
+// the API server holds under its name (nil: no such Pod), and if so how:
+// "no longer exists", "was replaced by another Pod of that name" or "has
+// terminated (<phase>)". A Pod being deleted still runs its runner.
+func (p *PodHolder) GoneGiven(pod *corev1.Pod) (bool, string) {
+	switch {
+	case pod == nil:
+		return true, "no longer exists"
+	case string(pod.UID) != p.UID:
+		return true, "was replaced by another Pod of that name"
+	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
+		return true, fmt.Sprintf("has terminated (%s)", pod.Status.Phase)
+	}
+	return false, ""
 }
 
 // Gone reports whether the process is provably gone, and why: the host
