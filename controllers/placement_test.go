@@ -17,14 +17,19 @@ import (
 // (every other object runs on local runners).
 const podPlacementLabel = "test.landform.dev/placement"
 
-// routingPlacer picks the placement per object, so one suite covers both.
+// routingPlacer picks the placement per object, so one suite covers both,
+// and the engine of local runners: tofu, or terraform for objects labelled
+// podPlacementLabel=terraform.
 type routingPlacer struct {
-	pod, local placement.Placer
+	pod, local, terraform placement.Placer
 }
 
 func (r *routingPlacer) pick(obj *infrav1.Terraform) placement.Placer {
-	if obj.Labels[podPlacementLabel] == "pod" {
+	switch obj.Labels[podPlacementLabel] {
+	case "pod":
 		return r.pod
+	case "terraform":
+		return r.terraform
 	}
 	return r.local
 }

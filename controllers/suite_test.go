@@ -129,25 +129,29 @@ func runSuite(m *testing.M) int {
 		panic(err)
 	}
 	kubeClientset, testKubeconfig, tofuPath = kube, kubeconfig, engine
-	r := &TerraformReconciler{
-		Leases:        kube.CoordinationV1().Leases,
-		Client:        mgr.GetClient(),
-		EventRecorder: mgr.GetEventRecorderFor("landform-controller"),
-		Fetcher:       source.NewFetcher(filepath.Join(tmp, "cache")),
-		Plans:         planstore.Store{Client: mgr.GetClient()},
-		Placer: &routingPlacer{pod: podPlacer, local: &placement.Local{
+	terraform := envOr("LANDFORM_TERRAFORM", filepath.Join(root, "bin", "terraform"))
+	localPlacer := func(engine, dir string) *placement.Local {
+		return &placement.Local{
 			CA:         ca,
 			Kubeconfig: kubeconfig,
 			Grace:      10 * time.Second,
 			Options: runner.LocalOptions{
 				Binary:          runnerBin,
 				Engine:          engine,
-				WorkDir:         filepath.Join(tmp, "runners"),
+				WorkDir:         filepath.Join(tmp, dir),
 				ProviderMirrors: []string{mirror},
 				Stdout:          runnerLogs,
 				Stderr:          runnerLogs,
 			},
-		}},
+		}
+	}
+	r := &TerraformReconciler{
+		Leases:        kube.CoordinationV1().Leases,
+		Client:        mgr.GetClient(),
+		EventRecorder: mgr.GetEventRecorderFor("landform-controller"),
+		Fetcher:       source.NewFetcher(filepath.Join(tmp, "cache")),
+		Plans:         planstore.Store{Client: mgr.GetClient()},
+		Placer: &routingPlacer{pod: podPlacer, local: localPlacer(engine, "runners"), terraform: localPlacer(terraform, "runners-terraform")},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

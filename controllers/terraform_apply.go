@@ -2,11 +2,13 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/planstore"
 	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
@@ -45,4 +47,33 @@ func (r *TerraformReconciler) dropPlan(ctx context.Context, obj *infrav1.Terrafo
 		obj.Status.Plan.Pending = ""
 	}
 	return nil
+}
+
+// verifyPlan refuses to apply a stored plan whose bytes are not those the
+// controller stored: status.plan.digest, which runners cannot write, names
+// them. A plan changed after it was made is dropped, never applied; the
+// module is planned again after the retry interval.
+func (r *TerraformReconciler) verifyPlan(ctx context.Context, obj *infrav1.Terraform, ws *workspace, p *planstore.Plan) error {
+	var want, pending string
+	if obj.Status.Plan != nil {
+		want, pending = obj.Status.Plan.Digest, obj.Status.Plan.Pending
+	}
+	var why string
+	switch {
+	case p.ID != pending:
+		why = fmt.Sprintf("the stored plan is %s, but the plan this controller made and is waiting to apply is %s", p.ID, pending)
+	case want == "":
+		why = "no digest was recorded for it when it was stored (a plan stored by an older controller)"
+	case p.Digest != want:
+		why = fmt.Sprintf("its stored bytes (%s) are not those stored when it was made (%s)", p.Digest, want)
+	default:
+		return nil
+	}
+	if err := r.dropPlan(ctx, obj); err != nil {
+		return err
+	}
+	msg := fmt.Sprintf("plan %s was not applied: %s; the stored plan was changed after it was made, so it was dropped, and the module will be planned again", p.ID, why)
+	conditions.MarkFalse(obj, infrav1.AppliedCondition, infrav1.PlanDigestMismatchReason, "%s", msg)
+	r.event(obj, ws.artifact.Revision, corev1.EventTypeWarning, infrav1.PlanDigestMismatchReason, "%s", msg)
+	return retry(infrav1.PlanDigestMismatchReason, "%s", msg)
 }

@@ -131,3 +131,41 @@ func TestApprovalDoesNotCarryOverToOtherInputs(t *testing.T) {
 	g.Expect(third).NotTo(Equal(first))
 	g.Expect(get(g, tf).Status.LastAppliedPlan).To(Equal(second))
 }
+
+// The engine and its version are inputs too: a plan pending from one
+// engine, planned again by another against the same state and with the
+// same changes, gets its own id; the first plan's approval applies nothing.
+func TestApprovalDoesNotCarryOverToAnotherEngine(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
+	path := effectPath(t)
+	tf := newTerraform(t, ns, "engine", func(tf *infrav1.Terraform) {
+		tf.Labels = map[string]string{podPlacementLabel: "terraform"}
+		tf.Spec.ApprovePlan = ""
+		tf.Spec.Vars = fileVars(path, "engine")
+	})
+	byTerraform := waitPending(t, tf).Status.Plan.Pending
+
+	// The same module, inputs and state, planned by OpenTofu.
+	g.Expect(k8sClient.Patch(context.Background(), get(g, tf), rawMergePatch([]byte(`{"metadata":{"labels":{"`+podPlacementLabel+`":null},"annotations":{"`+reconcileRequestAnnotation+`":"tofu"}}}`)))).To(Succeed())
+	var byTofu string
+	waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
+		g.Expect(obj.Status.LastHandledReconcileAt).To(Equal("tofu"))
+		g.Expect(obj.PendingPlan()).NotTo(BeEmpty())
+		g.Expect(obj.PendingPlan()).NotTo(Equal(byTerraform))
+		byTofu = obj.PendingPlan()
+	})
+	g.Expect(get(g, tf).Status.Plan.Add).To(Equal(int32(1)), "the same changes")
+
+	approve(g, tf, byTerraform)
+	obj := waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
+		g.Expect(conditions.GetReason(obj, infrav1.PlannedCondition)).To(Equal(infrav1.ApprovalMismatchReason))
+	})
+	g.Expect(obj.PendingPlan()).To(Equal(byTofu))
+	g.Consistently(func() string { return readFile(path) }).WithTimeout(3*time.Second).Should(Equal("<missing>"), "the other engine's approval applies nothing")
+
+	approve(g, tf, byTofu)
+	g.Expect(waitReady(t, tf).Status.LastAppliedPlan).To(Equal(byTofu))
+	g.Expect(readFile(path)).To(Equal("engine"))
+}

@@ -193,6 +193,9 @@ func (r *TerraformReconciler) startApply(ctx context.Context, patcher *patch.Ser
 	if err != nil {
 		return retry(infrav1.ApplyFailedReason, "loading plan %s: %v", obj.PendingPlan(), err)
 	}
+	if err := r.verifyPlan(ctx, obj, ws, p); err != nil {
+		return err
+	}
 	req := runRequest{
 		run:      infrav1.RunStatus{Action: runApply, Plan: p.ID, Revision: p.Revision, InputsDigest: p.InputsDigest},
 		spec:     runner.RunSpec{Action: runner.RunApply, PlanFile: p.PlanFile, LockFile: p.LockFile},

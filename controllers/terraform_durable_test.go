@@ -219,6 +219,11 @@ func TestUnusablePlansArePlannedAgainOnce(t *testing.T) {
 			g.Expect(p.LockFile).NotTo(BeEmpty(), "the plan keeps its dependency lock file")
 			p.LockFile = bytes.ReplaceAll(p.LockFile, []byte("h1:"), []byte("h1:AAAA"))
 			g.Expect(planstore.Store{Client: k8sClient}.Save(context.Background(), get(g, tf), p)).To(Succeed())
+			// Recorded as the controller would have, so that this case
+			// reaches the runner's own check rather than the digest's.
+			obj := get(g, tf)
+			obj.Status.Plan.Digest = p.Digest
+			g.Expect(k8sClient.Status().Update(context.Background(), obj)).To(Succeed())
 		}},
 		{name: "torn", spoil: func(g Gomega, tf *infrav1.Terraform) {
 			var chunks corev1.SecretList

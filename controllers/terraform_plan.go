@@ -51,6 +51,7 @@ func (r *TerraformReconciler) recordPlan(ctx context.Context, obj *infrav1.Terra
 	status := &infrav1.PlanStatus{
 		ID:        p.ID,
 		Revision:  rev,
+		Digest:    p.Digest,
 		Add:       res.Add,
 		Change:    res.Change,
 		Destroy:   res.Destroy,

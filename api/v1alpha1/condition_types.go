@@ -108,6 +108,10 @@ const (
 	PlanUnusableReason = "PlanUnusable"
 	// ShuttingDownReason: the controller is shutting down and starts no run.
 	ShuttingDownReason = "ShuttingDown"
+	// PlanDigestMismatchReason: the stored plan's bytes are not those the
+	// controller stored (status.plan.digest): it was changed after it was
+	// made. It is not applied; it is dropped and the module planned again.
+	PlanDigestMismatchReason = "PlanDigestMismatch"
 )
 
 // Annotations and labels.

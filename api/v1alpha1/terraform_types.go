@@ -387,6 +387,13 @@ type PlanStatus struct {
 	// +optional
 	Revision string `json:"revision,omitempty"`
 
+	// Digest is "sha256:<hex>" of the plan as the controller stored it.
+	// Status is written only by the controller: before an apply the stored
+	// plan's bytes are checked against it, so a plan changed after it was
+	// made (or approved) is refused (reason PlanDigestMismatch).
+	// +optional
+	Digest string `json:"digest,omitempty"`
+
 	// Add, Change and Destroy count the planned resource actions.
 	// +optional
 	Add int32 `json:"add"`

@@ -105,6 +105,11 @@ func (s *session) storedPlan(ctx context.Context, obj *v1alpha1.Terraform) (*pla
 	if err != nil {
 		return nil, s.explain(err, "get", resSecrets, "Secret", obj.Namespace, "")
 	}
+	// Show only what the controller would apply: the plan it stored, as
+	// status.plan.digest names it.
+	if st := obj.Status.Plan; st != nil && st.ID == p.ID && st.Digest != "" && st.Digest != p.Digest {
+		return nil, fmt.Errorf("the stored plan %s of %s/%s was changed after it was made (its bytes are %s, the controller stored %s): the controller will not apply it and will plan again", p.ID, obj.Namespace, obj.Name, p.Digest, st.Digest)
+	}
 	return p, nil
 }
 

@@ -44,6 +44,7 @@ func (s Store) getIndex(ctx context.Context, owner *v1alpha1.Terraform) (*corev1
 			Revision:     a[annRevision],
 			InputsDigest: a[annInputs],
 			Applied:      applied,
+			Digest:       digestPrefix + a[annSHA256],
 		},
 		chunks: chunks,
 		sha256: a[annSHA256],

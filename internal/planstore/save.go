@@ -19,7 +19,8 @@ import (
 	"github.com/landform-dev/landform/internal/owned"
 )
 
-// Save stores p as owner's plan, replacing the previous one. The payload is
+// Save stores p as owner's plan, replacing the previous one, and sets
+// p.Digest. The payload is
 // split across Secrets tfplan-<owner>-<i>. Chunk 0 carries the index (plan
 // id, chunk count, payload digest) and is written after all the others, so
 // a reader finds either the old plan, the new one, or (mid-write) a set
@@ -65,6 +66,7 @@ func (s Store) Save(ctx context.Context, owner *v1alpha1.Terraform, p *Plan) err
 	if err := s.deleteChunks(ctx, owner, n); err != nil {
 		return fmt.Errorf("removing chunks left by the previous plan of %s/%s: %w", owner.Namespace, owner.Name, err)
 	}
+	p.Digest = digestPrefix + digest
 	return nil
 }
 

@@ -27,6 +27,10 @@ type Plan struct {
 	// Applied is set once the plan was applied; the plan stays stored so the
 	// CLI can still show it.
 	Applied bool
+	// Digest is "sha256:<hex>" of the stored payload: set by Save, and by
+	// Load and LoadMeta from the index. The controller records it where
+	// runners cannot write (status) and compares it before an apply.
+	Digest string
 }
 
 // ErrNotFound means there is no complete, intact plan stored; the error
@@ -57,6 +61,9 @@ const (
 	annSHA256   = "infra.landform.dev/plan-sha256"
 	annApplied  = "infra.landform.dev/plan-applied"
 	annChunk    = "infra.landform.dev/plan-chunk"
+
+	// digestPrefix names the algorithm of Plan.Digest.
+	digestPrefix = "sha256:"
 
 	dataKey = "plan"
 	// fieldOwner is the server-side apply manager of plan Secrets.
