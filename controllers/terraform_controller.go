@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -56,6 +57,9 @@ type TerraformReconciler struct {
 	Now func() time.Time
 
 	runs *runTracker
+	// stateIdentities remembers which objects' state identities are in
+	// place (terraform_stateaccess.go).
+	stateIdentities sync.Map
 }
 
 // +kubebuilder:rbac:groups=infra.landform.dev,resources=terraforms,verbs=get;list;watch;update;patch

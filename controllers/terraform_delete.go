@@ -49,6 +49,9 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *patc
 		if err := r.deleteSecret(ctx, obj.Namespace, obj.GetStateSecretName()); err != nil {
 			return err
 		}
+		if err := r.deleteStateLease(ctx, obj); err != nil {
+			return err
+		}
 	}
 	if err := r.Plans.Delete(ctx, obj); err != nil {
 		return retry(infrav1.DestroyFailedReason, "deleting stored plans: %v", err)
@@ -111,16 +114,21 @@ func (r *TerraformReconciler) startDestroy(ctx context.Context, patcher *patch.S
 	return r.startRun(ctx, patcher, obj, req)
 }
 
-// hasState reports whether the default backend's state Secret exists.
+// hasState reports whether the default backend's state Secret holds a
+// state: the controller creates it empty for the state identity.
 func (r *TerraformReconciler) hasState(ctx context.Context, obj *infrav1.Terraform) (bool, error) {
 	if customBackend(obj) != "" {
 		return obj.Status.LastAppliedRevision != "", nil
 	}
-	s, err := r.secretMeta(ctx, obj.Namespace, obj.GetStateSecretName())
+	var s corev1.Secret
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: obj.GetStateSecretName()}, &s)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
 	if err != nil {
 		return false, fmt.Errorf("checking for state Secret %s: %w", obj.GetStateSecretName(), err)
 	}
-	return s != nil, nil
+	return len(s.Data["tfstate"]) > 0, nil
 }
 
 func (r *TerraformReconciler) deleteSecret(ctx context.Context, namespace, name string) error {

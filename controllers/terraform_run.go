@@ -146,6 +146,11 @@ func (r *TerraformReconciler) execute(interrupt context.Context, h *runHandle, r
 	}
 	r.runs.placed(h, rn, release)
 	if !req.attach {
+		token, err := r.stateToken(interrupt, req.obj, req.spec.Deadline)
+		if err != nil {
+			return nil, retry(infrav1.RunnerFailedReason, "%v", err)
+		}
+		req.spec.StateToken = token
 		if err := r.handOver(interrupt, rn, req); err != nil {
 			return nil, err
 		}

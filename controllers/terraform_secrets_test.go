@@ -1,10 +1,17 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/common/expfmt"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/landform-dev/landform/internal/cli"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -73,11 +80,12 @@ func TestSecretsNeverLeak(t *testing.T) {
 // multi-line Secret value: terraform prints their parts one by one, and no
 // part appears anywhere outside Secrets — status, events, kept logs, the
 // stored human plan `landform plan show` prints, the controller's and the
-// runners' logs.
+// runners' logs, the metrics — and neither does a value terraform marks
+// sensitive.
 func TestStructuredSecretsNeverLeak(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	parts := []string{"hunter2-Map-Password", "tok-Nested-0123", "BEGIN-line-one-xyz", "second-line-of-the-key"}
+	parts := []string{"hunter2-Map-Password", "tok-Nested-0123", "BEGIN-line-one-xyz", "second-line-of-the-key", "gen-Sensitive-777"}
 	g.Expect(k8sClient.Create(context.Background(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"},
 		StringData: map[string]string{
@@ -90,6 +98,10 @@ variable "creds" { type = map(string) }
 variable "pem" { type = string }
 resource "terraform_data" "this" {
   input = { user = var.creds["user"], password = var.creds["password"], token = var.creds["token"], pem = var.pem }
+}
+output "generated" {
+  value     = "gen-Sensitive-${length(var.pem) * 0 + 777}"
+  sensitive = true
 }
 `}))
 	tf := newTerraform(t, ns, "structured", func(tf *infrav1.Terraform) {
@@ -108,7 +120,22 @@ resource "terraform_data" "this" {
 	plan, err := planstore.Store{Client: k8sClient}.Load(context.Background(), obj)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(plan.HumanPlan)).To(ContainSubstring("password"), "the human plan was kept")
+	var shown, errOut bytes.Buffer
+	g.Expect(cli.Execute(context.Background(), cli.Options{Streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: &shown, ErrOut: &errOut}},
+		[]string{"--kubeconfig", testKubeconfig, "-n", ns, "plan", "show", obj.Name})).To(Succeed(), errOut.String())
+	g.Expect(shown.String()).To(ContainSubstring("terraform_data.this"), "plan show printed the plan")
+	families, err := metrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	var scraped bytes.Buffer
+	for _, f := range families {
+		_, err := expfmt.MetricFamilyToText(&scraped, f)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(scraped.String()).To(ContainSubstring("landform_runs_total"), "Landform's metrics were gathered")
 	for _, part := range parts {
+		g.Expect(shown.String()).NotTo(ContainSubstring(part), "landform plan show")
+		g.Expect(errOut.String()).NotTo(ContainSubstring(part), "landform plan show (stderr)")
+		g.Expect(scraped.String()).NotTo(ContainSubstring(part), "metrics")
 		g.Expect(string(status)).NotTo(ContainSubstring(part), "status")
 		for _, e := range events.Items {
 			g.Expect(e.Message).NotTo(ContainSubstring(part), "event %s", e.Reason)

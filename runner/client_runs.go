@@ -40,6 +40,9 @@ type RunSpec struct {
 	// LockFile is the dependency lock file the plan was made with
 	// (RunApply).
 	LockFile []byte
+	// StateToken is the bearer token of the object's state identity (see
+	// runnerpb.RunSpec.state_token); never logged.
+	StateToken string
 }
 
 // RunResult is what a run produced.
@@ -80,6 +83,7 @@ func (c *Client) StartRun(ctx context.Context, spec RunSpec) error {
 		Destroy:         spec.Destroy,
 		DeadlineSeconds: int64((spec.Deadline + time.Second - 1) / time.Second),
 		LockFile:        spec.LockFile,
+		StateToken:      spec.StateToken,
 	}}})
 	if err == nil {
 		err = sendChunks(spec.PlanFile, func(b []byte) error {

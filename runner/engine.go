@@ -36,13 +36,14 @@ func (s *Server) ensureInit(ctx context.Context, ws *workspace, logf func(string
 	}
 	opts := []tfexec.InitOption{tfexec.Reconfigure(true)}
 	if ws.customBackend == "" {
-		keys := make([]string, 0, len(ws.backendConfig))
-		for k := range ws.backendConfig {
+		backend := ws.terraformBackend()
+		keys := make([]string, 0, len(backend))
+		for k := range backend {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			opts = append(opts, tfexec.BackendConfig(k+"="+ws.backendConfig[k]))
+			opts = append(opts, tfexec.BackendConfig(k+"="+backend[k]))
 		}
 	}
 	detach := attachLogs(ws.tf, logf)

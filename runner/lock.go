@@ -9,8 +9,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"k8s.io/client-go/kubernetes"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/landform-dev/landform/internal/statelock"
 	runnerpb "github.com/landform-dev/landform/runner/proto"
@@ -30,7 +28,7 @@ func (s *Server) lockState(ctx context.Context, ws *workspace, r *run) (unlock f
 	if ws.customBackend != "" {
 		return func() {}, false, nil
 	}
-	leases, err := leaseClient(ws.backendConfig)
+	leases, err := s.leaseClient(ws)
 	if err != nil {
 		return nil, false, newError(codes.InvalidArgument, ReasonInvalidConfiguration, "reaching the API server for the state lock: "+err.Error(), nil)
 	}
@@ -137,32 +135,19 @@ func lockedError(info statelock.LockInfo) error {
 	return newError(codes.Aborted, ReasonStateLocked, msg, md)
 }
 
-// leaseClient reaches the Leases of the state's namespace the way the
-// kubernetes backend reaches its Secret: the same kubeconfig, or the Pod's
-// in-cluster identity.
-func leaseClient(cfg map[string]string) (coordinationv1client.LeaseInterface, error) {
-	var rc *rest.Config
-	var err error
-	switch {
-	case cfg["config_path"] != "":
-		rc, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-			&clientcmd.ClientConfigLoadingRules{ExplicitPath: cfg["config_path"]},
-			&clientcmd.ConfigOverrides{CurrentContext: cfg["config_context"]},
-		).ClientConfig()
-	case cfg["in_cluster_config"] == "true":
-		rc, err = rest.InClusterConfig()
-	default:
-		return nil, errors.New("the backend configuration names neither config_path nor in_cluster_config")
-	}
+// leaseClient reaches the Leases of the state's namespace as the runner
+// reaches the state: with the state token, or as the kubernetes backend
+// would (its kubeconfig, or the Pod's in-cluster identity).
+func (s *Server) leaseClient(ws *workspace) (coordinationv1client.LeaseInterface, error) {
+	rc, err := s.stateConfig(ws)
 	if err != nil {
 		return nil, err
 	}
-	rc.UserAgent = "landform-runner"
 	c, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, err
 	}
-	ns := cfg["namespace"]
+	ns := ws.backendConfig["namespace"]
 	if ns == "" {
 		ns = "default"
 	}

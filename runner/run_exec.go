@@ -27,6 +27,9 @@ func (s *Server) execute(ctx context.Context, r *run, planPath string) (*PlanOut
 			return nil, nil, err
 		}
 	}
+	if err := s.useStateToken(ws, spec.GetStateToken()); err != nil {
+		return nil, nil, err
+	}
 	if err := s.ensureInit(ctx, ws, r.log); err != nil {
 		if len(spec.GetLockFile()) > 0 {
 			err = planLockUnusable(err)

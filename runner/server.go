@@ -109,6 +109,9 @@ type Server struct {
 
 	// holder is who takes state locks: this runner's Pod or process.
 	holder statelock.Holder
+	// state is the state proxy, started by the first run with a state
+	// token; owned by whoever holds op.
+	state *stateAccess
 
 	// runsMu guards runs and current: every run this runner accepted, kept
 	// with its log and result until the process exits.

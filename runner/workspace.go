@@ -45,6 +45,9 @@ type workspace struct {
 
 	workspace     string
 	backendConfig map[string]string
+	// stateBackend replaces backendConfig for terraform when the state is
+	// reached through the state proxy (stateaccess.go).
+	stateBackend  map[string]string
 	customBackend string
 	env           map[string]string
 	// secrets are values never to echo in an error: the spec's env.

@@ -11,10 +11,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/fakekubelet"
@@ -28,10 +26,8 @@ var (
 )
 
 // podCluster makes the test API server a cluster for runner Pods, once:
-// the controller's namespace, and the runner ClusterRole of
-// config/rbac/runner_role.yaml (state Secrets and lock Leases, nothing
-// else). It skips the test when runner Pods cannot get an in-cluster view
-// on this machine.
+// the controller's namespace. It skips the test when runner Pods cannot get
+// an in-cluster view on this machine.
 func podCluster(t *testing.T) {
 	t.Helper()
 	clusterOnce.Do(func() {
@@ -43,17 +39,6 @@ func podCluster(t *testing.T) {
 		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNS}}); client.IgnoreAlreadyExists(err) != nil {
 			t.Fatal(err)
 		}
-		raw, err := os.ReadFile(filepath.Join(root, "config", "rbac", "runner_role.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var role rbacv1.ClusterRole
-		if err := yaml.Unmarshal(raw, &role); err != nil {
-			t.Fatal(err)
-		}
-		if err := env.Client.Create(ctx, &role); client.IgnoreAlreadyExists(err) != nil {
-			t.Fatal(err)
-		}
 	})
 	if clusterErr != nil {
 		t.Skipf("runner Pods need an in-cluster view of the API server, which the fake kubelet cannot give here: %v", clusterErr)
@@ -61,7 +46,8 @@ func podCluster(t *testing.T) {
 }
 
 // runnerNamespace creates a namespace for runner Pods, with the runner
-// ServiceAccount bound to the runner ClusterRole, as the chart does.
+// ServiceAccount, as the chart does: it has no permission at all; runners
+// reach their state with the state identity the controller gives them.
 func runnerNamespace(t *testing.T) string {
 	t.Helper()
 	podCluster(t)
@@ -69,11 +55,6 @@ func runnerNamespace(t *testing.T) string {
 	ctx := context.Background()
 	g := NewWithT(t)
 	g.Expect(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "landform-runner"}})).To(Succeed())
-	g.Expect(env.Client.Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "landform-runner"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "landform-runner"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "landform-runner"}},
-	})).To(Succeed())
 	return ns
 }
 

@@ -152,7 +152,7 @@ func TestChartAllFeatures(t *testing.T) {
 		want = append(want, k)
 	}
 	for _, runnerNS := range []string{"team-a", "team-b"} {
-		want = append(want, "Role/"+runnerNS+"/landform-runner", "RoleBinding/"+runnerNS+"/landform-runner", "ServiceAccount/"+runnerNS+"/landform-runner")
+		want = append(want, "ServiceAccount/"+runnerNS+"/landform-runner")
 	}
 	sort.Strings(want)
 	if diff := cmp.Diff(want, keys(objs)); diff != "" {
@@ -245,15 +245,6 @@ func TestChartAllFeatures(t *testing.T) {
 		}
 		if sa.Annotations["eks.amazonaws.com/role-arn"] == "" {
 			t.Errorf("runner ServiceAccount annotations %v", sa.Annotations)
-		}
-		rb := into[rbacv1.RoleBinding](t, find(t, objs, "RoleBinding", runnerNS, "landform-runner"))
-		wantRB := rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "landform-runner"}
-		wantSubj := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "landform-runner", Namespace: runnerNS}}
-		if diff := cmp.Diff(wantRB, rb.RoleRef); diff != "" {
-			t.Errorf("runner RoleBinding roleRef (-want +got):\n%s", diff)
-		}
-		if diff := cmp.Diff(wantSubj, rb.Subjects); diff != "" {
-			t.Errorf("runner RoleBinding subjects (-want +got):\n%s", diff)
 		}
 	}
 
@@ -417,24 +408,6 @@ func TestChartControllerRBACIsTheGeneratedOne(t *testing.T) {
 	want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "landform-controller", Namespace: releaseNamespace}}
 	if diff := cmp.Diff(want, crb.Subjects); diff != "" || crb.RoleRef.Name != "landform-controller" {
 		t.Errorf("ClusterRoleBinding roleRef %v subjects (-want +got):\n%s", crb.RoleRef, diff)
-	}
-}
-
-// runnerRules is all a runner may do in its namespace: the kubernetes
-// backend's state Secrets and lock Leases.
-var runnerRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-}
-
-func TestRunnerRulesAreStateSecretsAndLeasesOnly(t *testing.T) {
-	chart := into[rbacv1.Role](t, find(t, helmTemplate(t, "--set", "runner.namespaces={team-a}"), "Role", "team-a", "landform-runner"))
-	if diff := cmp.Diff(runnerRules, chart.Rules); diff != "" {
-		t.Errorf("chart runner Role rules (-want +got):\n%s", diff)
-	}
-	kust := into[rbacv1.ClusterRole](t, find(t, kustomizeBuild(t, "config/rbac"), "ClusterRole", "", "landform-runner"))
-	if diff := cmp.Diff(runnerRules, kust.Rules); diff != "" {
-		t.Errorf("config/rbac runner ClusterRole rules (-want +got):\n%s", diff)
 	}
 }
 

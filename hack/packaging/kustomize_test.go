@@ -36,7 +36,6 @@ func TestKustomizeDefault(t *testing.T) {
 	const ns = "landform-system"
 	want := []string{
 		"ClusterRole/landform-controller",
-		"ClusterRole/landform-runner",
 		"ClusterRoleBinding/landform-controller",
 		"CustomResourceDefinition/terraforms.infra.landform.dev",
 		"Deployment/" + ns + "/landform-controller",
@@ -80,21 +79,14 @@ func TestKustomizeDefault(t *testing.T) {
 	dryRunApply(t, objs)
 }
 
-// TestKustomizeRunnerNamespace: config/runner, given a namespace, binds
-// that namespace's landform-runner ServiceAccount to the runner ClusterRole
-// in that namespace only.
+// TestKustomizeRunnerNamespace: config/runner, given a namespace, creates
+// that namespace's landform-runner ServiceAccount, and nothing that grants
+// it anything.
 func TestKustomizeRunnerNamespace(t *testing.T) {
 	objs := kustomizeBuild(t, runnerOverlay(t, "team-k"))
-	want := []string{"RoleBinding/team-k/landform-runner", "ServiceAccount/team-k/landform-runner"}
+	want := []string{"ServiceAccount/team-k/landform-runner"}
 	if diff := cmp.Diff(want, keys(objs)); diff != "" {
 		t.Errorf("objects (-want +got):\n%s", diff)
-	}
-	rb := into[rbacv1.RoleBinding](t, find(t, objs, "RoleBinding", "team-k", "landform-runner"))
-	if diff := cmp.Diff([]rbacv1.Subject{{Kind: "ServiceAccount", Name: "landform-runner", Namespace: "team-k"}}, rb.Subjects); diff != "" {
-		t.Errorf("subjects (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "landform-runner"}, rb.RoleRef); diff != "" {
-		t.Errorf("roleRef (-want +got):\n%s", diff)
 	}
 	ensureNamespace(t, "team-k", nil)
 	dryRunApply(t, objs)
@@ -120,7 +112,6 @@ func TestKustomizeSamples(t *testing.T) {
 	objs := kustomizeBuild(t, "config/samples")
 	want := []string{
 		"GitRepository/default/landform",
-		"RoleBinding/default/landform-runner",
 		"ServiceAccount/default/landform-runner",
 		"Terraform/default/hello",
 	}

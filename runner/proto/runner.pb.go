@@ -329,7 +329,13 @@ type RunSpec struct {
 	// For APPLY: the dependency lock file (.terraform.lock.hcl) the plan was
 	// made with, written into the module before init so that the apply
 	// installs exactly the plan's providers. Empty: the module's own.
-	LockFile      []byte `protobuf:"bytes,5,opt,name=lock_file,json=lockFile,proto3" json:"lock_file,omitempty"`
+	LockFile []byte `protobuf:"bytes,5,opt,name=lock_file,json=lockFile,proto3" json:"lock_file,omitempty"`
+	// A bearer token for the kubernetes backend's state Secret and Lease:
+	// the object's own state identity, which may read and write those two
+	// and nothing else. The runner serves terraform through a loopback proxy
+	// that adds it, so terraform never sees it. Empty: the backend
+	// configuration's own credentials.
+	StateToken    string `protobuf:"bytes,6,opt,name=state_token,json=stateToken,proto3" json:"state_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -397,6 +403,13 @@ func (x *RunSpec) GetLockFile() []byte {
 		return x.LockFile
 	}
 	return nil
+}
+
+func (x *RunSpec) GetStateToken() string {
+	if x != nil {
+		return x.StateToken
+	}
+	return ""
 }
 
 type StartRunRequest struct {
@@ -1196,13 +1209,15 @@ const file_runner_proto_runner_proto_rawDesc = "" +
 	"\x05chunk\x18\x02 \x01(\fH\x00R\x05chunkB\x05\n" +
 	"\x03msg\"@\n" +
 	"\x17UploadWorkspaceResponse\x12%\n" +
-	"\x0etarball_digest\x18\x01 \x01(\tR\rtarballDigest\"\xb6\x01\n" +
+	"\x0etarball_digest\x18\x01 \x01(\tR\rtarballDigest\"\xd7\x01\n" +
 	"\aRunSpec\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x122\n" +
 	"\x06action\x18\x02 \x01(\x0e2\x1a.landform.runner.v1.ActionR\x06action\x12\x18\n" +
 	"\adestroy\x18\x03 \x01(\bR\adestroy\x12)\n" +
 	"\x10deadline_seconds\x18\x04 \x01(\x03R\x0fdeadlineSeconds\x12\x1b\n" +
-	"\tlock_file\x18\x05 \x01(\fR\blockFile\"u\n" +
+	"\tlock_file\x18\x05 \x01(\fR\blockFile\x12\x1f\n" +
+	"\vstate_token\x18\x06 \x01(\tR\n" +
+	"stateToken\"u\n" +
 	"\x0fStartRunRequest\x121\n" +
 	"\x04spec\x18\x01 \x01(\v2\x1b.landform.runner.v1.RunSpecH\x00R\x04spec\x12(\n" +
 	"\x0fplan_file_chunk\x18\x02 \x01(\fH\x00R\rplanFileChunkB\x05\n" +

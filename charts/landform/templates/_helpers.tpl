@@ -22,17 +22,3 @@ app.kubernetes.io/component: controller
 {{- define "landform.image" -}}
 {{- printf "%s:%s" .repository (.tag | default .appVersion) -}}
 {{- end }}
-
-{{/*
-What a runner needs in its own namespace, and nothing more: the kubernetes
-backend's state Secrets (tfstate-*) and lock Leases (lock-tfstate-*).
-config/rbac/runner_role.yaml holds the same rules; a test keeps them equal.
-*/}}
-{{- define "landform.runnerRules" -}}
-- apiGroups: [""]
-  resources: ["secrets"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
-- apiGroups: ["coordination.k8s.io"]
-  resources: ["leases"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
-{{- end }}

@@ -1,0 +1,153 @@
+package controllers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/owned"
+	"github.com/landform-dev/landform/internal/statelock"
+)
+
+// The state identity: every Terraform object's runners reach its state
+// under an identity of their own, a ServiceAccount whose Role names only
+// the object's state Secret and state Lease. The runner Pod's own
+// ServiceAccount (the user's, or landform-runner) needs no Kubernetes
+// permission at all: a module, which runs with it, reaches neither plans,
+// nor outputs, nor run logs, nor any other Secret or state of the namespace.
+//
+// RBAC cannot name objects in create, so the controller creates the state
+// Secret (empty: the backend reads it as no state) and the Lease first.
+
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;create;patch
+// +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;create;patch
+
+const (
+	// stateIdentityPrefix starts the names of an object's state
+	// ServiceAccount, Role and RoleBinding.
+	stateIdentityPrefix = "landform-state-"
+	// stateTokenMinLife is the shortest token the API server issues;
+	// stateTokenSlack is added to the run's deadline.
+	stateTokenMinLife = 10 * time.Minute
+	stateTokenSlack   = 15 * time.Minute
+	// stateTokenNoDeadline is a token's life for a run without deadline.
+	stateTokenNoDeadline = 24 * time.Hour
+)
+
+// stateIdentityName names obj's state ServiceAccount, Role and
+// RoleBinding: a DNS label, hashed when obj's name is too long.
+func stateIdentityName(obj *infrav1.Terraform) string {
+	name := stateIdentityPrefix + strings.ReplaceAll(obj.Name, ".", "-")
+	if len(name) <= 63 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(obj.Name))
+	return strings.TrimRight(name[:63-9], "-") + "-" + hex.EncodeToString(sum[:])[:8]
+}
+
+// stateToken returns a token of obj's state identity for a run with the
+// given deadline, preparing the identity, the state Secret and the Lease
+// first. A custom backend has no state here: no token.
+func (r *TerraformReconciler) stateToken(ctx context.Context, obj *infrav1.Terraform, deadline time.Duration) (string, error) {
+	if customBackend(obj) != "" {
+		return "", nil
+	}
+	if err := r.ensureStateIdentity(ctx, obj); err != nil {
+		return "", fmt.Errorf("preparing the runners' state identity %s/%s: %w", obj.Namespace, stateIdentityName(obj), err)
+	}
+	life := stateTokenNoDeadline
+	if deadline > 0 {
+		life = max(stateTokenMinLife, deadline+stateTokenSlack)
+	}
+	seconds := int64(life / time.Second)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: stateIdentityName(obj)}}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}
+	if err := r.Client.SubResource("token").Create(ctx, sa, tr); err != nil {
+		return "", fmt.Errorf("issuing a token for the runners' state identity %s/%s: %w", sa.Namespace, sa.Name, err)
+	}
+	return tr.Status.Token, nil
+}
+
+// ensureStateIdentity applies obj's state ServiceAccount, Role and
+// RoleBinding, and creates its state Secret and Lease when missing. What
+// was done for these names is remembered: one round of writes per object
+// and workspace in a controller's life.
+func (r *TerraformReconciler) ensureStateIdentity(ctx context.Context, obj *infrav1.Terraform) error {
+	secret := statelock.StateSecretName(obj.GetWorkspace(), obj.GetSecretSuffix())
+	lease := statelock.LeaseName(secret)
+	name := stateIdentityName(obj)
+	key := string(obj.UID) + "/" + secret
+	if _, done := r.stateIdentities.Load(key); done {
+		return nil
+	}
+	labels := owned.Labels(obj)
+	apply := func(o runtime.ApplyConfiguration) error {
+		return r.Client.Apply(ctx, o, client.FieldOwner(fieldOwner), client.ForceOwnership)
+	}
+	sa := corev1ac.ServiceAccount(name, obj.Namespace).WithLabels(labels).WithOwnerReferences(owned.Reference(obj)).
+		WithAutomountServiceAccountToken(false)
+	if err := apply(sa); err != nil {
+		return err
+	}
+	role := rbacv1ac.Role(name, obj.Namespace).WithLabels(labels).WithOwnerReferences(owned.Reference(obj)).WithRules(
+		rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("secrets").WithResourceNames(secret).
+			WithVerbs("get", "list", "watch", "update", "patch"),
+		rbacv1ac.PolicyRule().WithAPIGroups("coordination.k8s.io").WithResources("leases").WithResourceNames(lease).
+			WithVerbs("get", "update", "patch"),
+	)
+	if err := apply(role); err != nil {
+		return err
+	}
+	binding := rbacv1ac.RoleBinding(name, obj.Namespace).WithLabels(labels).WithOwnerReferences(owned.Reference(obj)).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(name)).
+		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(name).WithNamespace(obj.Namespace))
+	if err := apply(binding); err != nil {
+		return err
+	}
+
+	// The state outlives the object (deletionPolicy Orphan keeps it; a
+	// destroyed state is kept too): no owner reference.
+	stateLabels := statelock.LeaseLabels(obj.GetWorkspace(), obj.GetSecretSuffix())
+	state := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Namespace: obj.Namespace, Name: secret, Labels: stateLabels,
+		Annotations: map[string]string{"encoding": "gzip"},
+	}}
+	if err := r.Client.Create(ctx, state); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the state Secret %s: %w", secret, err)
+	}
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: lease, Labels: stateLabels}}
+	if err := r.Client.Create(ctx, l); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the state Lease %s: %w", lease, err)
+	}
+	r.stateIdentities.Store(key, struct{}{})
+	return nil
+}
+
+// deleteStateLease deletes the state's Lease with the state (deletionPolicy
+// Delete).
+func (r *TerraformReconciler) deleteStateLease(ctx context.Context, obj *infrav1.Terraform) error {
+	if customBackend(obj) != "" {
+		return nil
+	}
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: statelock.LeaseName(obj.GetStateSecretName())}}
+	if err := r.Client.Delete(ctx, l); client.IgnoreNotFound(err) != nil {
+		return retry(infrav1.DestroyFailedReason, "deleting the state Lease %s/%s: %v", l.Namespace, l.Name, err)
+	}
+	return nil
+}
