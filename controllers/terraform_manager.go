@@ -7,6 +7,7 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/predicates"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -23,6 +24,7 @@ import (
 const (
 	sourceIndexKey    = ".metadata.sourceRef"
 	dependsOnIndexKey = ".metadata.dependsOnTerraform"
+	varsFromIndexKey  = ".metadata.varsFrom"
 )
 
 // Options tune the controller.
@@ -54,6 +56,9 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	if err := idx.IndexField(ctx, &infrav1.Terraform{}, dependsOnIndexKey, indexDependsOn); err != nil {
 		return fmt.Errorf("indexing dependsOn: %w", err)
 	}
+	if err := idx.IndexField(ctx, &infrav1.Terraform{}, varsFromIndexKey, indexVarsFrom); err != nil {
+		return fmt.Errorf("indexing varsFrom: %w", err)
+	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
@@ -81,6 +86,13 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 		Watches(&sourcev1.OCIRepository{}, handler.EnqueueRequestsFromMapFunc(r.requestsForSource(sourcev1.OCIRepositoryKind))).
 		Watches(&sourcev1.Bucket{}, handler.EnqueueRequestsFromMapFunc(r.requestsForSource(sourcev1.BucketKind))).
 		Watches(&infrav1.Terraform{}, handler.EnqueueRequestsFromMapFunc(r.requestsForDependents)).
+		// A varsFrom Secret or ConfigMap created or changed: its users plan
+		// with it (a Stalled VarsNotFound recovers). Metadata only: the
+		// controller caches no Secret's data.
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.requestsForVars("Secret")),
+			builder.OnlyMetadata, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.requestsForVars("ConfigMap")),
+			builder.OnlyMetadata, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		// A run's progress and end bring its object back.
 		WatchesRawSource(source.Channel(r.runs.notify, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)}).
@@ -111,14 +123,31 @@ func (r *TerraformReconciler) requestsForSource(kind string) handler.MapFunc {
 	}
 }
 
+func indexVarsFrom(o client.Object) []string {
+	tf := o.(*infrav1.Terraform)
+	keys := make([]string, 0, len(tf.Spec.VarsFrom))
+	for _, v := range tf.Spec.VarsFrom {
+		keys = append(keys, v.Kind+"/"+v.Name)
+	}
+	return keys
+}
+
+// requestsForVars maps a Secret or ConfigMap to the Terraform objects of
+// its namespace whose varsFrom names it.
+func (r *TerraformReconciler) requestsForVars(kind string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		return r.listRequests(ctx, client.InNamespace(o.GetNamespace()), client.MatchingFields{varsFromIndexKey: kind + "/" + o.GetName()})
+	}
+}
+
 // requestsForDependents maps a Terraform object to those that depend on it.
 func (r *TerraformReconciler) requestsForDependents(ctx context.Context, o client.Object) []reconcile.Request {
 	return r.listRequests(ctx, client.MatchingFields{dependsOnIndexKey: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}.String()})
 }
 
-func (r *TerraformReconciler) listRequests(ctx context.Context, sel client.MatchingFields) []reconcile.Request {
+func (r *TerraformReconciler) listRequests(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
 	list := &infrav1.TerraformList{}
-	if err := r.List(ctx, list, sel); err != nil {
+	if err := r.List(ctx, list, opts...); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing Terraform objects for a watch event")
 		return nil
 	}

@@ -92,6 +92,7 @@ func classify(text string) (codes.Code, string, map[string]string) {
 		return codes.InvalidArgument, ReasonMissingVariable, nil
 	case strings.Contains(flat, "problems with the configuration"),
 		strings.Contains(flat, "Invalid value for variable"),
+		strings.Contains(flat, "Invalid value for input variable"),
 		strings.Contains(flat, "Invalid backend configuration"):
 		return codes.InvalidArgument, ReasonInvalidConfiguration, nil
 	}

@@ -98,6 +98,7 @@ func TestClassify(t *testing.T) {
 			text: "Error: OpenTofu encountered problems during initialization, including problems\nwith the configuration, described below.",
 		},
 		{name: "variable validation", text: "Error: Invalid value for variable\n\n  on main.tf line 3:", code: codes.InvalidArgument, reason: ReasonInvalidConfiguration},
+		{name: "variable of the wrong type", text: "Error: Invalid value for input variable\n\nThe given value is not suitable for var.replicas declared at main.tf:2,1-20:\na number is required.", code: codes.InvalidArgument, reason: ReasonInvalidConfiguration},
 		{name: "anything else", text: "Error: creating bucket: AccessDenied", code: codes.OK, reason: ""},
 	}
 	for _, tt := range tests {
