@@ -171,7 +171,7 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *patch.Seri
 		return ctrl.Result{}, r.startApply(ctx, patcher, obj, ws, idle)
 	}
 	req := runRequest{
-		run:      infrav1.RunStatus{Action: runPlan, Revision: ws.artifact.Revision, InputsDigest: ws.inputsDigest, Drift: d.drift},
+		run:      infrav1.RunStatus{Action: runPlan, Revision: ws.artifact.Revision, InputsDigest: ws.inputsDigest, Drift: d.drift, Destroy: obj.Spec.Destroy},
 		spec:     runner.RunSpec{Action: runner.RunPlan, Destroy: obj.Spec.Destroy},
 		priority: priorityOf(obj, d),
 		ws:       ws,

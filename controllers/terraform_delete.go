@@ -44,7 +44,12 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *patc
 			if err := r.checkNamespaces(obj); err != nil {
 				return stalling(infrav1.CrossNamespaceRefDeniedReason, "cannot destroy: %v; or set deletionPolicy: Orphan to keep the resources", err)
 			}
-			return r.startDestroy(ctx, patcher, obj)
+			if !obj.IsDestroyGated() {
+				return r.startDestroy(ctx, patcher, obj)
+			}
+			if done, err := r.gatedDestroy(ctx, patcher, obj); !done {
+				return err
+			}
 		}
 		if err := r.deleteSecret(ctx, obj.Namespace, obj.GetStateSecretName()); err != nil {
 			return err

@@ -56,7 +56,7 @@ func (r *TerraformReconciler) recordPlan(ctx context.Context, obj *infrav1.Terra
 		Change:    res.Change,
 		Destroy:   res.Destroy,
 		Resources: capList(res.Resources, maxStatusResources),
-		IsDestroy: obj.Spec.Destroy,
+		IsDestroy: obj.Spec.Destroy || run.Destroy,
 		IsDrift:   drift && res.HasChanges,
 		PlannedAt: &now,
 	}

@@ -102,3 +102,10 @@ func (in *Terraform) PendingPlan() string {
 	}
 	return in.Status.Plan.Pending
 }
+
+// DestroyApprovalManual is spec.destroyApproval's value for gated deletion.
+const DestroyApprovalManual = "manual"
+
+// IsDestroyGated reports whether deletion waits for an approved destroy
+// plan.
+func (in *Terraform) IsDestroyGated() bool { return in.Spec.DestroyApproval == DestroyApprovalManual }

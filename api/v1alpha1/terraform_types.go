@@ -69,6 +69,14 @@ type TerraformSpec struct {
 	// +optional
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 
+	// DestroyApproval gates deletion (deletionPolicy Delete): "manual" makes
+	// deletion plan the destroy and wait until that plan is approved like
+	// any other (the infra.landform.dev/approve annotation or approvePlan
+	// naming its id) before destroying. Empty or "auto" destroys at once.
+	// +kubebuilder:validation:Enum=auto;manual
+	// +optional
+	DestroyApproval string `json:"destroyApproval,omitempty"`
+
 	// Vars are input variables; a value may be any JSON value.
 	// +listType=map
 	// +listMapKey=name
@@ -455,6 +463,11 @@ type RunStatus struct {
 	// Drift is true for a plan that checks applied inputs for drift.
 	// +optional
 	Drift bool `json:"drift,omitempty"`
+
+	// Destroy is true for a plan of the destruction of everything: for
+	// spec.destroy, or for deletion behind spec.destroyApproval manual.
+	// +optional
+	Destroy bool `json:"destroy,omitempty"`
 }
 
 // LockStatus describes who holds the state lock.

@@ -47,8 +47,11 @@ func (a *app) runApprove(ctx context.Context, name, planID string, yes bool) err
 		return err
 	}
 	pending := obj.PendingPlan()
+	// Deletion behind spec.destroyApproval manual waits for its destroy
+	// plan's own approval, whatever approvePlan and planOnly say.
+	gatedDestroy := !obj.DeletionTimestamp.IsZero() && obj.IsDestroyGated() && obj.Status.Plan != nil && obj.Status.Plan.IsDestroy
 	switch {
-	case obj.Spec.PlanOnly:
+	case obj.Spec.PlanOnly && !gatedDestroy:
 		return fmt.Errorf("Terraform %s/%s has spec.planOnly set: its plans are never applied; set planOnly to false to apply them", obj.Namespace, obj.Name)
 	case pending == "":
 		msg := fmt.Sprintf("Terraform %s/%s has no pending plan", obj.Namespace, obj.Name)
@@ -58,7 +61,7 @@ func (a *app) runApprove(ctx context.Context, name, planID string, yes bool) err
 		return errors.New(msg + "; nothing to approve")
 	case planID != "" && planID != pending:
 		return fmt.Errorf("plan %s is not the pending plan of %s/%s, %s is: review it with %s", planID, obj.Namespace, obj.Name, pending, a.cmdName("plan show "+obj.Name))
-	case obj.GetAnnotations()[v1alpha1.ApproveAnnotation] == pending || obj.Spec.ApprovePlan == pending || obj.IsAutoApprove():
+	case obj.GetAnnotations()[v1alpha1.ApproveAnnotation] == pending || obj.Spec.ApprovePlan == pending || (obj.IsAutoApprove() && !gatedDestroy):
 		fmt.Fprintf(a.Streams.Out, "Plan %s of %s/%s is already approved.\n", pending, obj.Namespace, obj.Name)
 		return nil
 	}

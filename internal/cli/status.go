@@ -81,6 +81,8 @@ func (a *app) runStatus(ctx context.Context, name string) error {
 		kv("Plan", "%s, %s", orDash(p.ID), planState(obj, a.cmdName("approve "+obj.Name)))
 		fmt.Fprintf(w, "  revision:  %s\n  planned:   %s\n  changes:   %d to add, %d to change, %d to destroy", orDash(p.Revision), a.when(metaTime(p.PlannedAt)), p.Add, p.Change, p.Destroy)
 		switch {
+		case p.IsDestroy && !obj.DeletionTimestamp.IsZero():
+			fmt.Fprint(w, " (destroys everything: the object is being deleted, spec.destroyApproval manual)")
 		case p.IsDestroy:
 			fmt.Fprint(w, " (destroys everything: spec.destroy)")
 		case p.IsDrift:
@@ -212,7 +214,7 @@ func approvalText(obj *v1alpha1.Terraform) string {
 func planState(obj *v1alpha1.Terraform, approve string) string {
 	p := obj.Status.Plan
 	switch {
-	case p.Pending != "" && obj.Spec.PlanOnly:
+	case p.Pending != "" && obj.Spec.PlanOnly && obj.DeletionTimestamp.IsZero():
 		return "not applied (spec.planOnly)"
 	case p.Pending != "" && (obj.GetAnnotations()[v1alpha1.ApproveAnnotation] == p.Pending || obj.Spec.ApprovePlan == p.Pending):
 		return "approved, waiting to be applied"

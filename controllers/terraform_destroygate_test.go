@@ -1,0 +1,71 @@
+package controllers
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/cli"
+)
+
+// With spec.destroyApproval manual, deleting the object plans the destroy
+// and waits: nothing is destroyed until that plan is approved — here with
+// `landform approve`, after `landform status` showed it — and then the
+// object goes with its resources.
+func TestDestroyGateWaitsForTheDestroyPlansApproval(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
+	path := effectPath(t)
+	tf := newTerraform(t, ns, "gated", func(tf *infrav1.Terraform) {
+		tf.Spec.ApprovePlan = ""
+		tf.Spec.DestroyApproval = infrav1.DestroyApprovalManual
+		tf.Spec.Vars = fileVars(path, "kept")
+	})
+	approve(g, tf, waitPending(t, tf).Status.Plan.Pending)
+	applied := waitReady(t, tf).Status.LastAppliedPlan
+	g.Expect(readFile(path)).To(Equal("kept"))
+
+	g.Expect(k8sClient.Delete(ctx, get(g, tf))).To(Succeed())
+	obj := waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
+		g.Expect(obj.Status.Plan).NotTo(BeNil())
+		g.Expect(obj.Status.Plan.IsDestroy).To(BeTrue())
+		g.Expect(obj.PendingPlan()).NotTo(BeEmpty())
+		g.Expect(conditions.GetReason(obj, meta.ReadyCondition)).To(Equal(infrav1.PlanPendingReason))
+	})
+	destroyPlan := obj.PendingPlan()
+	g.Expect(destroyPlan).NotTo(Equal(applied))
+	g.Expect(obj.Status.Plan.Destroy).To(Equal(int32(1)))
+	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring("destroy plan " + destroyPlan))
+	g.Consistently(func(g Gomega) {
+		g.Expect(readFile(path)).To(Equal("kept"))
+		g.Expect(get(g, tf).DeletionTimestamp).NotTo(BeNil(), "the object waits")
+	}, 4*time.Second, time.Second).Should(Succeed(), "nothing destroyed before the approval")
+
+	landform := func(args ...string) string {
+		var out, errOut bytes.Buffer
+		err := cli.Execute(ctx, cli.Options{Streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}},
+			append([]string{"--kubeconfig", testKubeconfig, "-n", ns}, args...))
+		g.Expect(err).NotTo(HaveOccurred(), errOut.String())
+		return out.String()
+	}
+	status := landform("status", tf.Name)
+	g.Expect(status).To(ContainSubstring(destroyPlan))
+	g.Expect(status).To(ContainSubstring("the object is being deleted"))
+	g.Expect(landform("approve", tf.Name, "--yes")).To(ContainSubstring("Approved plan " + destroyPlan))
+
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8sClient.Get(ctx, keyOf(ns, tf.Name), &infrav1.Terraform{}))
+	}, waitTimeout, pollEvery).Should(BeTrue(), "the object goes once its destroy plan is applied")
+	g.Expect(readFile(path)).To(Equal("<missing>"), "destroyed")
+}
