@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -23,7 +24,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/cli"
 )
 
 const (
@@ -218,3 +222,12 @@ func keyOf(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace
 
 // rawMergePatch is a JSON merge patch.
 func rawMergePatch(b []byte) client.Patch { return client.RawPatch(types.MergePatchType, b) }
+
+// runCLI runs the landform CLI against the suite's API server in namespace
+// ns, returning what it printed.
+func runCLI(ns string, args ...string) (stdout, stderr string, err error) {
+	var out, errOut bytes.Buffer
+	err = cli.Execute(context.Background(), cli.Options{Streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}},
+		append([]string{"--kubeconfig", testKubeconfig, "-n", ns}, args...))
+	return out.String(), errOut.String(), err
+}

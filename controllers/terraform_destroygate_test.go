@@ -1,9 +1,7 @@
 package controllers
 
 import (
-	"bytes"
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -11,10 +9,8 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
-	"github.com/landform-dev/landform/internal/cli"
 )
 
 // With spec.destroyApproval manual, deleting the object plans the destroy
@@ -53,11 +49,9 @@ func TestDestroyGateWaitsForTheDestroyPlansApproval(t *testing.T) {
 	}, 4*time.Second, time.Second).Should(Succeed(), "nothing destroyed before the approval")
 
 	landform := func(args ...string) string {
-		var out, errOut bytes.Buffer
-		err := cli.Execute(ctx, cli.Options{Streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}},
-			append([]string{"--kubeconfig", testKubeconfig, "-n", ns}, args...))
-		g.Expect(err).NotTo(HaveOccurred(), errOut.String())
-		return out.String()
+		out, errOut, err := runCLI(ns, args...)
+		g.Expect(err).NotTo(HaveOccurred(), errOut)
+		return out
 	}
 	status := landform("status", tf.Name)
 	g.Expect(status).To(ContainSubstring(destroyPlan))

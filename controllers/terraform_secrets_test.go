@@ -8,10 +8,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/common/expfmt"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-
-	"github.com/landform-dev/landform/internal/cli"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -120,10 +117,9 @@ output "generated" {
 	plan, err := planstore.Store{Client: k8sClient}.Load(context.Background(), obj)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(plan.HumanPlan)).To(ContainSubstring("password"), "the human plan was kept")
-	var shown, errOut bytes.Buffer
-	g.Expect(cli.Execute(context.Background(), cli.Options{Streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: &shown, ErrOut: &errOut}},
-		[]string{"--kubeconfig", testKubeconfig, "-n", ns, "plan", "show", obj.Name})).To(Succeed(), errOut.String())
-	g.Expect(shown.String()).To(ContainSubstring("terraform_data.this"), "plan show printed the plan")
+	shown, errOut, err := runCLI(ns, "plan", "show", obj.Name)
+	g.Expect(err).NotTo(HaveOccurred(), errOut)
+	g.Expect(shown).To(ContainSubstring("terraform_data.this"), "plan show printed the plan")
 	families, err := metrics.Registry.Gather()
 	g.Expect(err).NotTo(HaveOccurred())
 	var scraped bytes.Buffer
@@ -133,8 +129,8 @@ output "generated" {
 	}
 	g.Expect(scraped.String()).To(ContainSubstring("landform_runs_total"), "Landform's metrics were gathered")
 	for _, part := range parts {
-		g.Expect(shown.String()).NotTo(ContainSubstring(part), "landform plan show")
-		g.Expect(errOut.String()).NotTo(ContainSubstring(part), "landform plan show (stderr)")
+		g.Expect(shown).NotTo(ContainSubstring(part), "landform plan show")
+		g.Expect(errOut).NotTo(ContainSubstring(part), "landform plan show (stderr)")
 		g.Expect(scraped.String()).NotTo(ContainSubstring(part), "metrics")
 		g.Expect(string(status)).NotTo(ContainSubstring(part), "status")
 		for _, e := range events.Items {
