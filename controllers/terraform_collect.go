@@ -129,6 +129,7 @@ func (r *TerraformReconciler) runProgress(obj *infrav1.Terraform, h *runHandle) 
 // repeated from an old plan.
 func (r *TerraformReconciler) collectApply(ctx context.Context, obj *infrav1.Terraform, run *infrav1.RunStatus, h *runHandle) error {
 	if h.err == nil {
+		r.keepApplied(ctx, obj, run)
 		return r.recordApply(ctx, obj, run, h.result.Outputs)
 	}
 	rerr, typed := runner.AsError(h.err)

@@ -53,6 +53,9 @@ type TerraformReconciler struct {
 	// AllowCrossNamespaceRefs lets sourceRef and dependsOn name objects in
 	// other namespaces; refused by default so tenants stay apart.
 	AllowCrossNamespaceRefs bool
+	// KeptArtifactMaxSize bounds the applied artifact kept for a destroy
+	// without its source (--kept-artifact-max-size); see keptartifact.Store.
+	KeptArtifactMaxSize int64
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
 
@@ -201,7 +204,7 @@ func (r *TerraformReconciler) startApply(ctx context.Context, patcher *patch.Ser
 		return err
 	}
 	req := runRequest{
-		run:      infrav1.RunStatus{Action: runApply, Plan: p.ID, Revision: p.Revision, InputsDigest: p.InputsDigest},
+		run:      infrav1.RunStatus{Action: runApply, Plan: p.ID, Revision: p.Revision, InputsDigest: p.InputsDigest, ArtifactDigest: ws.artifact.Digest},
 		spec:     runner.RunSpec{Action: runner.RunApply, PlanFile: p.PlanFile, LockFile: p.LockFile},
 		priority: runqueue.User,
 		ws:       ws,

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,6 +62,9 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *patc
 	if err := r.Plans.Delete(ctx, obj); err != nil {
 		return retry(infrav1.DestroyFailedReason, "deleting stored plans: %v", err)
 	}
+	if err := r.keptArtifacts().Delete(ctx, obj); err != nil {
+		return retry(infrav1.DestroyFailedReason, "%v", err)
+	}
 	if s := obj.Spec.WriteOutputsToSecret; s != nil {
 		var err error
 		if obj.GetDeletionPolicy() == infrav1.DeletionPolicyDelete {
@@ -103,10 +107,17 @@ func (r *TerraformReconciler) settleRun(ctx context.Context, obj *infrav1.Terraf
 	return c.destroyed, nil
 }
 
-// startDestroy starts the destroy run, with the current source and vars.
+// startDestroy starts the destroy run, with the current source and vars;
+// when the source is gone, with the artifact last applied, as kept.
 func (r *TerraformReconciler) startDestroy(ctx context.Context, patcher *patch.SerialPatcher, obj *infrav1.Terraform) error {
 	ws, err := r.prepareWorkspace(ctx, obj)
-	if err != nil {
+	var stalled *stallingError
+	switch {
+	case errors.As(err, &stalled):
+		// Retrying cannot help (a bad path, a source gone with nothing
+		// kept): Stalled, and a fixed spec or a source back brings it here.
+		return stalling(stalled.reason, "cannot destroy: %v; or set deletionPolicy: Orphan (or remove the finalizer %s) to let the object go and keep the resources", err, infrav1.Finalizer)
+	case err != nil:
 		return retry(infrav1.DestroyFailedReason, "cannot destroy: %v (or set deletionPolicy: Orphan to keep the resources)", err)
 	}
 	req := runRequest{

@@ -30,23 +30,9 @@ type workspace struct {
 
 // prepareWorkspace resolves the source artifact and the variables.
 func (r *TerraformReconciler) prepareWorkspace(ctx context.Context, obj *infrav1.Terraform) (*workspace, error) {
-	ref := obj.Spec.SourceRef
-	ns := obj.GetSourceNamespace()
-	a, err := source.GetArtifact(ctx, r.Client, ref.Kind, ns, ref.Name)
-	switch {
-	case errors.Is(err, source.ErrSourceNotFound):
-		return nil, retry(infrav1.SourceNotFoundReason, "%v: create the %s or fix spec.sourceRef", err, ref.Kind)
-	case errors.Is(err, source.ErrSourceNotReady):
-		return nil, retry(infrav1.SourceNotReadyReason, "%v", err)
-	case err != nil:
-		return nil, retry(infrav1.SourceNotReadyReason, "reading %s %s/%s: %v", ref.Kind, ns, ref.Name, err)
-	}
-	tarball, dir, err := r.Fetcher.Fetch(ctx, *a)
-	switch {
-	case errors.Is(err, source.ErrDigestMismatch):
-		return nil, retry(infrav1.DigestMismatchReason, "artifact of %s %s/%s revision %s was rejected: %v", ref.Kind, ns, ref.Name, a.Revision, err)
-	case err != nil:
-		return nil, retry(infrav1.ArtifactFailedReason, "downloading the artifact of %s %s/%s: %v", ref.Kind, ns, ref.Name, err)
+	a, tarball, dir, err := r.fetchArtifact(ctx, obj)
+	if err != nil {
+		return nil, err
 	}
 	rel, _, err := source.ModulePath(dir, obj.Spec.Path)
 	if err != nil {
@@ -59,6 +45,38 @@ func (r *TerraformReconciler) prepareWorkspace(ctx context.Context, obj *infrav1
 	ws := &workspace{artifact: a, tarball: tarball, path: rel, vars: vars, redactor: redact.New(vars.secrets...)}
 	ws.inputsDigest = inputsDigest(obj, ws)
 	return ws, nil
+}
+
+// fetchArtifact returns the source's artifact, verified, from the cache.
+// An object being deleted whose source (or its artifact) is gone gets the
+// artifact it last applied, as kept (terraform_keptartifact.go).
+func (r *TerraformReconciler) fetchArtifact(ctx context.Context, obj *infrav1.Terraform) (a *source.Artifact, tarball, dir string, err error) {
+	ref := obj.Spec.SourceRef
+	ns := obj.GetSourceNamespace()
+	deleting := !obj.DeletionTimestamp.IsZero()
+	a, err = source.GetArtifact(ctx, r.Client, ref.Kind, ns, ref.Name)
+	switch {
+	case deleting && (errors.Is(err, source.ErrSourceNotFound) || errors.Is(err, source.ErrSourceNotReady)):
+		return r.keptForDestroy(ctx, obj, err)
+	case errors.Is(err, source.ErrSourceNotFound):
+		return nil, "", "", retry(infrav1.SourceNotFoundReason, "%v: create the %s or fix spec.sourceRef", err, ref.Kind)
+	case errors.Is(err, source.ErrSourceNotReady):
+		return nil, "", "", retry(infrav1.SourceNotReadyReason, "%v", err)
+	case err != nil:
+		return nil, "", "", retry(infrav1.SourceNotReadyReason, "reading %s %s/%s: %v", ref.Kind, ns, ref.Name, err)
+	}
+	tarball, dir, err = r.Fetcher.Fetch(ctx, *a)
+	switch {
+	case err != nil && deleting && keptDigest(obj) == a.Digest:
+		// The same bytes are kept: the source-controller's copy is not needed.
+		return r.keptForDestroy(ctx, obj, err)
+	case errors.Is(err, source.ErrDigestMismatch):
+		return nil, "", "", retry(infrav1.DigestMismatchReason, "artifact of %s %s/%s revision %s was rejected: %v", ref.Kind, ns, ref.Name, a.Revision, err)
+	case err != nil:
+		return nil, "", "", retry(infrav1.ArtifactFailedReason, "downloading the artifact of %s %s/%s: %v", ref.Kind, ns, ref.Name, err)
+	}
+	r.keepAgain(ctx, obj, a)
+	return a, tarball, dir, nil
 }
 
 // inputsDigest is a digest over everything a plan depends on.

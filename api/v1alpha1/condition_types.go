@@ -112,6 +112,9 @@ const (
 	// controller stored (status.plan.digest): it was changed after it was
 	// made. It is not applied; it is dropped and the module planned again.
 	PlanDigestMismatchReason = "PlanDigestMismatch"
+	// ArtifactNotKeptReason: the applied artifact could not be kept for
+	// a destroy after its source is gone (too large, or not at hand).
+	ArtifactNotKeptReason = "ArtifactNotKept"
 )
 
 // Annotations and labels.

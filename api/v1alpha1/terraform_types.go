@@ -353,6 +353,13 @@ type TerraformStatus struct {
 	// +optional
 	LastAppliedPlan string `json:"lastAppliedPlan,omitempty"`
 
+	// LastAppliedArtifact is the source artifact of the last successful
+	// apply. The controller keeps a copy of it (Secrets owned by this
+	// object), so that deletion can destroy the resources after the source
+	// is gone.
+	// +optional
+	LastAppliedArtifact *AppliedArtifactStatus `json:"lastAppliedArtifact,omitempty"`
+
 	// Plan summarises the last plan.
 	// +optional
 	Plan *PlanStatus `json:"plan,omitempty"`
@@ -460,6 +467,11 @@ type RunStatus struct {
 	// +optional
 	InputsDigest string `json:"inputsDigest,omitempty"`
 
+	// ArtifactDigest is the digest of the source artifact an apply run
+	// applies: the artifact kept once it succeeds.
+	// +optional
+	ArtifactDigest string `json:"artifactDigest,omitempty"`
+
 	// Drift is true for a plan that checks applied inputs for drift.
 	// +optional
 	Drift bool `json:"drift,omitempty"`
@@ -468,6 +480,30 @@ type RunStatus struct {
 	// spec.destroy, or for deletion behind spec.destroyApproval manual.
 	// +optional
 	Destroy bool `json:"destroy,omitempty"`
+}
+
+// AppliedArtifactStatus identifies an applied source artifact and says
+// whether the controller keeps a copy of it.
+type AppliedArtifactStatus struct {
+	// Revision is the source revision of the artifact.
+	// +required
+	Revision string `json:"revision"`
+
+	// Digest is the artifact's digest, "<algorithm>:<hex>"; the kept copy
+	// is used only when its bytes match it.
+	// +required
+	Digest string `json:"digest"`
+
+	// Size of the artifact in bytes, once the controller has read it.
+	// +optional
+	Size int64 `json:"size,omitempty"`
+
+	// Kept is true while a copy of the artifact is kept in Secrets
+	// tfartifact-<name>-<i>. It is false when the artifact is larger than
+	// the controller keeps (--kept-artifact-max-size) or could not be kept
+	// yet (an ArtifactNotKept event says why).
+	// +optional
+	Kept bool `json:"kept,omitempty"`
 }
 
 // LockStatus describes who holds the state lock.

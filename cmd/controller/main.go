@@ -24,6 +24,7 @@ import (
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/controllers"
 	"github.com/landform-dev/landform/internal/certs"
+	"github.com/landform-dev/landform/internal/keptartifact"
 	"github.com/landform-dev/landform/internal/mtls"
 	"github.com/landform-dev/landform/internal/placement"
 	"github.com/landform-dev/landform/internal/planstore"
@@ -41,6 +42,7 @@ type flags struct {
 	artifactMaxAge          time.Duration
 	artifactMaxSize         int64
 	downloadTimeout         time.Duration
+	keptArtifactMaxSize     int64
 	runnerMode              string
 	runnerBinary, engine    string
 	workDir                 string
@@ -74,6 +76,7 @@ func main() {
 	flag.DurationVar(&f.artifactMaxAge, "artifact-cache-max-age", 24*time.Hour, "remove cached artifacts no run used for this long (0: no age bound)")
 	flag.Int64Var(&f.artifactMaxSize, "artifact-cache-max-size", 2<<30, "bytes the artifact cache may hold; the least recently used artifacts go first (0: no size bound; artifacts used within the last hour are always kept)")
 	flag.DurationVar(&f.downloadTimeout, "artifact-download-timeout", source.DefaultDownloadTimeout, "bound on downloading one artifact, retries included")
+	flag.Int64Var(&f.keptArtifactMaxSize, "kept-artifact-max-size", keptartifact.DefaultMaxSize, "bytes of the largest applied artifact kept (in Secrets owned by the Terraform object) to destroy with after its source is gone; a larger one is not kept (negative: keep none)")
 	flag.StringVar(&f.runnerBinary, "runner-binary", "landform-runner", "runner binary for --runner=local")
 	flag.StringVar(&f.engine, "engine", "", "terraform or tofu binary for local runners (default: tofu, else terraform, on PATH)")
 	flag.StringVar(&f.workDir, "work-dir", filepath.Join(os.TempDir(), "landform"), "directory for the artifact cache and local runners")
@@ -149,6 +152,7 @@ func run(f flags) error {
 		Leases:        kube.CoordinationV1().Leases,
 
 		AllowCrossNamespaceRefs: f.allowCrossNamespace,
+		KeptArtifactMaxSize:     f.keptArtifactMaxSize,
 	}
 	if err := r.SetupWithManager(ctx, mgr, controllers.Options{
 		MaxConcurrentReconciles: f.concurrent,

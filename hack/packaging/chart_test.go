@@ -169,6 +169,7 @@ func TestChartAllFeatures(t *testing.T) {
 		"--concurrent=8",
 		"--concurrent-runs=20",
 		"--drain-timeout=300s",
+		"--kept-artifact-max-size=8388608",
 		"--zap-log-level=debug",
 		"--runner=pod",
 		"--runner-image=registry.example/landform-runner:v9.9.9-terraform",

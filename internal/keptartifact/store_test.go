@@ -1,0 +1,211 @@
+package keptartifact
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"sort"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+func randomArtifact(t *testing.T, n int) ([]byte, string) {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	return b, "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// keptSecrets lists the Secrets holding owner's kept artifact, by name.
+func keptSecrets(t *testing.T, owner *v1alpha1.Terraform) map[string]corev1.Secret {
+	t.Helper()
+	var list corev1.SecretList
+	if err := env.Client.List(context.Background(), &list, client.InNamespace(owner.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]corev1.Secret{}
+	for _, s := range list.Items {
+		if strings.HasPrefix(s.Name, "tfartifact-"+owner.Name+"-") {
+			out[s.Name] = s
+		}
+	}
+	return out
+}
+
+func names(m map[string]corev1.Secret) []string {
+	var out []string
+	for n := range m {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// An artifact of several chunks comes back byte for byte, in Secrets owned
+// by and labelled for the object; a smaller one replaces it entirely.
+func TestSaveLoadReplaceDelete(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	owner := env.Terraform(t, ns, "app")
+	s := Store{Client: env.Client}
+
+	big, bigDigest := randomArtifact(t, 3*chunkSize+123)
+	if err := s.Save(ctx, owner, "main@sha1:1", bigDigest, big); err != nil {
+		t.Fatal(err)
+	}
+	secrets := keptSecrets(t, owner)
+	if got := names(secrets); len(got) != 4 {
+		t.Fatalf("secrets %v, want 4 chunks", got)
+	}
+	for name, sec := range secrets {
+		if sec.Type != SecretType {
+			t.Errorf("%s: type %q", name, sec.Type)
+		}
+		if sec.Labels[v1alpha1.ManagedByLabel] != v1alpha1.ManagedByValue || sec.Labels[v1alpha1.OwnerNameLabel] != "app" || sec.Labels[ArtifactLabel] != "true" {
+			t.Errorf("%s: labels %v", name, sec.Labels)
+		}
+		if len(sec.OwnerReferences) != 1 || sec.OwnerReferences[0].UID != owner.UID || sec.OwnerReferences[0].Controller == nil || !*sec.OwnerReferences[0].Controller {
+			t.Errorf("%s: owner references %+v, want the Terraform object as controller", name, sec.OwnerReferences)
+		}
+	}
+	got, err := s.Load(ctx, owner, bigDigest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, big) {
+		t.Fatalf("loaded %d bytes that differ from the %d kept", len(got), len(big))
+	}
+	if has, err := s.Has(ctx, owner, bigDigest); err != nil || !has {
+		t.Errorf("Has = %t, %v; want true", has, err)
+	}
+
+	small, smallDigest := randomArtifact(t, 1000)
+	if err := s.Save(ctx, owner, "main@sha1:2", smallDigest, small); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(keptSecrets(t, owner)); len(got) != 1 || got[0] != "tfartifact-app-0" {
+		t.Errorf("after a smaller artifact: secrets %v, want only tfartifact-app-0", got)
+	}
+	if _, err := s.Load(ctx, owner, bigDigest); !errors.Is(err, ErrNotFound) {
+		t.Errorf("loading the replaced artifact: %v, want ErrNotFound", err)
+	}
+	if has, _ := s.Has(ctx, owner, bigDigest); has {
+		t.Error("Has names the replaced artifact")
+	}
+	if got, err := s.Load(ctx, owner, smallDigest); err != nil || !bytes.Equal(got, small) {
+		t.Errorf("Load = %d bytes, %v; want the small artifact", len(got), err)
+	}
+
+	if err := s.Delete(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	if got := keptSecrets(t, owner); len(got) != 0 {
+		t.Errorf("after Delete: %v", names(got))
+	}
+	if _, err := s.Load(ctx, owner, smallDigest); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Load after Delete: %v, want ErrNotFound", err)
+	}
+	if err := s.Delete(ctx, owner); err != nil {
+		t.Errorf("Delete with nothing kept: %v", err)
+	}
+}
+
+// Bytes that are not the named artifact are never kept, and kept bytes
+// changed afterwards are never returned.
+func TestDigestMismatchRefused(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	owner := env.Terraform(t, ns, "app")
+	s := Store{Client: env.Client}
+
+	data, d := randomArtifact(t, chunkSize+10)
+	_, other := randomArtifact(t, 10)
+	if err := s.Save(ctx, owner, "main@sha1:1", other, data); !errors.Is(err, ErrDigestMismatch) {
+		t.Fatalf("Save with another digest: %v, want ErrDigestMismatch", err)
+	}
+	if got := keptSecrets(t, owner); len(got) != 0 {
+		t.Fatalf("a refused Save wrote %v", names(got))
+	}
+
+	if err := s.Save(ctx, owner, "main@sha1:1", d, data); err != nil {
+		t.Fatal(err)
+	}
+	// Tamper with the second chunk, keeping its annotations.
+	var chunk corev1.Secret
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tfartifact-app-1"}, &chunk); err != nil {
+		t.Fatal(err)
+	}
+	chunk.Data[dataKey][0] ^= 0xff
+	if err := env.Client.Update(ctx, &chunk); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Load(ctx, owner, d); !errors.Is(err, ErrDigestMismatch) {
+		t.Fatalf("Load of tampered bytes = %d bytes, %v; want ErrDigestMismatch", len(got), err)
+	}
+	// A chunk gone: the set is incomplete.
+	if err := env.Client.Delete(ctx, &chunk); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Load(ctx, owner, d); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Load with a chunk missing: %v, want ErrNotFound", err)
+	}
+}
+
+// Over the limit nothing is written; a negative limit keeps nothing.
+func TestTooLargeIsNotKept(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	owner := env.Terraform(t, ns, "app")
+
+	data, d := randomArtifact(t, 2000)
+	for _, s := range []Store{{Client: env.Client, MaxSize: 1999}, {Client: env.Client, MaxSize: -1}} {
+		if err := s.Save(ctx, owner, "main@sha1:1", d, data); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("MaxSize %d: Save = %v, want ErrTooLarge", s.MaxSize, err)
+		}
+	}
+	if got := keptSecrets(t, owner); len(got) != 0 {
+		t.Fatalf("secrets %v written over the limit", names(got))
+	}
+	if err := (Store{Client: env.Client, MaxSize: 2000}).Save(ctx, owner, "main@sha1:1", d, data); err != nil {
+		t.Errorf("at the limit: %v", err)
+	}
+	if got := (Store{}).Limit(); got != DefaultMaxSize {
+		t.Errorf("default limit %d, want %d", got, DefaultMaxSize)
+	}
+}
+
+// Long object names still give valid, distinct Secret names.
+func TestChunkNames(t *testing.T) {
+	long := strings.Repeat("a", 253)
+	for _, owner := range []string{"app", long, long[:250] + "bcd"} {
+		for _, i := range []int{0, 7, 123456} {
+			name := chunkName(owner, i)
+			if len(name) > 253 {
+				t.Errorf("%q: %d characters", name, len(name))
+			}
+			if got, ok := chunkIndex(owner, name); !ok || got != i {
+				t.Errorf("chunkIndex(%q) = %d, %t; want %d", name, got, ok, i)
+			}
+		}
+	}
+	if chunkName(long, 0) == chunkName(long[:250]+"bcd", 0) {
+		t.Error("two long names share a chunk name")
+	}
+	if _, ok := chunkIndex("app", "tfartifact-app-1-0"); ok {
+		t.Error("a chunk of app-1 taken for one of app")
+	}
+	if _, ok := chunkIndex("app", "tfplan-app-0"); ok {
+		t.Error("a plan chunk taken for an artifact chunk")
+	}
+}
