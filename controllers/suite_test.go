@@ -151,7 +151,7 @@ func runSuite(m *testing.M) int {
 		EventRecorder: mgr.GetEventRecorderFor("landform-controller"),
 		Fetcher:       source.NewFetcher(filepath.Join(tmp, "cache")),
 		Plans:         planstore.Store{Client: mgr.GetClient()},
-		Placer: &routingPlacer{pod: podPlacer, local: localPlacer(engine, "runners"), terraform: localPlacer(terraform, "runners-terraform")},
+		Placer:        &routingPlacer{pod: podPlacer, local: localPlacer(engine, "runners"), terraform: localPlacer(terraform, "runners-terraform")},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

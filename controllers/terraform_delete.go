@@ -107,18 +107,28 @@ func (r *TerraformReconciler) settleRun(ctx context.Context, obj *infrav1.Terraf
 	return c.destroyed, nil
 }
 
-// startDestroy starts the destroy run, with the current source and vars;
-// when the source is gone, with the artifact last applied, as kept.
-func (r *TerraformReconciler) startDestroy(ctx context.Context, patcher *patch.SerialPatcher, obj *infrav1.Terraform) error {
+// destroyWorkspace prepares the workspace a destroy (or a destroy plan)
+// runs in, from the source or, when it is gone, the kept artifact.
+func (r *TerraformReconciler) destroyWorkspace(ctx context.Context, obj *infrav1.Terraform) (*workspace, error) {
 	ws, err := r.prepareWorkspace(ctx, obj)
 	var stalled *stallingError
 	switch {
 	case errors.As(err, &stalled):
 		// Retrying cannot help (a bad path, a source gone with nothing
 		// kept): Stalled, and a fixed spec or a source back brings it here.
-		return stalling(stalled.reason, "cannot destroy: %v; or set deletionPolicy: Orphan (or remove the finalizer %s) to let the object go and keep the resources", err, infrav1.Finalizer)
+		return nil, stalling(stalled.reason, "cannot destroy: %v; or set deletionPolicy: Orphan (or remove the finalizer %s) to let the object go and keep the resources", err, infrav1.Finalizer)
 	case err != nil:
-		return retry(infrav1.DestroyFailedReason, "cannot destroy: %v (or set deletionPolicy: Orphan to keep the resources)", err)
+		return nil, retry(infrav1.DestroyFailedReason, "cannot destroy: %v (or set deletionPolicy: Orphan to keep the resources)", err)
+	}
+	return ws, nil
+}
+
+// startDestroy starts the destroy run, with the current source and vars;
+// when the source is gone, with the artifact last applied, as kept.
+func (r *TerraformReconciler) startDestroy(ctx context.Context, patcher *patch.SerialPatcher, obj *infrav1.Terraform) error {
+	ws, err := r.destroyWorkspace(ctx, obj)
+	if err != nil {
+		return err
 	}
 	req := runRequest{
 		run:      infrav1.RunStatus{Action: runDestroy, Revision: ws.artifact.Revision, InputsDigest: ws.inputsDigest},

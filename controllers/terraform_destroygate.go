@@ -22,9 +22,9 @@ import (
 func (r *TerraformReconciler) gatedDestroy(ctx context.Context, patcher *patch.SerialPatcher, obj *infrav1.Terraform) (bool, error) {
 	destroying := obj.DeepCopy()
 	destroying.Spec.Destroy = true
-	ws, err := r.prepareWorkspace(ctx, destroying)
+	ws, err := r.destroyWorkspace(ctx, destroying)
 	if err != nil {
-		return false, retry(infrav1.DestroyFailedReason, "cannot plan the destroy: %v (or set deletionPolicy: Orphan to keep the resources)", err)
+		return false, err
 	}
 	stored, err := r.storedPlan(ctx, obj)
 	if err != nil {
