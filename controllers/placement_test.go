@@ -45,6 +45,14 @@ func (r *routingPlacer) Attach(ctx context.Context, obj *infrav1.Terraform, runI
 // Durable is false: the suite's local runners end with the suite.
 func (r *routingPlacer) Durable() bool { return false }
 
+// Check asks the object's placer, when it checks objects (the Pod placer).
+func (r *routingPlacer) Check(obj *infrav1.Terraform) error {
+	if c, ok := r.pick(obj).(placement.Checker); ok {
+		return c.Check(obj)
+	}
+	return nil
+}
+
 // newPodPlacer is the Pod placement as the controller builds it in a
 // cluster. envtest has no kubelet: its Pods never start.
 func newPodPlacer(c client.Client) (*placement.Pod, error) {
@@ -56,5 +64,5 @@ func newPodPlacer(c client.Client) (*placement.Pod, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &placement.Pod{Client: c, Certs: m, Image: "landform-runner:test", StartTimeout: 3 * time.Second}, nil
+	return &placement.Pod{Client: c, Certs: m, Image: "landform-runner:test", StartTimeout: 3 * time.Second, Policy: lockdownPolicy}, nil
 }

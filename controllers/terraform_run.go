@@ -76,6 +76,13 @@ func (r *TerraformReconciler) startRun(ctx context.Context, patcher *patch.Seria
 		}
 		return waiting(infrav1.ShuttingDownReason, time.Minute, "the controller is shutting down: the %s starts when it is back", req.run.Action)
 	}
+	if err := r.checkRunner(obj, req.redactor); err != nil {
+		// Refused by the runner policy: no run is recorded or started.
+		if req.reuse != nil {
+			r.stopIdle(req.reuse, req.release)
+		}
+		return err
+	}
 	req.run.ID = runner.NewRunID()
 	now := metav1.NewTime(r.now())
 	req.run.Started = &now
@@ -102,6 +109,27 @@ func (r *TerraformReconciler) startRun(ctx context.Context, patcher *patch.Seria
 		return waiting(infrav1.ShuttingDownReason, time.Minute, "%s run %s waits for the controller to start again", req.run.Action, req.run.ID)
 	}
 	return inProgress(infrav1.RunQueuedReason, obj.GetTimeout(), "%s run %s queued for revision %s", req.run.Action, req.run.ID, req.run.Revision)
+}
+
+// checkRunner asks the placement, when it can tell, whether obj's runner
+// may start at all: a refusal (say, a runner image the controller does not
+// allow) is a spec to fix, so it stalls before any run is recorded.
+func (r *TerraformReconciler) checkRunner(obj *infrav1.Terraform, redactor *redact.Redactor) error {
+	c, ok := r.Placer.(placement.Checker)
+	if !ok {
+		return nil
+	}
+	err := c.Check(obj)
+	var perr *placement.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &perr) && perr.Stalling:
+		return stalling(perr.Reason, "%s", redactor.String(perr.Message))
+	case errors.As(err, &perr):
+		return retry(perr.Reason, "%s", redactor.String(perr.Message))
+	}
+	return retry(infrav1.RunnerFailedReason, "checking the runner: %s", redactor.String(err.Error()))
 }
 
 // attachRun follows a run recorded in status by an earlier controller
@@ -170,6 +198,8 @@ func (r *TerraformReconciler) placeRunner(interrupt context.Context, req runRequ
 	rn, err := r.Placer.Start(ctx, req.obj, req.run.ID)
 	var perr *placement.Error
 	switch {
+	case errors.As(err, &perr) && perr.Stalling:
+		return nil, stalling(perr.Reason, "%s", req.redactor.String(perr.Message))
 	case errors.As(err, &perr):
 		// A failure the user can act on keeps its own reason.
 		return nil, retry(perr.Reason, "%s", req.redactor.String(perr.Message))

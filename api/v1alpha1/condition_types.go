@@ -115,6 +115,18 @@ const (
 	// ArtifactNotKeptReason: the applied artifact could not be kept for
 	// a destroy after its source is gone (too large, or not at hand).
 	ArtifactNotKeptReason = "ArtifactNotKept"
+	// RunnerImageNotAllowedReason: spec.runnerPodTemplate.spec.image is not
+	// under the controller's allowed image prefixes
+	// (--allowed-runner-images). Nothing runs until the spec changes.
+	RunnerImageNotAllowedReason = "RunnerImageNotAllowed"
+	// RunnerServiceAccountNotAllowedReason: spec.serviceAccountName names a
+	// ServiceAccount other than the default, which the controller enforces
+	// (--enforce-default-service-account).
+	RunnerServiceAccountNotAllowedReason = "RunnerServiceAccountNotAllowed"
+	// RunnerPodTemplateNotAllowedReason: spec.runnerPodTemplate reaches the
+	// node (a hostPath volume, ...), sets a security profile or shadows the
+	// runner's own mounts.
+	RunnerPodTemplateNotAllowedReason = "RunnerPodTemplateNotAllowed"
 )
 
 // Annotations and labels.

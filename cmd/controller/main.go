@@ -53,6 +53,10 @@ type flags struct {
 	runnerImage        string
 	keepRunnerPods     bool
 	runnerStartTimeout time.Duration
+	// Runner lockdown.
+	defaultServiceAccount        string
+	enforceDefaultServiceAccount bool
+	allowedRunnerImages          string
 }
 
 type stringList []string
@@ -73,6 +77,9 @@ func main() {
 	flag.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "landform-system"), "the controller's namespace, which holds the runner CA Secret")
 	flag.BoolVar(&f.keepRunnerPods, "keep-runner-pods", false, "keep runner Pods after their run, and those that failed to start, for debugging")
 	flag.DurationVar(&f.runnerStartTimeout, "runner-start-timeout", placement.DefaultStartTimeout, "how long a runner Pod may take to run and answer")
+	flag.StringVar(&f.defaultServiceAccount, "default-service-account", (&infrav1.Terraform{}).GetServiceAccountName(), "ServiceAccount of the runner Pods of objects that set no spec.serviceAccountName")
+	flag.BoolVar(&f.enforceDefaultServiceAccount, "enforce-default-service-account", false, "refuse objects whose spec.serviceAccountName names another ServiceAccount than --default-service-account")
+	flag.StringVar(&f.allowedRunnerImages, "allowed-runner-images", "", "comma-separated image prefixes that spec.runnerPodTemplate.spec.image must be under (empty: any image; --runner-image is always allowed); a prefix ends at '/', ':' or '@': ghcr.io/acme allows ghcr.io/acme/runner:v1, not ghcr.io/acmeevil/x")
 	flag.DurationVar(&f.artifactMaxAge, "artifact-cache-max-age", 24*time.Hour, "remove cached artifacts no run used for this long (0: no age bound)")
 	flag.Int64Var(&f.artifactMaxSize, "artifact-cache-max-size", 2<<30, "bytes the artifact cache may hold; the least recently used artifacts go first (0: no size bound; artifacts used within the last hour are always kept)")
 	flag.DurationVar(&f.downloadTimeout, "artifact-download-timeout", source.DefaultDownloadTimeout, "bound on downloading one artifact, retries included")
@@ -191,6 +198,11 @@ func newPlacer(ctx context.Context, f flags, cfg *rest.Config, scheme *runtime.S
 			KeepPods:        f.keepRunnerPods,
 			StartTimeout:    f.runnerStartTimeout,
 			ProviderMirrors: f.providerMirrors,
+			Policy: placement.PodPolicy{
+				DefaultServiceAccount:        f.defaultServiceAccount,
+				EnforceDefaultServiceAccount: f.enforceDefaultServiceAccount,
+				AllowedImages:                placement.ParseImagePrefixes(f.allowedRunnerImages),
+			},
 		}, nil
 	case "local":
 		// The CA lives only in this process: local runners are its children.

@@ -70,6 +70,9 @@ var ErrRunnerGone = errors.New("the runner is gone")
 type Error struct {
 	Reason  string
 	Message string
+	// Stalling marks a refusal that retrying cannot fix: the object's spec
+	// (or the controller's flags) must change.
+	Stalling bool
 }
 
 func (e *Error) Error() string { return e.Message }

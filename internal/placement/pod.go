@@ -62,6 +62,9 @@ type Pod struct {
 	ProviderMirrors []string
 	// Port the runner listens on. Default DefaultPort.
 	Port int
+	// Policy is what Terraform objects may choose for their runner Pods;
+	// Start refuses what it does not allow (pod_policy.go).
+	Policy PodPolicy
 }
 
 // Start implements Placer: it creates the runner Pod, waits until it runs
@@ -74,6 +77,9 @@ func (p *Pod) Start(ctx context.Context, obj *infrav1.Terraform, runID string) (
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errStartTimeout)
 	defer cancel()
 
+	if err := p.Check(obj); err != nil {
+		return nil, err
+	}
 	if err := p.checkServiceAccount(ctx, obj); err != nil {
 		return nil, err
 	}
@@ -135,7 +141,7 @@ func (p *Pod) grace() time.Duration {
 // checkServiceAccount fails clearly, before any Pod exists, when the
 // runner's ServiceAccount is missing: the Pod would never be created.
 func (p *Pod) checkServiceAccount(ctx context.Context, obj *infrav1.Terraform) error {
-	name := obj.GetServiceAccountName()
+	name := p.serviceAccountName(obj)
 	err := p.Client.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: name}, &corev1.ServiceAccount{})
 	switch {
 	case apierrors.IsNotFound(err):

@@ -119,7 +119,7 @@ func (p *Pod) podFor(obj *infrav1.Terraform, runID, secretName string) *corev1.P
 			OwnerReferences: owners,
 		},
 		Spec: corev1.PodSpec{
-			ServiceAccountName:            obj.GetServiceAccountName(),
+			ServiceAccountName:            p.serviceAccountName(obj),
 			AutomountServiceAccountToken:  ptr(true),
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			TerminationGracePeriodSeconds: &terminationGrace,
