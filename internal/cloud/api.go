@@ -15,10 +15,14 @@
 //	DELETE /v1/security-groups/{id}        delete (204); detaches it from databases
 //	       /v1/databases…                  the same for databases
 //	GET    /v1/databases/{id}/credentials  username and password
+//	GET    /v1/databases/{id}/connect      a client of the database: HTTP
+//	                                       Basic auth with the database's
+//	                                       username and password, no token
 //	GET    /healthz                        no token needed
 //
 // Unknown ids are 404, a name already taken is 409, bad input is 400, a
-// missing or wrong bearer token (when the server has one) is 401.
+// missing or wrong bearer token (when the server has one) is 401, and so
+// are wrong database credentials on connect.
 package cloud
 
 // Database engines.
@@ -101,4 +105,12 @@ type DatabaseRequest struct {
 // errorBody is every error response.
 type errorBody struct {
 	Error string `json:"error"`
+}
+
+// Session is what connect answers to a database's client.
+type Session struct {
+	// Database is the database's name.
+	Database string `json:"database"`
+	// Username is who connected.
+	Username string `json:"username"`
 }

@@ -103,9 +103,19 @@ func (c *Client) DatabaseCredentials(ctx context.Context, id string) (*Credentia
 	return &out, c.do(ctx, http.MethodGet, "/v1/databases/"+url.PathEscape(id)+"/credentials", nil, &out)
 }
 
+// Connect connects to database id as its client, with its username and
+// password; wrong credentials are an *Error with code 401.
+func (c *Client) Connect(ctx context.Context, id, username, password string) (*Session, error) {
+	var out Session
+	return &out, c.do(ctx, http.MethodGet, "/v1/databases/"+url.PathEscape(id)+"/connect", nil, &out, func(r *http.Request) {
+		r.SetBasicAuth(username, password)
+	})
+}
+
 // do sends in (if not nil) as JSON and decodes a 2xx response into out (if
-// not nil). Other responses become an *Error.
-func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+// not nil). Other responses become an *Error. edit adjusts the request
+// (other credentials).
+func (c *Client) do(ctx context.Context, method, path string, in, out any, edit ...func(*http.Request)) error {
 	var body io.Reader
 	if in != nil {
 		data, err := json.Marshal(in)
@@ -124,6 +134,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	req.Header.Set("Accept", "application/json")
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	for _, e := range edit {
+		e(req)
 	}
 	hc := c.HTTPClient
 	if hc == nil {

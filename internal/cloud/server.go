@@ -103,6 +103,9 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/v1/databases", s.api(s.databases))
 	mux.Handle("/v1/databases/{id}", s.api(s.database))
 	mux.Handle("/v1/databases/{id}/credentials", s.api(s.credentials))
+	// A database answers its own clients, who hold its credentials (from a
+	// DSN), not the cloud's token.
+	mux.Handle("/v1/databases/{id}/connect", s.handle(s.connect))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, errorBody{Error: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
 	})
@@ -115,6 +118,7 @@ type apiFunc func(w http.ResponseWriter, r *http.Request) (int, any, error)
 
 // api checks the bearer token and turns an apiFunc into a handler.
 func (s *Server) api(f apiFunc) http.Handler {
+	next := s.handle(f)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.opts.Token != "" {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -124,6 +128,13 @@ func (s *Server) api(f apiFunc) http.Handler {
 				return
 			}
 		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// handle turns an apiFunc into a handler.
+func (s *Server) handle(f apiFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		code, body, err := f(w, r)
 		if err != nil {
 			code = http.StatusInternalServerError
@@ -219,6 +230,26 @@ func (s *Server) credentials(w http.ResponseWriter, r *http.Request) (int, any, 
 	}
 	c, err := s.databaseCredentials(r.PathValue("id"))
 	return http.StatusOK, c, err
+}
+
+// connect answers a client of the database that presents the database's
+// username and password (HTTP Basic auth), as a database would: 401 to
+// anyone else.
+func (s *Server) connect(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	if r.Method != http.MethodGet {
+		return notAllowed(w, "GET")
+	}
+	c, err := s.databaseCredentials(r.PathValue("id"))
+	if err != nil {
+		return 0, nil, err
+	}
+	user, password, ok := r.BasicAuth()
+	if !ok || subtle.ConstantTimeCompare([]byte(user), []byte(c.Username)) != 1 || subtle.ConstantTimeCompare([]byte(password), []byte(c.Password)) != 1 {
+		w.Header().Set("WWW-Authenticate", `Basic realm="landform-cloud database"`)
+		return 0, nil, errorf(http.StatusUnauthorized, "wrong database username or password")
+	}
+	db, err := s.getDatabase(r.PathValue("id"))
+	return http.StatusOK, Session{Database: db.Name, Username: user}, err
 }
 
 // statusError is an error the client caused (or may fix), with its status.

@@ -3,6 +3,7 @@ package cloud
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -491,4 +492,43 @@ func startTest(t *testing.T, opts Options) string {
 	}
 	t.Cleanup(func() { s.Close() })
 	return url
+}
+
+// A database answers only to its own credentials, whatever the cloud's
+// token: a client holding a DSN can prove it works, and a wrong password is
+// refused.
+func TestConnectNeedsTheDatabaseCredentials(t *testing.T) {
+	f := newFixture(t, Options{Token: "s3cret"})
+	ctx := context.Background()
+	creds, err := f.client.DatabaseCredentials(ctx, f.db.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	anonymous := &Client{URL: f.client.URL} // no cloud token: not needed
+	s, err := anonymous.Connect(ctx, f.db.ID, creds.Username, creds.Password)
+	if err != nil {
+		t.Fatalf("connect with the right credentials: %v", err)
+	}
+	if s.Database != "app" || s.Username != creds.Username {
+		t.Errorf("session %+v, want database app as %s", s, creds.Username)
+	}
+	for _, tc := range []struct{ name, user, password string }{
+		{"wrong password", creds.Username, creds.Password + "x"},
+		{"wrong user", "root", creds.Password},
+		{"none", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := anonymous.Connect(ctx, f.db.ID, tc.user, tc.password)
+			var e *Error
+			if !errors.As(err, &e) || e.StatusCode != 401 {
+				t.Fatalf("connect: %v, want 401", err)
+			}
+			if strings.Contains(e.Message, creds.Password) {
+				t.Error("the error shows the password")
+			}
+		})
+	}
+	if _, err := anonymous.Connect(ctx, "db-0000000000", creds.Username, creds.Password); err == nil {
+		t.Error("connect to an unknown database succeeded")
+	}
 }
