@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The real-cluster suite (`make e2e-cluster`) on the cluster of `make
+# cluster-up`: builds the images and imports them into its containerd,
+# installs source-controller's CRDs (the suite publishes artifacts itself;
+# no source-controller runs) and Landform with its Helm chart, then runs
+# e2e/cluster's tests. On failure it prints what the cluster saw.
+#
+# Environment:
+#   LANDFORM_CLUSTER_NAMESPACE  runner namespace of the scenarios (default e2e-cluster)
+#   E2E_FLAGS                   extra `go test` flags (e.g. -run TestRunnerPods)
+#   VERSION                     version stamped into the images' binaries
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+[ "$(id -u)" = 0 ] || die "needs root (it imports images into the cluster's containerd)"
+missing=()
+for c in "${components[@]}"; do pid_of "$c" >/dev/null || missing+=("$c"); done
+[ ${#missing[@]} -eq 0 ] || die "the cluster is not up (not running: ${missing[*]}): run 'make cluster-up' first"
+
+cd "$root"
+export KUBECONFIG=$kubeconfig
+ns=${LANDFORM_CLUSTER_NAMESPACE:-e2e-cluster}
+kubectl() { "$bin/kubectl" "$@"; }
+started=$(date +%s)
+
+diagnostics() {
+	log "diagnostics"
+	kubectl get pods -A -o wide || true
+	kubectl get gitrepositories,terraforms -A -o wide || true
+	kubectl -n "$ns" get events --sort-by=.lastTimestamp | tail -40 || true
+	kubectl -n landform-system logs deployment/landform-controller --tail=200 || true
+}
+finish() {
+	local rc=$?
+	[ "$rc" -eq 0 ] || diagnostics
+	log "e2e-cluster finished in $(($(date +%s) - started))s (exit $rc)"
+	exit "$rc"
+}
+trap finish EXIT
+
+log "building the images and importing them into the cluster's containerd"
+hack/images/build.sh --version "${VERSION:-dev}" --address "$containerd_sock" pause controller runner runner-e2e
+
+# The controller watches every Flux source kind: all their CRDs.
+log "installing source-controller's CRDs"
+kubectl apply --server-side -f "$bin/flux-crds/" >/dev/null
+kubectl wait --for=condition=Established crd -l app.kubernetes.io/part-of=flux --timeout=60s >/dev/null 2>&1 ||
+	kubectl wait --for=condition=Established crd/gitrepositories.source.toolkit.fluxcd.io crd/ocirepositories.source.toolkit.fluxcd.io crd/buckets.source.toolkit.fluxcd.io --timeout=60s >/dev/null
+
+log "installing Landform's chart (runner namespace $ns)"
+kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+# The image tag stays e2e; the digest annotation rolls the controller out
+# when its image changed.
+digest=$(ctr_ images ls | awk '$1 == "localhost/landform-controller:e2e" {print $3}')
+"$bin/helm" upgrade --install landform charts/landform \
+	--namespace landform-system --create-namespace \
+	--values e2e/cluster/values.yaml \
+	--set "runner.namespaces={$ns}" \
+	--set-string "podAnnotations.landform\.dev/image-digest=${digest//:/-}" \
+	--wait --timeout 5m
+
+log "running the scenarios"
+# shellcheck disable=SC2086 # word splitting of the extra flags is intended
+LANDFORM_CLUSTER_KUBECONFIG=$kubeconfig LANDFORM_CLUSTER_NAMESPACE=$ns \
+	go test -count=1 -v -timeout 20m ${E2E_FLAGS:-} ./e2e/cluster/

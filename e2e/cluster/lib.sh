@@ -1,0 +1,74 @@
+# Shared settings of e2e/cluster/up.sh and down.sh (sourced, not run).
+#
+# One single-node cluster per machine: ports 2379, 6443 and 10250, the cni0
+# bridge and the iptables chains are machine-wide.
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+bin=$root/bin
+
+# State: PKI, configs, etcd data, logs, PIDs. Kept after cluster-down (the
+# logs are what you read when something failed); cluster-up starts a fresh
+# cluster (new etcd data) but keeps the PKI and containerd's images.
+dir=${LANDFORM_CLUSTER_DIR:-/var/lib/landform-cluster}
+pki=$dir/pki
+logs=$dir/logs
+pids=$dir/pids
+kubeconfig=$dir/admin.kubeconfig
+
+# containerd runs on its own socket and state directory, so that it can
+# never be confused with a containerd the machine runs for something else,
+# and its shims are recognisable by that address.
+run_dir=/run/landform-cluster
+containerd_sock=$run_dir/containerd/containerd.sock
+containerd_root=$dir/containerd
+
+node=${LANDFORM_CLUSTER_NODE:-landform-node}
+cni_name=landform
+cni_conf=/etc/cni/net.d/10-$cni_name.conflist
+pod_cidr=10.244.0.0/24
+service_cidr=10.96.0.0/16
+service_ip=10.96.0.1
+kubelet_dir=/var/lib/kubelet
+
+# Components in start order; cluster-down stops them in reverse.
+components=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
+
+log() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'cluster: %s\n' "$*" >&2; exit 1; }
+
+# node_ip: the machine's own address (the first address of the interface
+# of its default route, or its first global address);
+# LANDFORM_CLUSTER_NODE_IP overrides it.
+node_ip() {
+	if [ -n "${LANDFORM_CLUSTER_NODE_IP:-}" ]; then
+		echo "$LANDFORM_CLUSTER_NODE_IP"
+		return
+	fi
+	local dev ip=
+	dev=$(ip -4 route show default | awk '{for (i = 1; i < NF; i++) if ($i == "dev") { print $(i + 1); exit }}')
+	[ -z "$dev" ] || ip=$(ip -4 -o addr show dev "$dev" scope global | awk '{split($4, a, "/"); print a[1]; exit}')
+	[ -n "$ip" ] || ip=$(ip -4 -o addr show scope global | awk '$2 != "cni0" {split($4, a, "/"); print a[1]; exit}')
+	[ -n "$ip" ] || die "cannot find this machine's address; set LANDFORM_CLUSTER_NODE_IP"
+	echo "$ip"
+}
+
+# pid_of NAME: the recorded PID of a component, if that process still runs
+# the same binary.
+pid_of() {
+	local f=$pids/$1.pid pid
+	[ -s "$f" ] || return 1
+	pid=$(cat "$f")
+	[ -d "/proc/$pid" ] || return 1
+	grep -qF "$1" "/proc/$pid/cmdline" 2>/dev/null || return 1
+	echo "$pid"
+}
+
+running_components() {
+	local c
+	for c in "${components[@]}"; do
+		pid_of "$c" >/dev/null && echo "$c"
+	done
+	return 0
+}
+
+ctr_() { ctr --address "$containerd_sock" -n k8s.io "$@"; }
