@@ -6,6 +6,7 @@
 # the CNI config and IPAM state, the sysctls up.sh changed. Safe to run
 # when nothing runs; the state directory (PKI, logs, images) stays.
 set -euo pipefail
+# shellcheck source=e2e/cluster/lib.sh
 source "$(dirname "$0")/lib.sh"
 
 [ "$(id -u)" = 0 ] || die "needs root"

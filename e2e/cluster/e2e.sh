@@ -10,6 +10,7 @@
 #   E2E_FLAGS                   extra `go test` flags (e.g. -run TestRunnerPods)
 #   VERSION                     version stamped into the images' binaries
 set -euo pipefail
+# shellcheck source=e2e/cluster/lib.sh
 source "$(dirname "$0")/lib.sh"
 
 [ "$(id -u)" = 0 ] || die "needs root (it imports images into the cluster's containerd)"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # the variables are for the scripts that source this
 # Shared settings of e2e/cluster/up.sh and down.sh (sourced, not run).
 #
 # One single-node cluster per machine: ports 2379, 6443 and 10250, the cni0

@@ -10,12 +10,13 @@
 # each setting is there: e2e/cluster/README.md. `make cluster-down` undoes
 # everything this starts or changes.
 set -euo pipefail
+# shellcheck source=e2e/cluster/lib.sh
 source "$(dirname "$0")/lib.sh"
 
 [ "$(id -u)" = 0 ] || die "needs root (it runs a kubelet, containerd and iptables)"
 
 if running=$(running_components) && [ -n "$running" ]; then
-	die "a cluster is already running ($(echo $running)); its kubeconfig is $kubeconfig. Run 'make cluster-down' first."
+	die "a cluster is already running ($(echo "$running" | paste -sd' ')); its kubeconfig is $kubeconfig. Run 'make cluster-down' first."
 fi
 
 for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl; do
@@ -38,6 +39,8 @@ fi
 
 ip=$(node_ip)
 started=$(date +%s)
+# The previous cluster's logs stay readable in logs.prev.
+if [ -d "$logs" ]; then rm -rf "$logs.prev" && mv "$logs" "$logs.prev"; fi
 mkdir -p "$pki" "$logs" "$pids" "$run_dir"
 chmod 700 "$dir"
 log "cluster state in $dir (node $node, address $ip)"
