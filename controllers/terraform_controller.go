@@ -143,6 +143,14 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *patch.Seri
 	if err := r.checkNamespaces(obj); err != nil {
 		return ctrl.Result{}, err
 	}
+	if s := obj.Spec.WriteOutputsToSecret; s != nil && obj.GetDeletionPolicy() == infrav1.DeletionPolicyOrphan && obj.Generation != obj.Status.ObservedGeneration {
+		// Switched to Orphan: the outputs Secret must outlive the object
+		// from now on, whatever deletes it (a foreground deletion's garbage
+		// collector included).
+		if err := r.releaseSecret(ctx, obj, s.Name); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if err := r.checkDependencies(ctx, obj); err != nil {
 		return ctrl.Result{}, err
 	}

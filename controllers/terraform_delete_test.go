@@ -49,7 +49,8 @@ func TestOrphanKeepsResourcesAndState(t *testing.T) {
 	obj := waitReady(t, tf)
 	out := &corev1.Secret{}
 	g.Expect(k8sClient.Get(context.Background(), keyOf(ns, "orphan-outputs"), out)).To(Succeed())
-	g.Expect(out.OwnerReferences).NotTo(BeEmpty(), "owned while the object lives")
+	g.Expect(out.OwnerReferences).To(BeEmpty(), "no owner reference, even while the object lives: nothing may collect it")
+	g.Expect(out.Labels).To(HaveKeyWithValue(infrav1.OwnerNameLabel, "orphan"), "Landform's labels say whose it is")
 
 	deleteAndWait(t, tf)
 	g.Expect(readFile(path)).To(Equal("stay"), "resources kept")

@@ -90,6 +90,14 @@ tool_kube_apiserver() {
 		"-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
 }
 
+# kube-controller-manager runs beside the test API server where garbage
+# collection matters (an Orphan'ed outputs Secret must survive it).
+tool_kube_controller_manager() {
+	local minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
+	wrapper_build "kube-controller-manager-$KUBE_VERSION" kube-controller-manager kube k8s.io/kubernetes/cmd/kube-controller-manager \
+		"-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
+}
+
 tool_tofu() {
 	wrapper_build "tofu-$TOFU_VERSION" tofu tofu github.com/opentofu/opentofu/cmd/tofu \
 		"-X github.com/opentofu/opentofu/version.dev=no"
@@ -170,7 +178,7 @@ tool_monitoring_crds() {
 # Fast tools first, so code generation works early; the engines, the API
 # server and the Flux controllers are the long builds and run one at a time
 # (2 cores, 2 GB peak each).
-tools=(controller_gen protoc flux_crds monitoring_crds helm kustomize etcd kube_apiserver tofu terraform source_controller kustomize_controller)
+tools=(controller_gen protoc flux_crds monitoring_crds helm kustomize etcd kube_apiserver kube_controller_manager tofu terraform source_controller kustomize_controller)
 [ $# -gt 0 ] && tools=("$@")
 for t in "${tools[@]}"; do
 	"tool_${t//-/_}"

@@ -36,7 +36,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Use:   "dev",
 		Short: "Run a complete local environment: API server, Flux, git server, stand-in cloud and Landform",
 		Long: `Run a complete local environment until Ctrl-C: etcd and kube-apiserver, the
-Landform and Flux CRDs, Flux's source-controller and kustomize-controller, a
+garbage collector (kube-controller-manager), the Landform and Flux CRDs, Flux's source-controller and kustomize-controller, a
 git server seeded with this repository's modules/ (push enabled), the
 stand-in cloud and the Landform controller with local runners.
 

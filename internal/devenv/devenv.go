@@ -1,5 +1,5 @@
-// Package devenv is `landform dev`: a complete local environment — etcd and
-// kube-apiserver, the Landform and Flux CRDs, the real Flux source- and
+// Package devenv is `landform dev`: a complete local environment — etcd,
+// kube-apiserver and kube-controller-manager's garbage collector, the Landform and Flux CRDs, the real Flux source- and
 // kustomize-controller, a git server seeded with this repository's
 // modules/, the stand-in cloud and the Landform controller with local
 // runners — started from Go by Start and stopped, in reverse order, by
@@ -158,6 +158,7 @@ func Start(ctx context.Context, o Options) (_ *Env, retErr error) {
 		{"checking tools", s.checkTools},
 		{"reserving ports", s.reservePorts},
 		{"etcd and kube-apiserver", s.startControlPlane},
+		{"garbage collector", s.startGarbageCollector},
 		{"git server", s.startGitServer},
 		{"stand-in cloud", s.startCloud},
 		{"provider mirror", s.buildProviders},

@@ -29,6 +29,7 @@ import (
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/devenv/gitserver"
 	"github.com/landform-dev/landform/internal/placement"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 const (
@@ -57,7 +58,7 @@ func (s *starter) logPath(name string) string { return filepath.Join(s.StateDir,
 // starts.
 func (s *starter) checkTools() (string, error) {
 	var missing []string
-	for _, t := range []string{"kube-apiserver", "etcd", "source-controller", "kustomize-controller", "flux-crds", "flux-kustomize-crds"} {
+	for _, t := range []string{"kube-apiserver", "etcd", "kube-controller-manager", "source-controller", "kustomize-controller", "flux-crds", "flux-kustomize-crds"} {
 		if _, err := os.Stat(filepath.Join(s.o.ToolsDir, t)); err != nil {
 			missing = append(missing, t)
 		}
@@ -331,6 +332,20 @@ func (s *starter) startSourceController() (string, error) {
 		"--storage-addr=" + addr,
 		"--storage-adv-addr=" + addr,
 	})
+}
+
+// startGarbageCollector runs kube-controller-manager's garbage collector,
+// so that owned objects (runner Pods, plans, outputs Secrets) go with their
+// owners as in a cluster, and deletionPolicy Orphan is seen to keep what it
+// keeps.
+func (s *starter) startGarbageCollector() (string, error) {
+	const name = "kube-controller-manager"
+	p, err := s.startProcess(name, s.logPath(name), filepath.Join(s.o.ToolsDir, name), testenv.GarbageCollectorArgs(s.Kubeconfig), nil)
+	if err != nil {
+		return "", err
+	}
+	s.onStop(name, func() error { return p.stop(stopGrace) })
+	return fmt.Sprintf("pid %d, logs in %s", p.cmd.Process.Pid, s.logPath(name)), nil
 }
 
 func (s *starter) startKustomizeController() (string, error) {

@@ -24,7 +24,7 @@ const fieldOwner = "landform-outputs"
 
 // Write creates or updates the Secret spec.Name in owner's namespace with
 // exactly data, spec's labels and annotations, Landform's labels and a
-// controller reference to owner. It uses server-side apply, so keys,
+// controller reference to owner (none with deletionPolicy Orphan). It uses server-side apply, so keys,
 // labels and annotations Landform wrote before and no longer writes are
 // removed while those others added are kept. A Secret that exists but is
 // not controlled by owner is left alone: ErrNotOwned. (One created by
@@ -37,7 +37,7 @@ func Write(ctx context.Context, c client.Client, owner *v1alpha1.Terraform, spec
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return fmt.Errorf("reading outputs Secret %s/%s: %w", owner.Namespace, spec.Name, err)
-	case !metav1.IsControlledBy(&existing, owner):
+	case !ours(&existing, owner):
 		return fmt.Errorf("%w: Secret %s/%s already exists and Landform will not take over a Secret it does not own; "+
 			"rename writeOutputsToSecret.name or delete that Secret", ErrNotOwned, owner.Namespace, spec.Name)
 	}
@@ -51,8 +51,14 @@ func Write(ctx context.Context, c client.Client, owner *v1alpha1.Terraform, spec
 	secret := corev1ac.Secret(spec.Name, owner.Namespace).
 		WithType(corev1.SecretTypeOpaque).
 		WithLabels(labels).
-		WithOwnerReferences(owned.Reference(owner)).
 		WithData(data)
+	// With deletionPolicy Orphan the Secret outlives the object: no owner
+	// reference, so that no garbage collection (a foreground deletion
+	// included) removes it from the workloads that mount it. Landform's
+	// labels say whose it is.
+	if owner.GetDeletionPolicy() != v1alpha1.DeletionPolicyOrphan {
+		secret.WithOwnerReferences(owned.Reference(owner))
+	}
 	if len(spec.Annotations) > 0 {
 		secret.WithAnnotations(spec.Annotations)
 	}
@@ -65,4 +71,22 @@ func Write(ctx context.Context, c client.Client, owner *v1alpha1.Terraform, spec
 		return fmt.Errorf("writing outputs Secret %s/%s: %w", owner.Namespace, spec.Name, err)
 	}
 	return nil
+}
+
+// ours reports whether Landform writes s for owner: controlled by it, or,
+// for deletionPolicy Orphan, carrying no controller but Landform's labels
+// naming it.
+func ours(s *corev1.Secret, owner *v1alpha1.Terraform) bool {
+	if metav1.IsControlledBy(s, owner) {
+		return true
+	}
+	if metav1.GetControllerOf(s) != nil {
+		return false
+	}
+	for k, v := range owned.Labels(owner) {
+		if s.Labels[k] != v {
+			return false
+		}
+	}
+	return true
 }
