@@ -13,7 +13,8 @@ TEST_TIMEOUT ?= 40m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/landform-dev/landform/internal/version.Version=$(VERSION)
 
-.PHONY: dev all tools generate chart-sync generate-check build vet test test-unit test-integration bench demo e2e e2e-kind clean
+.PHONY: dev all tools generate chart-sync generate-check build vet test test-unit test-integration bench demo e2e e2e-kind clean \
+	cluster-tools cluster-up cluster-down images e2e-cluster
 
 all: build
 
@@ -90,6 +91,39 @@ e2e: tools build
 ## e2e-kind: the end-to-end suite on a kind cluster (needs Docker; skips without it)
 e2e-kind:
 	e2e/kind/run.sh
+
+## cluster-tools: what the single-node cluster needs beyond `make tools` (kubelet, kube-proxy,
+## kube-scheduler, kubectl, a static tofu for the runner image; Debian's containerd, runc, CNI
+## plugins and busybox-static). Kept out of `make tools` so that `make test` does not wait for them.
+CLUSTER_TOOLS := etcd kube_apiserver kube_controller_manager kube_scheduler kubelet kube_proxy kubectl tofu_static helm flux_crds
+cluster-tools:
+	hack/cluster-deps.sh
+	hack/tools.sh $(CLUSTER_TOOLS)
+
+## cluster-up: a real single-node Kubernetes cluster on this machine (root; about 30 s once the
+## tools are built); prints its kubeconfig. See e2e/cluster/README.md.
+cluster-up: cluster-tools
+	e2e/cluster/up.sh
+
+## cluster-down: stop that cluster and restore the machine (safe when nothing runs)
+cluster-down:
+	e2e/cluster/down.sh
+
+## images: the pause, controller, runner and runner-e2e images as OCI tarballs in bin/images
+## (no Docker; hack/images/images.yaml says what goes in each), imported into the cluster's
+## containerd when it runs
+CLUSTER_CONTAINERD := /run/landform-cluster/containerd/containerd.sock
+images:
+	hack/cluster-deps.sh
+	hack/tools.sh tofu_static
+	hack/images/build.sh --version $(VERSION) $(if $(wildcard $(CLUSTER_CONTAINERD)),--address $(CLUSTER_CONTAINERD))
+
+## e2e-cluster: the real-cluster suite (e2e/cluster) on the cluster of `make cluster-up`: images,
+## Landform's Helm chart, runner Pods on the real kubelet. E2E_FLAGS adds go test flags.
+e2e-cluster:
+	hack/cluster-deps.sh
+	hack/tools.sh tofu_static helm flux_crds
+	E2E_FLAGS='$(E2E_FLAGS)' VERSION=$(VERSION) e2e/cluster/e2e.sh
 
 clean:
 	rm -rf bin

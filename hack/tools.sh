@@ -98,8 +98,28 @@ tool_kube_controller_manager() {
 		"-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
 }
 
+# The single-node cluster's node components and kubectl (e2e/cluster,
+# `make cluster-tools`), from the same wrapper module; not in the default
+# list, so that `make tools` does not build them.
+kube_build() { # binary
+	local minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
+	wrapper_build "$1-$KUBE_VERSION" "$1" kube "k8s.io/kubernetes/cmd/$1" \
+		"-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
+}
+tool_kubelet() { kube_build kubelet; }
+tool_kube_scheduler() { kube_build kube-scheduler; }
+tool_kube_proxy() { kube_build kube-proxy; }
+tool_kubectl() { kube_build kubectl; }
+
 tool_tofu() {
 	wrapper_build "tofu-$TOFU_VERSION" tofu tofu github.com/opentofu/opentofu/cmd/tofu \
+		"-X github.com/opentofu/opentofu/version.dev=no"
+}
+
+# OpenTofu without cgo for the runner image of `make images` (hack/images),
+# which has no C library: the same wrapper module and flags as tool_tofu.
+tool_tofu_static() {
+	CGO_ENABLED=0 wrapper_build "tofu-static-$TOFU_VERSION" tofu-static tofu github.com/opentofu/opentofu/cmd/tofu \
 		"-X github.com/opentofu/opentofu/version.dev=no"
 }
 
