@@ -15,15 +15,12 @@ package keptartifact
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	_ "crypto/sha512" // digest algorithms source-controller can be configured with
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/opencontainers/go-digest"
 	_ "github.com/opencontainers/go-digest/blake3"
@@ -255,37 +252,8 @@ func verify(want string, data []byte) error {
 	return nil
 }
 
-// maxName is the longest Secret name; maxIndex leaves room for "-<i>".
-const (
-	maxName  = 253
-	maxIndex = 7
-)
-
-// chunkPrefix is "tfartifact-<owner>-", cut and suffixed with a hash when
-// the owner's name is too long for the result to stay a valid Secret name.
-func chunkPrefix(owner string) string {
-	p := "tfartifact-" + owner
-	if len(p) > maxName-maxIndex {
-		sum := sha256.Sum256([]byte(owner))
-		h := hex.EncodeToString(sum[:])[:8]
-		p = strings.TrimRight(p[:maxName-maxIndex-len(h)-1], "-.") + "-" + h
-	}
-	return p + "-"
-}
-
-func chunkName(owner string, i int) string {
-	return chunkPrefix(owner) + strconv.Itoa(i)
-}
+// chunkName names chunk i of owner's kept artifact: "tfartifact-<owner>-<i>".
+func chunkName(owner string, i int) string { return owned.ChunkName("tfartifact", owner, i) }
 
 // chunkIndex returns i if name is chunk i of owner's kept artifact.
-func chunkIndex(owner, name string) (int, bool) {
-	rest, ok := strings.CutPrefix(name, chunkPrefix(owner))
-	if !ok || rest == "" {
-		return 0, false
-	}
-	i, err := strconv.Atoi(rest)
-	if err != nil || i < 0 || strconv.Itoa(i) != rest {
-		return 0, false
-	}
-	return i, true
-}
+func chunkIndex(owner, name string) (int, bool) { return owned.ChunkIndex("tfartifact", owner, name) }

@@ -135,4 +135,3 @@ func (m *ControllerManager) Stop() error {
 	}
 	return nil
 }
-

@@ -1,0 +1,47 @@
+package owned
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+)
+
+// maxName is the longest Secret name; maxIndex leaves room for "-<i>" up
+// to six digits.
+const (
+	maxName  = 253
+	maxIndex = 7
+)
+
+// chunkPrefix is "<kind>-<owner>-", cut and suffixed with a hash of the
+// owner's name when the result would be too long for a Secret name.
+func chunkPrefix(kind, owner string) string {
+	p := kind + "-" + owner
+	if len(p) > maxName-maxIndex {
+		sum := sha256.Sum256([]byte(owner))
+		h := hex.EncodeToString(sum[:])[:8]
+		p = strings.TrimRight(p[:maxName-maxIndex-len(h)-1], "-.") + "-" + h
+	}
+	return p + "-"
+}
+
+// ChunkName names chunk i of a payload Landform splits across Secrets for
+// owner: "<kind>-<owner>-<i>" (tfplan, tfartifact), always a valid Secret
+// name.
+func ChunkName(kind, owner string, i int) string {
+	return chunkPrefix(kind, owner) + strconv.Itoa(i)
+}
+
+// ChunkIndex returns i when name is ChunkName(kind, owner, i).
+func ChunkIndex(kind, owner, name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, chunkPrefix(kind, owner))
+	if !ok || rest == "" {
+		return 0, false
+	}
+	i, err := strconv.Atoi(rest)
+	if err != nil || i < 0 || strconv.Itoa(i) != rest {
+		return 0, false
+	}
+	return i, true
+}
