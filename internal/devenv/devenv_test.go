@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -47,9 +48,10 @@ func toolsDir() string {
 
 // TestDevEnvironment starts the whole environment from the real binaries
 // in bin/ (a missing one fails the test and says to run `make tools`),
-// drives the real source-controller and the in-process Landform controller
-// with it, refuses a second instance on the same state directory, and
-// checks that a restart keeps the objects and the URLs.
+// sees its garbage collector collect, drives the real source-controller
+// and the in-process Landform controller with it, refuses a second
+// instance on the same state directory, and checks that a restart keeps
+// the objects and the URLs.
 func TestDevEnvironment(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -88,8 +90,21 @@ func TestDevEnvironment(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(samples)).To(ContainSubstring("url: " + env.GitURL))
 
-	// source-controller clones the dev git server and serves the artifact.
+	// The garbage collector runs: a ConfigMap goes when its owner goes.
 	c := env.Client
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gc-owner"}}
+	g.Expect(c.Create(ctx, owner)).To(Succeed())
+	dependent := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gc-dependent", OwnerReferences: []metav1.OwnerReference{{
+		APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID,
+	}}}}
+	g.Expect(c.Create(ctx, dependent)).To(Succeed())
+	g.Expect(c.Delete(ctx, owner)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(dependent), &corev1.ConfigMap{}))
+	}, time.Minute, 250*time.Millisecond).Should(BeTrue(),
+		"collected by kube-controller-manager (see %s)", filepath.Join(env.StateDir, "logs", "kube-controller-manager.log"))
+
+	// source-controller clones the dev git server and serves the artifact.
 	repo := &sourcev1.GitRepository{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "landform"},
 		Spec: sourcev1.GitRepositorySpec{

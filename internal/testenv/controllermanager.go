@@ -110,6 +110,8 @@ func (m *ControllerManager) awaitCollection(ctx context.Context, c client.Client
 		case err := <-m.done:
 			m.done <- err
 			return fmt.Errorf("kube-controller-manager exited (%v): see %s", err, m.Log)
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the garbage collector: %w", ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
