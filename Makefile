@@ -95,7 +95,7 @@ e2e-kind:
 ## cluster-tools: what the single-node cluster needs beyond `make tools` (kubelet, kube-proxy,
 ## kube-scheduler, kubectl, a static tofu for the runner image; Debian's containerd, runc, CNI
 ## plugins and busybox-static). Kept out of `make tools` so that `make test` does not wait for them.
-CLUSTER_TOOLS := etcd kube_apiserver kube_controller_manager kube_scheduler kubelet kube_proxy kubectl tofu_static helm flux_crds
+CLUSTER_TOOLS := etcd kube_apiserver kube_controller_manager kube_scheduler kubelet kube_proxy kubectl tofu_static helm flux_crds source_controller kustomize_controller helm_controller
 cluster-tools:
 	hack/cluster-deps.sh
 	hack/tools.sh $(CLUSTER_TOOLS)

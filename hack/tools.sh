@@ -29,6 +29,8 @@ TOFU_VERSION=v1.12.6
 TERRAFORM_VERSION=v1.5.7
 FLUX_SOURCE_VERSION=v1.9.6
 FLUX_KUSTOMIZE_VERSION=v1.9.6
+# The newest helm-controller the proxy serves that builds with Go 1.26.
+FLUX_HELM_VERSION=v1.6.4
 HELM_VERSION=v3.21.4
 KUSTOMIZE_VERSION=v5.8.2
 KIND_VERSION=v0.33.0
@@ -177,6 +179,23 @@ tool_kustomize_controller() {
 		mv "$cache/$dir.tmp" "$cache/$dir"
 	fi
 	ln -sfn "$cache/$dir/crds" "$bin/flux-kustomize-crds"
+}
+
+# helm-controller, for the real-cluster suite's HelmRelease scenario only
+# (CLUSTER_TOOLS in the Makefile): not in the default list.
+tool_helm_controller() {
+	wrapper_build "helm-controller-$FLUX_HELM_VERSION" helm-controller helm-controller github.com/fluxcd/helm-controller
+	local dir="flux-helm-crds-$FLUX_HELM_VERSION"
+	if ! have "$dir" crds; then
+		log "fetching helm-controller $FLUX_HELM_VERSION CRDs"
+		local src
+		src=$(cd "$root/hack/tools/helm-controller" && go mod download -json "github.com/fluxcd/helm-controller@$FLUX_HELM_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+		mkdir -p "$cache/$dir.tmp/crds"
+		cp "$src"/config/crd/bases/*.yaml "$cache/$dir.tmp/crds/"
+		chmod -R u+w "$cache/$dir.tmp"
+		mv "$cache/$dir.tmp" "$cache/$dir"
+	fi
+	ln -sfn "$cache/$dir/crds" "$bin/flux-helm-crds"
 }
 
 # The ServiceMonitor CRD, so that the chart's optional ServiceMonitor is checked

@@ -32,6 +32,9 @@ stop() {
 	rm -f "$pids/$name.pid"
 }
 
+# The platform (e2e/cluster/platform.sh) first: Flux's controllers talk to
+# the API server.
+for ((i = ${#platform[@]} - 1; i >= 0; i--)); do stop "${platform[i]}"; done
 stop kube-proxy
 stop kubelet 30
 stop kube-scheduler

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The real-cluster suite (`make e2e-cluster`) on the cluster of `make
 # cluster-up`: builds the images and imports them into its containerd,
-# installs source-controller's CRDs (the suite publishes artifacts itself;
-# no source-controller runs) and Landform with its Helm chart, then runs
-# e2e/cluster's tests. On failure it prints what the cluster saw.
+# starts the platform (e2e/cluster/platform.sh: git server, stand-in cloud,
+# Flux's source-, kustomize- and helm-controller), installs Landform with
+# its Helm chart, then runs e2e/cluster's tests. On failure it prints what
+# the cluster saw.
 #
 # Environment:
 #   LANDFORM_CLUSTER_NAMESPACE  runner namespace of the scenarios (default e2e-cluster)
@@ -27,7 +28,7 @@ started=$(date +%s)
 diagnostics() {
 	log "diagnostics"
 	kubectl get pods -A -o wide || true
-	kubectl get gitrepositories,terraforms -A -o wide || true
+	kubectl get gitrepositories,helmcharts,helmreleases,kustomizations,terraforms -A -o wide || true
 	kubectl -n "$ns" get events --sort-by=.lastTimestamp | tail -40 || true
 	kubectl -n landform-system logs deployment/landform-controller --tail=200 || true
 }
@@ -40,13 +41,17 @@ finish() {
 trap finish EXIT
 
 log "building the images and importing them into the cluster's containerd"
-hack/images/build.sh --version "${VERSION:-dev}" --address "$containerd_sock" pause controller runner runner-e2e
+hack/images/build.sh --version "${VERSION:-dev}" --address "$containerd_sock" pause controller runner runner-e2e e2e-app
 
-# The controller watches every Flux source kind: all their CRDs.
-log "installing source-controller's CRDs"
-kubectl apply --server-side -f "$bin/flux-crds/" >/dev/null
-kubectl wait --for=condition=Established crd -l app.kubernetes.io/part-of=flux --timeout=60s >/dev/null 2>&1 ||
-	kubectl wait --for=condition=Established crd/gitrepositories.source.toolkit.fluxcd.io crd/ocirepositories.source.toolkit.fluxcd.io crd/buckets.source.toolkit.fluxcd.io --timeout=60s >/dev/null
+# Flux's CRDs (the controller watches every source kind) and controllers,
+# the git server and the cloud.
+e2e/cluster/platform.sh
+kubectl wait --for=condition=Established crd/gitrepositories.source.toolkit.fluxcd.io crd/ocirepositories.source.toolkit.fluxcd.io \
+	crd/buckets.source.toolkit.fluxcd.io crd/kustomizations.kustomize.toolkit.fluxcd.io crd/helmreleases.helm.toolkit.fluxcd.io --timeout=60s >/dev/null
+set -a
+# shellcheck source=/dev/null # written by platform.sh
+source "$platform_env"
+set +a
 
 log "installing Landform's chart (runner namespace $ns)"
 kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null

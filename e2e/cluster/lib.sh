@@ -34,6 +34,16 @@ kubelet_dir=/var/lib/kubelet
 # Components in start order; cluster-down stops them in reverse.
 components=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
 
+# What e2e/cluster/platform.sh runs beside the cluster, as host processes
+# on the node's address: the git server, the stand-in cloud and Flux's
+# controllers. cluster-down stops them first.
+platform=(e2e-gitserver landform-cloud source-controller kustomize-controller helm-controller)
+platform_dir=$dir/platform
+platform_env=$dir/platform.env
+git_port=9080
+cloud_port=9480
+storage_port=9790
+
 log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'cluster: %s\n' "$*" >&2; exit 1; }
 
@@ -66,7 +76,7 @@ pid_of() {
 
 running_components() {
 	local c
-	for c in "${components[@]}"; do
+	for c in "${components[@]}" "${platform[@]}"; do
 		pid_of "$c" >/dev/null && echo "$c"
 	done
 	return 0

@@ -1,5 +1,6 @@
-// Command e2e-gitserver serves git repositories over smart HTTP, read-only,
-// for the end-to-end suites: Flux's source-controller clones only
+// Command e2e-gitserver serves git repositories over smart HTTP, read-only
+// unless --allow-push (the real-cluster suite pushes its charts), for the
+// end-to-end suites: Flux's source-controller clones only
 // http(s) and ssh URLs, and the suites must not depend on a public Git host.
 // It runs `git http-backend` (from the git on PATH) as a CGI program
 // (internal/devenv/gitserver, which `landform dev` uses too, with pushes).
@@ -30,6 +31,7 @@ func main() {
 	var (
 		listen = flag.String("listen", ":8080", "address to serve on")
 		root   = flag.String("root", "/tmp/git", "directory of the bare repositories (NAME.git)")
+		push   = flag.Bool("allow-push", false, "accept pushes (anyone who reaches the address may push)")
 		seed   seeds
 	)
 	flag.Var(&seed, "seed", "NAME=DIR: create the repository NAME.git with one commit of DIR's files on branch main (repeatable)")
@@ -44,7 +46,7 @@ func main() {
 			log.Fatal(err)
 		}
 	}
-	h, err := gitserver.Handler(*root, false)
+	h, err := gitserver.Handler(*root, *push)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,0 +1,299 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/landform-dev/landform/internal/cloud"
+	"github.com/landform-dev/landform/internal/devenv/gitserver"
+	"github.com/landform-dev/landform/internal/gitops"
+)
+
+// What e2e/cluster/platform.sh started, as e2e/cluster/e2e.sh passes it.
+const (
+	envGitURL   = "LANDFORM_CLUSTER_GIT_URL"   // the git server, on the node's address
+	envCloudURL = "LANDFORM_CLUSTER_CLOUD_URL" // the stand-in cloud, on the node's address
+	envGitRoot  = "LANDFORM_CLUSTER_GIT_ROOT"  // the git server's repositories, to seed them
+)
+
+// appImage is e2e/cluster/app, built and imported by `make images`.
+const appImage = "localhost/landform-e2e-app:e2e"
+
+// platform is the git server, the cloud and Flux's controllers.
+type platform struct {
+	gitURL, gitRoot string
+	cloud           *cloud.Client
+}
+
+func (e *env) platform(t *testing.T) *platform {
+	t.Helper()
+	p := &platform{gitURL: os.Getenv(envGitURL), gitRoot: os.Getenv(envGitRoot)}
+	if p.gitURL == "" || p.gitRoot == "" || os.Getenv(envCloudURL) == "" {
+		t.Fatalf("%s, %s and %s are not set: run the suite with `make e2e-cluster`, which starts the platform (e2e/cluster/platform.sh)", envGitURL, envGitRoot, envCloudURL)
+	}
+	p.cloud = &cloud.Client{URL: os.Getenv(envCloudURL)}
+	return p
+}
+
+// repoRoot is this checkout, whose modules the scenarios push.
+func repoRoot() string {
+	wd, _ := os.Getwd()
+	return filepath.Join(wd, "..", "..")
+}
+
+// seedRepository creates the git repository name (replacing one an earlier
+// run left) holding files, plus the checkout's modules/ when withModules,
+// and returns its URL.
+func (p *platform) seedRepository(t *testing.T, name string, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for path, content := range files {
+		write(t, filepath.Join(dir, path), content)
+	}
+	modules := filepath.Join(repoRoot(), "modules")
+	err := filepath.WalkDir(modules, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(repoRoot(), path)
+		if strings.Contains(rel, ".terraform") {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		write(t, filepath.Join(dir, rel), string(data))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(p.gitRoot, name+".git")); err != nil {
+		t.Fatal(err)
+	}
+	if err := gitserver.Seed(p.gitRoot, name, dir); err != nil {
+		t.Fatalf("seeding %s: %v", name, err)
+	}
+	return p.gitURL + "/" + name + ".git"
+}
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// push commits files to the repository at url, as a user pushing to Git.
+func push(t *testing.T, url, message string, files map[string]string) {
+	t.Helper()
+	w, err := gitops.Clone(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Remove()
+	if _, err := w.CommitAndPush(message, files); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fluxGitRepository creates a GitRepository that the real source-controller
+// clones, and waits until it has an artifact.
+func (e *env) fluxGitRepository(t *testing.T, name, url string) *sourcev1.GitRepository {
+	t.Helper()
+	ctx := context.Background()
+	repo := &sourcev1.GitRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+		Spec: sourcev1.GitRepositorySpec{
+			URL:       url,
+			Interval:  metav1.Duration{Duration: 10 * time.Second},
+			Reference: &sourcev1.GitRepositoryRef{Branch: "main"},
+		},
+	}
+	e.deleteObject(t, repo)
+	if err := e.client.Create(ctx, repo); err != nil {
+		t.Fatalf("creating GitRepository %s: %v", name, err)
+	}
+	t.Cleanup(func() { e.deleteObject(t, repo) })
+	if err := e.poll(ctx, "GitRepository "+name+" to have an artifact (source-controller)", func() (bool, string, error) {
+		if err := e.client.Get(ctx, client.ObjectKeyFromObject(repo), repo); err != nil {
+			return false, "", err
+		}
+		c := apimeta.FindStatusCondition(repo.Status.Conditions, meta.ReadyCondition)
+		return repo.Status.Artifact != nil && c != nil && c.Status == metav1.ConditionTrue, fmt.Sprintf("%+v", c), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return repo
+}
+
+// deleteObject deletes obj and waits until it is gone.
+func (e *env) deleteObject(t *testing.T, obj client.Object) {
+	t.Helper()
+	ctx := context.Background()
+	if err := e.client.Delete(ctx, obj); apierrors.IsNotFound(err) {
+		return
+	} else if err != nil {
+		t.Errorf("deleting %T %s: %v", obj, obj.GetName(), err)
+		return
+	}
+	cur := obj.DeepCopyObject().(client.Object)
+	if err := e.poll(ctx, fmt.Sprintf("%T %s to be gone", obj, obj.GetName()), func() (bool, string, error) {
+		err := e.client.Get(ctx, client.ObjectKeyFromObject(obj), cur)
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		return false, describeAny(cur), client.IgnoreNotFound(err)
+	}); err != nil {
+		t.Error(err)
+	}
+}
+
+// describeAny prints an object's conditions and finalizers.
+func describeAny(obj client.Object) string {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return fmt.Sprintf("finalizers %v, deleting since %v", obj.GetFinalizers(), obj.GetDeletionTimestamp())
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	return fmt.Sprintf("finalizers %v; conditions %v", obj.GetFinalizers(), conds)
+}
+
+// unstructuredCondition returns condition t of a Flux object read as
+// unstructured.
+func unstructuredCondition(u *unstructured.Unstructured, t string) (status, reason, message string) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == t {
+			status, _ = m["status"].(string)
+			reason, _ = m["reason"].(string)
+			message, _ = m["message"].(string)
+		}
+	}
+	return status, reason, message
+}
+
+// appPod returns the one Pod labelled app=name, once there is one.
+func (e *env) appPod(t *testing.T, name, what string, check func(*corev1.Pod) (bool, string)) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	var pod *corev1.Pod
+	if err := e.poll(ctx, "the app Pod "+name+": "+what, func() (bool, string, error) {
+		var pods corev1.PodList
+		if err := e.client.List(ctx, &pods, client.InNamespace(e.ns), client.MatchingLabels{"app": name}); err != nil {
+			return false, "", err
+		}
+		if len(pods.Items) != 1 {
+			return false, fmt.Sprintf("%d Pods", len(pods.Items)), nil
+		}
+		pod = &pods.Items[0]
+		ok, desc := check(pod)
+		return ok, desc, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+// waitingReason is the app container's waiting reason ("" when not waiting).
+func waitingReason(pod *corev1.Pod) string {
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.State.Waiting != nil {
+			return s.State.Waiting.Reason
+		}
+	}
+	if pod.Status.Phase == corev1.PodPending {
+		return "Pending"
+	}
+	return ""
+}
+
+func podState(pod *corev1.Pod) string {
+	return fmt.Sprintf("phase %s, waiting %q, ready %v", pod.Status.Phase, waitingReason(pod), podReady(pod))
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// mountFailedFor reports whether the kubelet said it cannot mount the
+// Secret secret into pod (the event the user sees in `kubectl describe`).
+func (e *env) mountFailedFor(pod *corev1.Pod, secret string) (bool, string) {
+	var events corev1.EventList
+	if err := e.client.List(context.Background(), &events, client.InNamespace(pod.Namespace)); err != nil {
+		return false, err.Error()
+	}
+	for _, ev := range events.Items {
+		if ev.InvolvedObject.UID == pod.UID && ev.Reason == "FailedMount" && strings.Contains(ev.Message, `secret "`+secret+`" not found`) {
+			return true, ev.Message
+		}
+	}
+	return false, "no FailedMount event naming the Secret yet"
+}
+
+// podLog returns the log of the Pod's container, through kubectl (the
+// controller-runtime client has no log subresource).
+func (e *env) podLog(t *testing.T, pod *corev1.Pod) string {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(repoRoot(), "bin", "kubectl"), "--kubeconfig", os.Getenv(envKubeconfig),
+		"-n", pod.Namespace, "logs", pod.Name).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl logs %s: %v: %s", pod.Name, err, out)
+	}
+	return string(out)
+}
+
+// logLine returns the first line of log starting with prefix.
+func logLine(log, prefix string) string {
+	s := bufio.NewScanner(strings.NewReader(log))
+	for s.Scan() {
+		if strings.HasPrefix(s.Text(), prefix) {
+			return s.Text()
+		}
+	}
+	return ""
+}
+
+// cloudCounts counts the cloud's databases and security groups.
+func (p *platform) cloudCounts(t *testing.T) (databases, securityGroups int) {
+	t.Helper()
+	ctx := context.Background()
+	dbs, err := p.cloud.ListDatabases(ctx)
+	if err != nil {
+		t.Fatalf("listing the cloud's databases: %v", err)
+	}
+	sgs, err := p.cloud.ListSecurityGroups(ctx)
+	if err != nil {
+		t.Fatalf("listing the cloud's security groups: %v", err)
+	}
+	return len(dbs), len(sgs)
+}
+
+
