@@ -73,7 +73,7 @@ flux=(--enable-leader-election=false --log-level=info)
 launch source-controller "http://127.0.0.1:9792/readyz" "${flux[@]}" \
 	--metrics-addr=127.0.0.1:9791 --health-addr=127.0.0.1:9792 \
 	--storage-path="$platform_dir/storage" --storage-addr="$ip:$storage_port" --storage-adv-addr="$ip:$storage_port"
-launch kustomize-controller "http://127.0.0.1:9794/readyz" "${flux[@]}" \
+launch kustomize-controller "http://127.0.0.1:9794/readyz" "${flux[@]}" --requeue-dependency=5s \
 	--metrics-addr=127.0.0.1:9793 --health-addr=127.0.0.1:9794
 launch helm-controller "http://127.0.0.1:9796/readyz" "${flux[@]}" \
 	--metrics-addr=127.0.0.1:9795 --health-addr=127.0.0.1:9796

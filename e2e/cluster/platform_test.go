@@ -180,21 +180,6 @@ func describeAny(obj client.Object) string {
 	return fmt.Sprintf("finalizers %v; conditions %v", obj.GetFinalizers(), conds)
 }
 
-// unstructuredCondition returns condition t of a Flux object read as
-// unstructured.
-func unstructuredCondition(u *unstructured.Unstructured, t string) (status, reason, message string) {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == t {
-			status, _ = m["status"].(string)
-			reason, _ = m["reason"].(string)
-			message, _ = m["message"].(string)
-		}
-	}
-	return status, reason, message
-}
-
 // appPod returns the one Pod labelled app=name, once there is one.
 func (e *env) appPod(t *testing.T, name, what string, check func(*corev1.Pod) (bool, string)) *corev1.Pod {
 	t.Helper()
@@ -295,5 +280,3 @@ func (p *platform) cloudCounts(t *testing.T) (databases, securityGroups int) {
 	}
 	return len(dbs), len(sgs)
 }
-
-
