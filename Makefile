@@ -22,7 +22,7 @@ all: build
 tools:
 	hack/tools.sh
 
-## generate: deepcopy, CRDs, RBAC and protobuf
+## generate: deepcopy, CRDs, RBAC, protobuf and the API reference (docs/api.md)
 generate:
 	cd api && $(BIN)/controller-gen object paths=./...
 	$(BIN)/controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd/bases
@@ -30,6 +30,7 @@ generate:
 	$(BIN)/protoc --plugin=protoc-gen-go=$(BIN)/protoc-gen-go --plugin=protoc-gen-go-grpc=$(BIN)/protoc-gen-go-grpc \
 		--go_out=paths=source_relative:. --go-grpc_out=paths=source_relative:. runner/proto/runner.proto
 	@$(MAKE) --no-print-directory chart-sync
+	go run ./hack/apidocs -crd config/crd/bases/infra.landform.dev_terraforms.yaml -types api/v1alpha1 -out docs/api.md
 
 ## chart-sync: copy the generated CRDs and controller ClusterRole into the Helm chart
 chart-sync:
@@ -37,7 +38,7 @@ chart-sync:
 	cp config/crd/bases/*.yaml charts/landform/crds/
 	cp config/rbac/role.yaml charts/landform/files/controller-clusterrole.yaml
 
-GENERATED := api config runner/proto charts/landform/crds charts/landform/files
+GENERATED := api config runner/proto charts/landform/crds charts/landform/files docs/api.md
 ## generate-check: fail when generated files are not committed
 generate-check: generate
 	@git diff --exit-code --stat -- $(GENERATED) || \
@@ -68,7 +69,7 @@ test: tools generate-check vet build
 		go test -timeout $(TEST_TIMEOUT) -count=1 ./...
 	cd providers/landform && LANDFORM_TOFU=$(BIN)/tofu go test -count=1 ./...
 
-## bench: benchmarks (performance targets live here, never in tests)
+## bench: every Go benchmark (go test -bench); there is none yet, so it only builds and runs the tests' setup
 bench: build
 	KUBEBUILDER_ASSETS=$(BIN) LANDFORM_RUNNER_BIN=$(BIN)/landform-runner LANDFORM_TOFU=$(BIN)/tofu \
 		go test -run '^$$' -bench . -benchmem ./...

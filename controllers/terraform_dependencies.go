@@ -34,14 +34,23 @@ func (r *TerraformReconciler) checkDependencies(ctx context.Context, obj *infrav
 	return nil
 }
 
-// dependencyKey defaults a reference to a Terraform object in obj's namespace.
+// dependencyAPIVersions are the API versions of the kinds dependsOn may
+// name without one: those the controller's ClusterRole may read.
+var dependencyAPIVersions = map[string]string{
+	infrav1.TerraformKind: infrav1.GroupVersion.String(),
+	"Kustomization":       "kustomize.toolkit.fluxcd.io/v1",
+	"HelmRelease":         "helm.toolkit.fluxcd.io/v2",
+}
+
+// dependencyKey defaults a reference to a Terraform object in obj's
+// namespace, and the API version of the kinds the controller can read.
 func dependencyKey(obj *infrav1.Terraform, dep infrav1.DependencyReference) (schema.GroupVersionKind, client.ObjectKey) {
 	apiVersion, kind := dep.APIVersion, dep.Kind
-	if apiVersion == "" && (kind == "" || kind == infrav1.TerraformKind) {
-		apiVersion = infrav1.GroupVersion.String()
-	}
 	if kind == "" {
 		kind = infrav1.TerraformKind
+	}
+	if apiVersion == "" {
+		apiVersion = dependencyAPIVersions[kind]
 	}
 	ns := dep.Namespace
 	if ns == "" {

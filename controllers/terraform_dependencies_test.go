@@ -7,6 +7,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 )
@@ -37,4 +38,25 @@ func TestDependsOnWaitsForReady(t *testing.T) {
 	waitReady(t, b)
 	g.Expect(readFile(pathA)).To(Equal("a"))
 	g.Expect(readFile(pathB)).To(Equal("b"))
+}
+
+// dependsOn names Kustomizations and HelmReleases without an apiVersion:
+// the kinds the controller's ClusterRole may read get their Flux version.
+func TestDependencyKeyDefaults(t *testing.T) {
+	obj := &infrav1.Terraform{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "app"}}
+	for _, tc := range []struct {
+		dep  infrav1.DependencyReference
+		want string
+	}{
+		{infrav1.DependencyReference{Name: "db"}, "infra.landform.dev/v1alpha1, Kind=Terraform team-a/db"},
+		{infrav1.DependencyReference{Kind: "Kustomization", Name: "crds"}, "kustomize.toolkit.fluxcd.io/v1, Kind=Kustomization team-a/crds"},
+		{infrav1.DependencyReference{Kind: "HelmRelease", Name: "ingress", Namespace: "infra"}, "helm.toolkit.fluxcd.io/v2, Kind=HelmRelease infra/ingress"},
+		{infrav1.DependencyReference{APIVersion: "kustomize.toolkit.fluxcd.io/v1beta2", Kind: "Kustomization", Name: "old"}, "kustomize.toolkit.fluxcd.io/v1beta2, Kind=Kustomization team-a/old"},
+		{infrav1.DependencyReference{APIVersion: "example.com/v1", Kind: "Database", Name: "pg"}, "example.com/v1, Kind=Database team-a/pg"},
+	} {
+		gvk, key := dependencyKey(obj, tc.dep)
+		if got := gvk.String() + " " + key.String(); got != tc.want {
+			t.Errorf("dependencyKey(%+v) = %s, want %s", tc.dep, got, tc.want)
+		}
+	}
 }

@@ -156,6 +156,7 @@ func TestForeignLockIsNeverBroken(t *testing.T) {
 	g.Expect(obj.Status.Lock).NotTo(BeNil())
 	g.Expect(obj.Status.Lock.ID).To(Equal(lock.ID))
 	g.Expect(obj.Status.Lock.Holder).To(Equal(lock.Who), "the condition names the holder")
+	g.Expect(obj.Status.Lock.Since).NotTo(BeNil(), "status.lock.since says when the lock was taken")
 
 	// tofu dies without releasing: the lock stays; its holder is not a
 	// Landform runner, so nothing proves it gone.

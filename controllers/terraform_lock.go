@@ -130,11 +130,23 @@ func runnerError(obj *infrav1.Terraform, redactor *redact.Redactor, revision str
 // markLocked records who holds the state lock.
 func markLocked(obj *infrav1.Terraform, md map[string]string) {
 	obj.Status.Lock = &infrav1.LockStatus{ID: md["id"], Holder: md["who"]}
-	if t, err := time.Parse(time.RFC3339Nano, md["created"]); err == nil {
+	if t, ok := lockCreated(md["created"]); ok {
 		obj.Status.Lock.Since = &metav1.Time{Time: t}
 	}
 	conditions.MarkTrue(obj, infrav1.StateLockedCondition, infrav1.StateLockedReason,
 		"state locked by %s (lock %s)", orUnknown(md["who"]), orUnknown(md["id"]))
+}
+
+// lockCreated reads when a lock was taken: RFC 3339 from Landform's own
+// lock, Go's time format from the "Lock Info" terraform prints for a
+// custom backend's lock.
+func lockCreated(v string) (time.Time, bool) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999 -0700 MST"} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // markUnlocked clears the lock after a run got through.

@@ -32,6 +32,9 @@ func TestAPIValidation(t *testing.T) {
 		"backend secretSuffix with custom configuration": {func(tf *infrav1.Terraform) {
 			tf.Spec.BackendConfig = &infrav1.BackendConfig{SecretSuffix: "x", CustomConfiguration: `terraform { backend "local" {} }`}
 		}, "secretSuffix applies only to the default kubernetes backend"},
+		"dependsOn another kind without apiVersion": {func(tf *infrav1.Terraform) {
+			tf.Spec.DependsOn = []infrav1.DependencyReference{{Kind: "Database", Name: "pg"}}
+		}, "dependsOn.apiVersion is required for kinds other than Terraform, Kustomization and HelmRelease"},
 		"empty output selection": {func(tf *infrav1.Terraform) {
 			tf.Spec.WriteOutputsToSecret = &infrav1.WriteOutputsToSecretSpec{Name: "out", Outputs: []string{""}}
 		}, "writeOutputsToSecret.outputs entries must not be empty"},

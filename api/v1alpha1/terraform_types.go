@@ -63,7 +63,10 @@ type TerraformSpec struct {
 	ApprovePlan string `json:"approvePlan,omitempty"`
 
 	// DeletionPolicy says what happens to the cloud resources when the object
-	// is deleted: Delete destroys them and the state, Orphan keeps both.
+	// is deleted: Delete destroys them, then deletes the state and the
+	// outputs Secret; Orphan keeps the resources, the state and the outputs
+	// Secret (which then carries no owner reference, so that no garbage
+	// collection takes it).
 	// +kubebuilder:validation:Enum=Delete;Orphan
 	// +kubebuilder:default=Delete
 	// +optional
@@ -97,8 +100,10 @@ type TerraformSpec struct {
 	WriteOutputsToSecret *WriteOutputsToSecretSpec `json:"writeOutputsToSecret,omitempty"`
 
 	// DependsOn lists objects that must be Ready at their current generation
-	// before this module is planned: other Terraform objects or any Flux
-	// object with a Ready condition (Kustomization, HelmRelease).
+	// before this module is planned: other Terraform objects, Flux
+	// Kustomizations and HelmReleases. Another kind with a Ready condition
+	// works when apiVersion names it and the controller's ClusterRole is
+	// granted get on it (it grants only these three).
 	// +kubebuilder:validation:MaxItems=50
 	// +optional
 	DependsOn []DependencyReference `json:"dependsOn,omitempty"`
@@ -140,7 +145,9 @@ type TerraformSpec struct {
 
 // SourceReference names a Flux source.
 type SourceReference struct {
-	// APIVersion of the source; defaults to the kind's current Flux version.
+	// APIVersion is accepted for compatibility with tofu-controller
+	// manifests and ignored: the controller always reads the source through
+	// source.toolkit.fluxcd.io/v1.
 	// +optional
 	APIVersion string `json:"apiVersion,omitempty"`
 
@@ -200,8 +207,9 @@ type VarsReference struct {
 	Name string `json:"name"`
 
 	// VarsKeys selects keys; "key:name" reads key into variable name. All
-	// keys when empty. A value that parses as JSON is passed as that value,
-	// anything else as a string.
+	// keys when empty. A value that is a JSON object or list is passed as
+	// that structured value; anything else (numbers and booleans included)
+	// as a string, which terraform converts for number and bool variables.
 	// +kubebuilder:validation:MaxItems=100
 	// +optional
 	VarsKeys []string `json:"varsKeys,omitempty"`
@@ -236,8 +244,11 @@ type WriteOutputsToSecretSpec struct {
 }
 
 // DependencyReference names an object that must be Ready first.
+// +kubebuilder:validation:XValidation:rule="has(self.apiVersion) || !has(self.kind) || self.kind in ['Terraform', 'Kustomization', 'HelmRelease']",message="dependsOn.apiVersion is required for kinds other than Terraform, Kustomization and HelmRelease"
 type DependencyReference struct {
-	// APIVersion of the object; defaults to infra.landform.dev/v1alpha1.
+	// APIVersion of the object. Defaults by kind: infra.landform.dev/v1alpha1
+	// for Terraform, kustomize.toolkit.fluxcd.io/v1 for Kustomization,
+	// helm.toolkit.fluxcd.io/v2 for HelmRelease; required for other kinds.
 	// +optional
 	APIVersion string `json:"apiVersion,omitempty"`
 
@@ -409,11 +420,14 @@ type PlanStatus struct {
 	// +optional
 	Digest string `json:"digest,omitempty"`
 
-	// Add, Change and Destroy count the planned resource actions.
+	// Add counts the resources the plan creates (a replacement counts here
+	// and in Destroy).
 	// +optional
 	Add int32 `json:"add"`
+	// Change counts the resources the plan updates in place.
 	// +optional
 	Change int32 `json:"change"`
+	// Destroy counts the resources the plan destroys.
 	// +optional
 	Destroy int32 `json:"destroy"`
 
@@ -514,7 +528,7 @@ type LockStatus struct {
 	// Holder of the lock (who and which operation).
 	// +optional
 	Holder string `json:"holder,omitempty"`
-	// Since when the lock is held.
+	// Since when the lock is held, as the lock records it.
 	// +optional
 	Since *metav1.Time `json:"since,omitempty"`
 }

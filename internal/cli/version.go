@@ -16,12 +16,19 @@ import (
 	"github.com/landform-dev/landform/internal/version"
 )
 
-// Labels of the controller Deployment (Helm chart and kustomize bases).
+// Labels of the controller Deployment, as the Helm chart and the kustomize
+// bases (config/manager) set them.
 const (
 	nameLabel       = "app.kubernetes.io/name"
+	componentLabel  = "app.kubernetes.io/component"
 	versionLabel    = "app.kubernetes.io/version"
-	controllerValue = "landform-controller"
+	nameValue       = "landform"
+	controllerValue = "controller"
 )
+
+// ControllerSelector selects the controller Deployments (hack/packaging
+// checks that the chart and config/manager label theirs so).
+const ControllerSelector = nameLabel + "=" + nameValue + "," + componentLabel + "=" + controllerValue
 
 // versions is what `version` reports.
 type versions struct {
@@ -46,8 +53,8 @@ func (a *app) versionCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version [NAME]",
 		Short: "Print the client, controller and engine versions",
-		Long: "Print the versions of this CLI, of the controller (the Deployment labelled\n" +
-			nameLabel + "=" + controllerValue + ", in any namespace) and of the engine\n" +
+		Long: "Print the versions of this CLI, of the controller (the Deployments labelled\n" +
+			ControllerSelector + ", in any namespace) and of the engine\n" +
 			"(terraform or tofu) that made NAME's stored plan, or the namespace's most recent plan.",
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: a.completeNames,
@@ -141,12 +148,12 @@ func (s *session) checkInstalled() error {
 // the second result says why.
 func (s *session) controllerVersions(ctx context.Context) ([]controllerVersion, string) {
 	var list appsv1.DeploymentList
-	err := s.c.List(ctx, &list, client.MatchingLabels{nameLabel: controllerValue})
+	err := s.c.List(ctx, &list, client.MatchingLabels{nameLabel: nameValue, componentLabel: controllerValue})
 	if err != nil {
 		return nil, "unknown (" + s.explain(err, "list", resDeployments, "Deployment", "", "").Error() + ")"
 	}
 	if len(list.Items) == 0 {
-		return nil, "no Deployment labelled " + nameLabel + "=" + controllerValue + " (it may run outside the cluster)"
+		return nil, "no Deployment labelled " + ControllerSelector + " (it may run outside the cluster)"
 	}
 	var out []controllerVersion
 	for _, d := range list.Items {

@@ -48,9 +48,9 @@ func TestVersion(t *testing.T) {
 	golden(t, "version/no-controller", run(t, "", "version", "-n", ns).transcript())
 
 	sys := namespace(t, "landform-system")
-	controllerDeployment(t, sys, "landform-controller", map[string]string{nameLabel: controllerValue, versionLabel: "v0.3.0"}, "ghcr.io/landform-dev/landform-controller:v0.3.0")
+	controllerDeployment(t, sys, "landform-controller", map[string]string{nameLabel: nameValue, componentLabel: controllerValue, versionLabel: "v0.3.0"}, "ghcr.io/landform-dev/landform-controller:v0.3.0")
 	other := namespace(t, "landform-canary")
-	controllerDeployment(t, other, "landform-controller", map[string]string{nameLabel: controllerValue}, "localhost:5000/landform-controller:v0.4.0-rc.1@sha256:0123")
+	controllerDeployment(t, other, "landform-controller", map[string]string{nameLabel: nameValue, componentLabel: controllerValue}, "localhost:5000/landform-controller:v0.4.0-rc.1@sha256:0123")
 	for _, tt := range []struct {
 		golden string
 		args   []string

@@ -152,7 +152,7 @@ func (e *Env) PrintNextSteps(w io.Writer, took time.Duration) {
 	}
 	fmt.Fprintf(bw, "\nWhat to try next:\n")
 	for _, r := range [][2]string{
-		{"kubectl apply -f " + e.Samples, "a GitRepository on the dev git server and a Terraform object on modules/file"},
+		{"kubectl apply -f " + e.Samples, "a GitRepository on the dev git server and a Terraform object on modules/hello"},
 		{"landform get", "watch it plan and apply (Ready in a few seconds)"},
 		{"landform outputs hello", "its outputs, also in Secret hello-outputs"},
 		{"landform dev cloud ls", "what exists in the stand-in cloud"},

@@ -14,7 +14,7 @@ import (
 var (
 	reconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "landform_reconcile_duration_seconds",
-		Help:    "Duration of Terraform reconciles by the action taken.",
+		Help:    "Duration of Terraform reconciles by result (success, progressing, waiting, stalled, retry).",
 		Buckets: []float64{0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800},
 	}, []string{"result"})
 

@@ -1,0 +1,4 @@
+terraform {
+  # terraform_data is built in: no provider to install.
+  required_version = ">= 1.4"
+}
