@@ -1,0 +1,291 @@
+package migrate
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+
+	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// convertFile migrates every tofu-controller object of a testdata file.
+func convertFile(t *testing.T, name string, o Options) ([]Result, []string) {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	srcs, skipped, err := Decode(f, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []Result
+	for _, s := range srcs {
+		results = append(results, Convert(s, o))
+	}
+	return results, skipped
+}
+
+// landform decodes a manifest strictly into Landform's API types: a field
+// the API does not have fails.
+func landform(t *testing.T, manifest []byte) *v1alpha1.Terraform {
+	t.Helper()
+	var obj v1alpha1.Terraform
+	if err := yaml.UnmarshalStrict(manifest, &obj); err != nil {
+		t.Fatalf("the manifest is not a valid Landform Terraform: %v\n%s", err, manifest)
+	}
+	if obj.APIVersion != v1alpha1.GroupVersion.String() || obj.Kind != v1alpha1.TerraformKind {
+		t.Errorf("apiVersion/kind = %s/%s", obj.APIVersion, obj.Kind)
+	}
+	return &obj
+}
+
+// The tofu-controller examples of testdata/, migrated: manifests and the
+// report, compared with testdata/<example>.golden.
+func TestGoldenConversions(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 8 {
+		t.Fatalf("expected the examples under testdata/, found %v", files)
+	}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			results, skipped := convertFile(t, filepath.Base(file), Options{})
+			var b bytes.Buffer
+			for _, r := range results {
+				if r.Object == nil {
+					continue
+				}
+				m, err := Manifest(r.Object)
+				if err != nil {
+					t.Fatal(err)
+				}
+				obj := landform(t, m)
+				if obj.Name != r.Source.Name || obj.Namespace != r.Source.Namespace {
+					t.Errorf("migrated %s as %s/%s", r.Source.Key(), obj.Namespace, obj.Name)
+				}
+				b.WriteString("---\n")
+				b.Write(m)
+			}
+			b.WriteString("[report]\n")
+			for _, r := range results {
+				r.WriteReport(&b)
+			}
+			WriteSummary(&b, results, skipped)
+			golden(t, name, b.String())
+		})
+	}
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run the tests with -update to write it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s differs (-want +got):\n%s", path, diff)
+	}
+}
+
+// Every field of the source is accounted for: carried into the Landform
+// object, listed as not mapped (with a reason), or recognised as
+// tofu-controller's default.
+func TestEveryFieldIsMappedOrReported(t *testing.T) {
+	results, _ := convertFile(t, "everything.yaml", Options{})
+	if len(results) != 1 {
+		t.Fatalf("got %d objects", len(results))
+	}
+	r := results[0]
+	if r.Object == nil {
+		t.Fatalf("refused: %v", r.Refused)
+	}
+	unmapped := map[string]string{}
+	for _, u := range r.Unmapped {
+		if u.Reason == "" {
+			t.Errorf("%s is not mapped without a reason", u.Field)
+		}
+		unmapped[u.Field] = u.Reason
+	}
+	wantUnmapped := []string{
+		"spec.alwaysCleanupRunnerPod", "spec.branchPlanner", "spec.breakTheGlass", "spec.cliConfigSecretRef",
+		"spec.enableInventory", "spec.fileMappings", "spec.force", "spec.healthChecks", "spec.maxRetryInterval",
+		"spec.parallelism", "spec.plan", "spec.readInputsFromSecrets", "spec.refreshBeforeApply", "spec.remediation",
+		"spec.retryStrategy", "spec.runnerPodTemplate.spec.securityContext", "spec.runnerTerminationGracePeriodSeconds",
+		"spec.storeReadablePlan", "spec.targets", "spec.tfVarsFiles", "spec.tfstate", "spec.upgradeOnInit",
+		"spec.vars[0].valueFrom", "spec.webhooks",
+	}
+	for _, f := range wantUnmapped {
+		if _, ok := unmapped[f]; !ok {
+			t.Errorf("%s is not reported as not mapped; report lists %v", f, r.Unmapped)
+		}
+	}
+	for f := range unmapped {
+		if !slices.Contains(wantUnmapped, f) {
+			t.Errorf("%s reported as not mapped, but it has an equivalent", f)
+		}
+	}
+	var report bytes.Buffer
+	r.WriteReport(&report)
+	for _, f := range wantUnmapped {
+		if !strings.Contains(report.String(), "    - "+f+": ") {
+			t.Errorf("the printed report does not list %s:\n%s", f, report.String())
+		}
+	}
+
+	spec := r.Object.Spec
+	checks := []struct {
+		field string
+		ok    bool
+	}{
+		{"approvePlan disable → planOnly", spec.PlanOnly && spec.ApprovePlan == ""},
+		{"disableDriftDetection", spec.DisableDriftDetection},
+		{"interval", spec.Interval.Duration.String() == "10m0s"},
+		{"retryInterval", spec.RetryInterval != nil && spec.RetryInterval.Duration.String() == "30s"},
+		{"path", spec.Path == "./stacks/everything"},
+		{"serviceAccountName", spec.ServiceAccountName == "terraform"},
+		{"sourceRef", spec.SourceRef == v1alpha1.SourceReference{APIVersion: "source.toolkit.fluxcd.io/v1", Kind: "GitRepository", Name: "infra", Namespace: "flux-system"}},
+		{"workspace default", spec.Workspace == ""},
+		{"the valueFrom variable is not passed", len(spec.Vars) == 0},
+		{"deletionPolicy", spec.DeletionPolicy == v1alpha1.DeletionPolicyOrphan},
+		{"no runner template left", spec.RunnerPodTemplate == nil},
+	}
+	for _, c := range checks {
+		if !c.ok {
+			t.Errorf("%s not mapped: %+v", c.field, spec)
+		}
+	}
+	md := r.Object.ObjectMeta
+	if diff := cmp.Diff(map[string]string{"team": "a"}, md.Labels); diff != "" {
+		t.Errorf("labels (-want +got; Flux's own are dropped):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"owner": "platform"}, md.Annotations); diff != "" {
+		t.Errorf("annotations (-want +got):\n%s", diff)
+	}
+	if len(md.Finalizers) > 0 || md.UID != "" || md.ResourceVersion != "" || md.Generation != 0 {
+		t.Errorf("cluster metadata carried over: %+v", md)
+	}
+	notes := strings.Join(r.Notes, "\n")
+	for _, want := range []string{"plan plan-main-0123456789 pending", "state locked (lock f2ab685b", "namespace flux-system"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes do not say %q:\n%s", want, notes)
+		}
+	}
+}
+
+// tofu-controller keeps resources on deletion by default: the migrated
+// object is Orphan and the summary warns, unless the source destroyed on
+// deletion or the user asks for Delete.
+func TestDeletionPolicy(t *testing.T) {
+	tests := []struct {
+		file        string
+		opts        Options
+		want        v1alpha1.DeletionPolicy
+		warnOrphan  bool
+		warnDestroy bool
+	}{
+		{file: "auto-approve.yaml", want: v1alpha1.DeletionPolicyOrphan, warnOrphan: true},
+		{file: "destroy-on-deletion.yaml", want: v1alpha1.DeletionPolicyDelete},
+		{file: "auto-approve.yaml", opts: Options{DeletionPolicy: v1alpha1.DeletionPolicyDelete}, want: v1alpha1.DeletionPolicyDelete, warnDestroy: true},
+		{file: "destroy-on-deletion.yaml", opts: Options{DeletionPolicy: v1alpha1.DeletionPolicyOrphan}, want: v1alpha1.DeletionPolicyOrphan},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file+"/"+string(tt.opts.DeletionPolicy), func(t *testing.T) {
+			results, skipped := convertFile(t, tt.file, tt.opts)
+			m, err := Manifest(results[0].Object)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := landform(t, m).Spec.DeletionPolicy; got != tt.want {
+				t.Errorf("deletionPolicy = %q, want %q", got, tt.want)
+			}
+			var summary bytes.Buffer
+			WriteSummary(&summary, results, skipped)
+			s := summary.String()
+			if got := strings.Contains(s, "WARNING: tofu-controller KEEPS") && strings.Contains(s, "deletionPolicy: Orphan: flux-system/helloworld"); got != tt.warnOrphan {
+				t.Errorf("Orphan warning printed = %t, want %t:\n%s", got, tt.warnOrphan, s)
+			}
+			if got := strings.Contains(s, "WARNING: --deletion-policy=Delete: deleting these objects DESTROYS"); got != tt.warnDestroy {
+				t.Errorf("destroy warning printed = %t, want %t:\n%s", got, tt.warnDestroy, s)
+			}
+		})
+	}
+}
+
+// The state Secret both controllers use: tfstate-<workspace>-<secretSuffix>,
+// the suffix defaulting to the name.
+func TestStateSecretIsKept(t *testing.T) {
+	results, _ := convertFile(t, "backend-secret-suffix.yaml", Options{})
+	r := results[0]
+	if r.StateSecret != "tfstate-staging-hello-state" {
+		t.Errorf("state Secret = %q", r.StateSecret)
+	}
+	obj := r.Object
+	if obj.GetStateSecretName() != r.StateSecret {
+		t.Errorf("Landform would use %s, tofu-controller used %s", obj.GetStateSecretName(), r.StateSecret)
+	}
+	s3 := results[1]
+	if s3.StateSecret != "" || s3.Object.Spec.BackendConfig == nil || !strings.HasPrefix(s3.Object.Spec.BackendConfig.CustomConfiguration, "terraform {\n  backend \"s3\" {") {
+		t.Errorf("custom backend not carried over as a terraform block: %+v", s3.Object.Spec.BackendConfig)
+	}
+	results, _ = convertFile(t, "auto-approve.yaml", Options{})
+	if r := results[0]; r.StateSecret != "tfstate-default-helloworld" || r.Object.GetStateSecretName() != r.StateSecret {
+		t.Errorf("state Secret = %q, Landform's %q", r.StateSecret, r.Object.GetStateSecretName())
+	}
+}
+
+// What cannot be migrated safely is refused with what to do, and nothing
+// is written for it; other API versions and kinds are skipped with a note.
+func TestRefused(t *testing.T) {
+	results, skipped := convertFile(t, "refused.yaml", Options{})
+	want := map[string]string{
+		"no-backend": "put the module's backend block in backendConfig.customConfiguration",
+		"in-cloud":   "Terraform Cloud",
+		"odd-suffix": "Copy that Secret to tfstate-default-odd-suffix",
+	}
+	if len(results) != len(want) {
+		t.Fatalf("got %d objects, want %d", len(results), len(want))
+	}
+	for _, r := range results {
+		if r.Object != nil {
+			t.Errorf("%s migrated, want refused", r.Source.Name)
+		}
+		if got := strings.Join(r.Refused, "\n"); !strings.Contains(got, want[r.Source.Name]) {
+			t.Errorf("%s refused with %q, want it to say %q", r.Source.Name, got, want[r.Source.Name])
+		}
+	}
+	if len(skipped) != 1 || !strings.Contains(skipped[0], "infra.contrib.fluxcd.io/v1alpha1 is not read") {
+		t.Errorf("skipped = %q", skipped)
+	}
+	var b bytes.Buffer
+	for _, r := range results {
+		r.WriteReport(&b)
+	}
+	WriteSummary(&b, results, skipped)
+	if strings.Contains(b.String(), "not-printed-anywhere") {
+		t.Errorf("the report prints the Terraform Cloud token:\n%s", b.String())
+	}
+	if !strings.Contains(b.String(), "3 NOT migrated") {
+		t.Errorf("summary:\n%s", b.String())
+	}
+}
