@@ -11,10 +11,6 @@ import (
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 )
 
-// progressingWithRetryReason marks Reconciling while a failure is retried,
-// so that kstatus (and a Flux health check) sees work in progress, not success.
-const progressingWithRetryReason = "ProgressingWithRetry"
-
 // summarize sets Ready, Reconciling and Stalled from the outcome of one
 // reconcile. It is the only place that writes the kstatus conditions.
 func summarize(obj *infrav1.Terraform, err error) {
@@ -54,7 +50,9 @@ func summarize(obj *infrav1.Terraform, err error) {
 	default:
 		conditions.Delete(obj, meta.StalledCondition)
 		reason := errorReason(err, infrav1.RunnerFailedReason)
-		conditions.MarkReconciling(obj, progressingWithRetryReason, "retrying after: %s", reason)
+		// Reconciling while a failure is retried: kstatus (and a Flux
+		// health check) sees work in progress, not success.
+		conditions.MarkReconciling(obj, infrav1.ProgressingWithRetryReason, "retrying after: %s", reason)
 		conditions.MarkFalse(obj, meta.ReadyCondition, reason, "%s", err.Error())
 	}
 }

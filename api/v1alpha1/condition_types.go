@@ -20,6 +20,9 @@ const (
 	ReconciliationSucceededReason = "ReconciliationSucceeded"
 	// ProgressingReason: a step is under way.
 	ProgressingReason = "Progressing"
+	// ProgressingWithRetryReason: Reconciling while a failure is retried
+	// (Ready carries the failure's reason), as Flux's controllers say it.
+	ProgressingWithRetryReason = "ProgressingWithRetry"
 	// SuspendedReason: spec.suspend is true.
 	SuspendedReason = "Suspended"
 	// DependencyNotReadyReason: a dependsOn object is not Ready.
@@ -44,8 +47,6 @@ const (
 	PlanFailedReason = "PlanFailed"
 	// PlanPendingReason: a plan waits for approval.
 	PlanPendingReason = "PlanPending"
-	// PlanOnlyReason: spec.planOnly keeps the plan from being applied.
-	PlanOnlyReason = "PlanOnly"
 	// PlannedNoChangesReason: the plan has nothing to do.
 	PlannedNoChangesReason = "NoChanges"
 	// PlannedWithChangesReason: the plan has changes.
@@ -62,8 +63,6 @@ const (
 	NoDriftReason = "NoDrift"
 	// StateLockedReason: the state is locked by another run.
 	StateLockedReason = "StateLocked"
-	// StateUnlockedReason: the state is not locked.
-	StateUnlockedReason = "StateUnlocked"
 	// OutputsWrittenReason: outputs were written.
 	OutputsWrittenReason = "OutputsWritten"
 	// OutputSecretConflictReason: the outputs Secret belongs to someone else.
