@@ -35,8 +35,8 @@ var userDocs = []string{"README.md", "charts/landform/README.md", "charts/landfo
 // kubectl, docker, Flux's kustomize-controller.
 var foreignFlags = map[string]bool{
 	"set": true, "create-namespace": true, "reuse-values": true, "install": true, "values": true, // helm
-	"server-side": true,                                      // kubectl
-	"target":      true, "build-arg": true, "platform": true, // docker
+	"server-side": true, "type": true, // kubectl
+	"target": true, "build-arg": true, "platform": true, // docker
 	"requeue-dependency": true, // kustomize-controller
 }
 
