@@ -165,6 +165,10 @@ func (r *TerraformReconciler) collectDestroy(ctx context.Context, obj *infrav1.T
 // runFailed turns a run's failure into conditions, an event and the typed
 // error that decides what happens next.
 func (r *TerraformReconciler) runFailed(ctx context.Context, obj *infrav1.Terraform, run *infrav1.RunStatus, h *runHandle, condition, failedReason, timeoutReason string) error {
+	// Whatever failed, the next run applies the state identity and
+	// creates the state Secret and Lease again, in case one of them was
+	// deleted (the identity cannot create what it may use).
+	r.forgetStateIdentity(obj)
 	var lost *runnerLost
 	switch {
 	case errors.Is(h.err, errAbandoned):

@@ -86,8 +86,10 @@ func (r *TerraformReconciler) stateToken(ctx context.Context, obj *infrav1.Terra
 
 // ensureStateIdentity applies obj's state ServiceAccount, Role and
 // RoleBinding, and creates its state Secret and Lease when missing. What
-// was done for these names is remembered: one round of writes per object
-// and workspace in a controller's life.
+// was done for these names is remembered, one round of writes per object
+// and workspace in a controller's life, until a run fails
+// (forgetStateIdentity): an identity, Secret or Lease deleted meanwhile is
+// then made again.
 func (r *TerraformReconciler) ensureStateIdentity(ctx context.Context, obj *infrav1.Terraform) error {
 	secret := statelock.StateSecretName(obj.GetWorkspace(), obj.GetSecretSuffix())
 	lease := statelock.LeaseName(secret)
@@ -137,6 +139,12 @@ func (r *TerraformReconciler) ensureStateIdentity(ctx context.Context, obj *infr
 	}
 	r.stateIdentities.Store(key, struct{}{})
 	return nil
+}
+
+// forgetStateIdentity makes the next run apply obj's state identity and
+// create its state Secret and Lease again.
+func (r *TerraformReconciler) forgetStateIdentity(obj *infrav1.Terraform) {
+	r.stateIdentities.Delete(string(obj.UID) + "/" + statelock.StateSecretName(obj.GetWorkspace(), obj.GetSecretSuffix()))
 }
 
 // deleteStateLease deletes the state's Lease with the state (deletionPolicy

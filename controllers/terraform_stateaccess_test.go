@@ -9,10 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 )
@@ -107,4 +111,35 @@ func TestRunnersReachOnlyTheirOwnState(t *testing.T) {
 	g.Expect(can("create", "", "secrets", "")).To(BeFalse(), "create Secrets")
 	g.Expect(can("delete", "", "secrets", state)).To(BeFalse(), "delete the state")
 	g.Expect(can("create", "", "pods", "")).To(BeFalse(), "create Pods")
+}
+
+// The state Lease and the state identity's Role deleted behind
+// Landform's back (a cleanup script, `kubectl delete lease`): the identity
+// cannot create them itself, so the run that meets their absence fails,
+// and the next one makes them again and converges, without a controller
+// restart.
+func TestDeletedStateLeaseAndRoleAreMadeAgain(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
+	path := effectPath(t)
+	const name = "release"
+	tf := newTerraform(t, ns, name, func(tf *infrav1.Terraform) { tf.Spec.Vars = fileVars(path, "one") })
+	waitReady(t, tf)
+
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lock-tfstate-default-" + name}}
+	g.Expect(k8sClient.Delete(ctx, lease)).To(Succeed())
+	g.Expect(k8sClient.Delete(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "landform-state-" + name}})).To(Succeed())
+	obj := get(g, tf)
+	obj.Spec.Vars = fileVars(path, "two")
+	g.Expect(k8sClient.Update(ctx, obj)).To(Succeed())
+
+	waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
+		g.Expect(obj.Status.ObservedGeneration).To(Equal(obj.Generation))
+		g.Expect(conditions.IsReady(obj)).To(BeTrue(), "Ready")
+	})
+	g.Expect(readFile(path)).To(Equal("two"), "the change was applied")
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(lease), &coordinationv1.Lease{})).To(Succeed(), "the Lease is back")
+	g.Expect(k8sClient.Get(ctx, keyOf(ns, "landform-state-"+name), &rbacv1.Role{})).To(Succeed(), "the Role is back")
 }

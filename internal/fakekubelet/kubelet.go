@@ -117,6 +117,9 @@ const (
 	FailFirst
 	// FailAlways fails every Pod before it runs.
 	FailAlways
+	// ImageMissing leaves Pods Pending with the runner container waiting
+	// in ImagePullBackOff, as a kubelet that cannot pull the image.
+	ImageMissing
 )
 
 // fakePod is a Pod the kubelet handles.
@@ -324,6 +327,18 @@ func (k *Kubelet) admit(ctx context.Context, pod *corev1.Pod, fp *fakePod) {
 			s.Conditions = []corev1.PodCondition{{
 				Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
 				Message: "0/1 nodes are available: 1 Insufficient cpu.", LastTransitionTime: metav1.Now(),
+			}}
+		})
+	case b == ImageMissing:
+		k.bind(ctx, pod)
+		k.setStatus(ctx, fp, func(s *corev1.PodStatus) {
+			s.Phase = corev1.PodPending
+			s.ContainerStatuses = []corev1.ContainerStatus{{
+				Name: runnerContainer, Image: fp.image,
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+					Reason:  "ImagePullBackOff",
+					Message: fmt.Sprintf("Back-off pulling image %q: not found", fp.image),
+				}},
 			}}
 		})
 	case b == FailAlways || (b == FailFirst && first):

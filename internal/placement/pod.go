@@ -215,6 +215,9 @@ func (p *Pod) await(ctx context.Context, pod *corev1.Pod, tlsConfig *tls.Config,
 		if pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" {
 			break
 		}
+		if err := cannotStart(pod); err != nil {
+			return nil, err
+		}
 		select {
 		case <-ctx.Done():
 			return nil, p.waitError(ctx, pod, context.Cause(ctx), timeout)
@@ -252,6 +255,35 @@ func (p *Pod) await(ctx context.Context, pod *corev1.Pod, tlsConfig *tls.Config,
 		return nil, failed
 	}
 	return nil, p.waitError(ctx, pod, err, timeout)
+}
+
+// cannotStart reports a Pod whose runner container waits for something
+// that will not come by itself (an image that cannot be pulled, a
+// configuration the kubelet refuses): the run fails at once, naming it,
+// instead of after the start timeout. The object retries after its
+// retryInterval with a new Pod, so a registry that was only down recovers.
+func cannotStart(pod *corev1.Pod) error {
+	for _, cs := range pod.Status.ContainerStatuses {
+		w := cs.State.Waiting
+		if w == nil {
+			continue
+		}
+		switch w.Reason {
+		case "ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName":
+			return &Error{
+				Reason: infrav1.RunnerFailedReason,
+				Message: fmt.Sprintf("runner Pod %s/%s cannot start: its image %q cannot be pulled (%s); fix spec.runnerPodTemplate.spec.image or the controller's runner image, or make the image available to the node",
+					pod.Namespace, pod.Name, cs.Image, joinNonEmpty(w.Reason, w.Message)),
+			}
+		case "CreateContainerConfigError", "CreateContainerError":
+			return &Error{
+				Reason: infrav1.RunnerFailedReason,
+				Message: fmt.Sprintf("runner Pod %s/%s cannot start: %s; check spec.runnerPodTemplate (env, envFrom, volumes)",
+					pod.Namespace, pod.Name, joinNonEmpty(w.Reason, w.Message)),
+			}
+		}
+	}
+	return nil
 }
 
 // getPod reads pod and returns a podFailedError when it failed or is gone.

@@ -359,6 +359,34 @@ func TestPodNeverStarts(t *testing.T) {
 	}
 }
 
+// A runner image the node cannot pull fails the run at once with the
+// image and the kubelet's reason, not after the start timeout, and the Pod
+// is removed.
+func TestPodImageCannotBePulled(t *testing.T) {
+	t.Parallel()
+	ns := runnerNamespace(t, true)
+	fake.Set(ns, fakekubelet.ImageMissing)
+	obj := newTerraform(t, ns, "badimage", nil)
+	p := newPodPlacer()
+	p.StartTimeout = time.Minute
+	started := time.Now()
+	_, err := p.Start(context.Background(), obj, "run-1")
+	perr := wantPlacementError(t, err, infrav1.RunnerFailedReason)
+	if d := time.Since(started); d > 30*time.Second {
+		t.Fatalf("start gave up after %s: it should not wait for the 1m start timeout", d)
+	}
+	names := fake.CreatedIn(ns)
+	if len(names) != 1 {
+		t.Fatalf("Pods created: %v, want one (a second would not pull either)", names)
+	}
+	for _, want := range []string{names[0], "cannot be pulled", "ImagePullBackOff", "spec.runnerPodTemplate.spec.image"} {
+		if !strings.Contains(perr.Message, want) {
+			t.Fatalf("message %q does not contain %q", perr.Message, want)
+		}
+	}
+	eventually(t, 10*time.Second, "the Pod to be deleted", func() bool { return len(allPods(t, ns)) == 0 })
+}
+
 func TestPodFailedBeforeRunning(t *testing.T) {
 	t.Parallel()
 	t.Run("replaced once", func(t *testing.T) {
