@@ -14,7 +14,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/landform-dev/landform/internal/version.Version=$(VERSION)
 
 .PHONY: dev all tools generate chart-sync generate-check build vet test test-unit test-integration bench demo e2e e2e-kind clean \
-	cluster-tools cluster-up cluster-down images e2e-cluster
+	cluster-tools cluster-up cluster-down images e2e-cluster demo-cluster
 
 all: build
 
@@ -118,6 +118,11 @@ images:
 	hack/cluster-deps.sh
 	hack/tools.sh tofu_static
 	hack/images/build.sh --version $(VERSION) $(if $(wildcard $(CLUSTER_CONTAINERD)),--address $(CLUSTER_CONTAINERD))
+
+## demo-cluster: the walkthrough of `make demo` on a real single-node cluster (root, containerd
+## installable; see e2e/cluster/README.md): starts it, walks through, tears everything down.
+demo-cluster: cluster-tools build
+	VERSION=$(VERSION) e2e/cluster/demo.sh
 
 ## e2e-cluster: the real-cluster suite (e2e/cluster) on the cluster of `make cluster-up`: images,
 ## Landform's Helm chart, runner Pods on the real kubelet. E2E_FLAGS adds go test flags.

@@ -35,6 +35,8 @@ stop() {
 # The platform (e2e/cluster/platform.sh) first: Flux's controllers talk to
 # the API server.
 for ((i = ${#platform[@]} - 1; i >= 0; i--)); do stop "${platform[i]}"; done
+# Its repositories and artifacts belong to this cluster's objects.
+rm -rf "$platform_dir" "$platform_env"
 stop kube-proxy
 stop kubelet 30
 stop kube-scheduler

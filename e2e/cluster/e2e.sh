@@ -55,15 +55,7 @@ set +a
 
 log "installing Landform's chart (runner namespace $ns)"
 kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
-# The image tag stays e2e; the digest annotation rolls the controller out
-# when its image changed.
-digest=$(ctr_ images ls | awk '$1 == "localhost/landform-controller:e2e" {print $3}')
-"$bin/helm" upgrade --install landform charts/landform \
-	--namespace landform-system --create-namespace \
-	--values e2e/cluster/values.yaml \
-	--set "runner.namespaces={$ns}" \
-	--set-string "podAnnotations.landform\.dev/image-digest=${digest//:/-}" \
-	--wait --timeout 5m
+install_landform "$ns"
 
 log "running the scenarios"
 # shellcheck disable=SC2086 # word splitting of the extra flags is intended

@@ -99,13 +99,13 @@ spec:
 // destroys the infrastructure.
 func TestKustomizationPattern(t *testing.T) {
 	e := connect(t)
-	p := e.platform(t)
+	p := e.platform
 	ctx := context.Background()
-	e.deleteLeftovers(t, "tfstate-default-kapp-infra", "kapp-infra-outputs")
+	e.deleteLeftovers(t, "kapp-infra", "tfstate-default-kapp-infra", "kapp-infra-outputs")
 	dbs0, sgs0 := p.cloudCounts(t)
 
 	url := p.seedRepository(t, "kustomize", kustomizeRepo(e.ns))
-	e.fluxGitRepository(t, "kustomize", url)
+	e.fluxGitRepository(t, e.ns, "kustomize", url)
 	substitute := map[string]any{"cloud_endpoint": p.cloud.URL}
 	infra := e.kustomization(t, "kapp-infra", map[string]any{
 		"path": "./infra",

@@ -83,3 +83,19 @@ running_components() {
 }
 
 ctr_() { ctr --address "$containerd_sock" -n k8s.io "$@"; }
+
+# install_landform NAMESPACE...: Landform with its Helm chart and
+# e2e/cluster/values.yaml (images of `make images`), runners allowed in the
+# given namespaces, which must exist. The image tag stays e2e; the digest
+# annotation rolls the controller out when its image changed.
+install_landform() {
+	local digest namespaces
+	namespaces=$(IFS=,; echo "$*")
+	digest=$(ctr_ images ls | awk '$1 == "localhost/landform-controller:e2e" {print $3}')
+	"$bin/helm" --kubeconfig "$kubeconfig" upgrade --install landform "$root/charts/landform" \
+		--namespace landform-system --create-namespace \
+		--values "$root/e2e/cluster/values.yaml" \
+		--set "runner.namespaces={$namespaces}" \
+		--set-string "podAnnotations.landform\.dev/image-digest=${digest//:/-}" \
+		--wait --timeout 5m
+}

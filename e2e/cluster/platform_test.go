@@ -42,14 +42,13 @@ type platform struct {
 	cloud           *cloud.Client
 }
 
-func (e *env) platform(t *testing.T) *platform {
-	t.Helper()
+func newPlatform() (*platform, error) {
 	p := &platform{gitURL: os.Getenv(envGitURL), gitRoot: os.Getenv(envGitRoot)}
 	if p.gitURL == "" || p.gitRoot == "" || os.Getenv(envCloudURL) == "" {
-		t.Fatalf("%s, %s and %s are not set: run the suite with `make e2e-cluster`, which starts the platform (e2e/cluster/platform.sh)", envGitURL, envGitRoot, envCloudURL)
+		return nil, fmt.Errorf("%s, %s and %s are not set: run the suite with `make e2e-cluster`, which starts the platform (e2e/cluster/platform.sh)", envGitURL, envGitRoot, envCloudURL)
 	}
 	p.cloud = &cloud.Client{URL: os.Getenv(envCloudURL)}
-	return p
+	return p, nil
 }
 
 // repoRoot is this checkout, whose modules the scenarios push.
@@ -59,8 +58,7 @@ func repoRoot() string {
 }
 
 // seedRepository creates the git repository name (replacing one an earlier
-// run left) holding files, plus the checkout's modules/ when withModules,
-// and returns its URL.
+// run left) holding files and the checkout's modules/, and returns its URL.
 func (p *platform) seedRepository(t *testing.T, name string, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -120,11 +118,11 @@ func push(t *testing.T, url, message string, files map[string]string) {
 
 // fluxGitRepository creates a GitRepository that the real source-controller
 // clones, and waits until it has an artifact.
-func (e *env) fluxGitRepository(t *testing.T, name, url string) *sourcev1.GitRepository {
+func (e *env) fluxGitRepository(t *testing.T, ns, name, url string) *sourcev1.GitRepository {
 	t.Helper()
 	ctx := context.Background()
 	repo := &sourcev1.GitRepository{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: sourcev1.GitRepositorySpec{
 			URL:       url,
 			Interval:  metav1.Duration{Duration: 10 * time.Second},

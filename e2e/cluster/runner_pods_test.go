@@ -119,7 +119,7 @@ func TestRunnerPodsOnARealKubelet(t *testing.T) {
 	const name = "runner-pods"
 	stateName := "tfstate-default-" + name
 	// The state of an interrupted earlier run would make this one a no-op.
-	e.deleteLeftovers(t, stateName, name+"-outputs")
+	e.deleteLeftovers(t, name, stateName, name+"-outputs")
 	e.gitRepository(t, name, map[string]string{"probe/main.tf": probeModule})
 	seen := e.watchRunnerPods(t, name)
 	tf := e.terraform(t, &infrav1.Terraform{

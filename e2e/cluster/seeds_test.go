@@ -109,14 +109,14 @@ spec:
 // group, and the Secret goes.
 func TestSeedsHelmRelease(t *testing.T) {
 	e := connect(t)
-	p := e.platform(t)
+	p := e.platform
 	ctx := context.Background()
 	const release = "seeds"
-	e.deleteLeftovers(t, "tfstate-default-"+release+"-infra", release+"-infra")
+	e.deleteLeftovers(t, release+"-infra", "tfstate-default-"+release+"-infra", release+"-infra")
 	dbs0, sgs0 := p.cloudCounts(t)
 
 	url := p.seedRepository(t, "seeds", seedsChart)
-	e.fluxGitRepository(t, "seeds", url)
+	e.fluxGitRepository(t, e.ns, "seeds", url)
 
 	hr := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "helm.toolkit.fluxcd.io/v2",

@@ -1,25 +1,15 @@
 package cluster
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
-	"crypto/sha1"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/fluxcd/pkg/runtime/conditions"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -59,7 +49,7 @@ type env struct {
 	node         *corev1.Node
 	nodeIP       string
 	timeout      time.Duration
-	artifacts    *artifactServer
+	platform     *platform
 }
 
 var (
@@ -151,10 +141,7 @@ func setup(kubeconfig string) (*env, error) {
 		return nil, fmt.Errorf("the runner namespace %s has no ServiceAccount %s (install the chart with runner.namespaces={%s}): %w", e.ns, runnerSA, e.ns, err)
 	}
 
-	// Artifacts are served on the node's own address, which the
-	// controller's Pod reaches through the bridge: nothing leaves the
-	// machine.
-	if e.artifacts, err = newArtifactServer(e.nodeIP); err != nil {
+	if e.platform, err = newPlatform(); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -185,40 +172,20 @@ func (e *env) poll(ctx context.Context, what string, check func() (bool, string,
 	}
 }
 
-// gitRepository creates a GitRepository whose status carries an artifact of
-// files, as source-controller would report it (the suite runs no
-// source-controller: the CRD is installed and the suite is its server).
+// gitRepository pushes files to a new repository of the git server and
+// creates a GitRepository of it, which the real source-controller clones.
 func (e *env) gitRepository(t *testing.T, name string, files map[string]string) *sourcev1.GitRepository {
 	t.Helper()
-	ctx := context.Background()
-	repo := &sourcev1.GitRepository{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
-		Spec: sourcev1.GitRepositorySpec{
-			// Never fetched: no source-controller runs.
-			URL:      "http://" + e.nodeIP + "/" + name + ".git",
-			Interval: metav1.Duration{Duration: time.Hour},
-		},
-	}
-	_ = e.client.Delete(ctx, repo)
-	if err := e.poll(ctx, "an old GitRepository "+name+" to go", func() (bool, string, error) {
-		err := e.client.Get(ctx, client.ObjectKeyFromObject(repo), &sourcev1.GitRepository{})
-		return apierrors.IsNotFound(err), "still there", client.IgnoreNotFound(err)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.client.Create(ctx, repo); err != nil {
-		t.Fatalf("creating GitRepository %s: %v", name, err)
-	}
-	t.Cleanup(func() { _ = e.client.Delete(context.Background(), repo) })
-	art := e.artifacts.publish(files)
-	repo.Status.Artifact = art
-	repo.Status.ObservedGeneration = repo.Generation
-	conditions.MarkTrue(repo, meta.ReadyCondition, meta.SucceededReason, "stored artifact for revision %s", art.Revision)
-	if err := e.client.Status().Update(ctx, repo); err != nil {
-		t.Fatalf("publishing the artifact of %s: %v", name, err)
-	}
-	return repo
+	return e.gitRepositoryIn(t, e.ns, name, files)
 }
+
+// gitRepositoryIn is gitRepository in namespace ns.
+func (e *env) gitRepositoryIn(t *testing.T, ns, name string, files map[string]string) *sourcev1.GitRepository {
+	t.Helper()
+	return e.fluxGitRepository(t, ns, name, e.platform.seedRepository(t, ns+"-"+name, files))
+}
+
+func keyOf(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
 
 // terraform creates a Terraform object in the runner namespace and, when
 // the test ends, deletes it and waits until it is gone (destroyed).
@@ -254,11 +221,13 @@ func (e *env) deleteAndWait(t *testing.T, tf *infrav1.Terraform) {
 	}
 }
 
-// deleteLeftovers deletes a state Secret, its lock Lease and other Secrets
-// that an earlier, interrupted run left behind.
-func (e *env) deleteLeftovers(t *testing.T, state string, secrets ...string) {
+// deleteLeftovers deletes what an earlier, interrupted run left behind:
+// the Terraform object called name (destroying what it holds), then its
+// state Secret, its lock Lease and other Secrets.
+func (e *env) deleteLeftovers(t *testing.T, name, state string, secrets ...string) {
 	t.Helper()
 	ctx := context.Background()
+	e.deleteAndWait(t, &infrav1.Terraform{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name}})
 	objs := []client.Object{&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "lock-" + state}}}
 	for _, s := range append([]string{state}, secrets...) {
 		objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: s}})
@@ -300,71 +269,4 @@ func describe(tf *infrav1.Terraform) string {
 		parts = append(parts, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
 	}
 	return fmt.Sprintf("generation %d observed %d; %s", tf.Generation, tf.Status.ObservedGeneration, strings.Join(parts, "; "))
-}
-
-// artifactServer serves tarballs the way source-controller does, on the
-// node's address.
-type artifactServer struct {
-	base  string
-	mu    sync.Mutex
-	files map[string][]byte
-}
-
-func newArtifactServer(ip string) (*artifactServer, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		return nil, fmt.Errorf("serving artifacts on the node's address %s: %w", ip, err)
-	}
-	s := &artifactServer{base: "http://" + l.Addr().String(), files: map[string][]byte{}}
-	go func() {
-		_ = http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s.mu.Lock()
-			data, ok := s.files[strings.TrimPrefix(r.URL.Path, "/")]
-			s.mu.Unlock()
-			if !ok {
-				http.NotFound(w, r)
-				return
-			}
-			_, _ = w.Write(data)
-		}))
-	}()
-	return s, nil
-}
-
-// publish packs files into a tarball and returns its artifact.
-func (s *artifactServer) publish(files map[string]string) *meta.Artifact {
-	data := tarball(files)
-	sum := sha256.Sum256(data)
-	rev := sha1.Sum(data)
-	name := hex.EncodeToString(sum[:8]) + ".tar.gz"
-	s.mu.Lock()
-	s.files[name] = data
-	s.mu.Unlock()
-	size := int64(len(data))
-	return &meta.Artifact{
-		Path:           name,
-		URL:            s.base + "/" + name,
-		Revision:       "main@sha1:" + hex.EncodeToString(rev[:]),
-		Digest:         "sha256:" + hex.EncodeToString(sum[:]),
-		LastUpdateTime: metav1.Now(),
-		Size:           &size,
-	}
-}
-
-func tarball(files map[string]string) []byte {
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		_ = tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(files[n])), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0)})
-		_, _ = tw.Write([]byte(files[n]))
-	}
-	_ = tw.Close()
-	_ = gz.Close()
-	return buf.Bytes()
 }

@@ -18,6 +18,7 @@ import (
 func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	var repo, toolsDir, stateDir string
 	var keep bool
+	var cluster clusterFlags
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Walk through Landform's whole job on a fresh embedded environment, then stop it",
@@ -34,6 +35,9 @@ naming the step that failed.`,
 			ctx := cmd.Context()
 			if ctx == nil {
 				ctx = context.Background()
+			}
+			if cluster.kubeconfig != "" {
+				return runOnCluster(ctx, streams.Out, cluster)
 			}
 			root, err := devenv.FindRepo(repo)
 			if err != nil {
@@ -74,5 +78,9 @@ naming the step that failed.`,
 	cmd.Flags().StringVar(&toolsDir, "tools-dir", "", "where `make tools` put the binaries (default $LANDFORM_TOOLS_DIR, else <repo>/bin)")
 	cmd.Flags().StringVar(&stateDir, "state-dir", "", "state directory (default: a new temporary one, removed afterwards)")
 	cmd.Flags().BoolVar(&keep, "keep-state", false, "keep the temporary state directory (logs of every component) afterwards")
+	cmd.Flags().StringVar(&cluster.kubeconfig, "cluster-kubeconfig", "", "walk through on this cluster (Landform, Flux and a kubelet running; `make demo-cluster`) instead of starting the embedded environment")
+	cmd.Flags().StringVar(&cluster.gitURL, "git-url", "", "with --cluster-kubeconfig: a repository the demo may push to, holding modules/ (branch main)")
+	cmd.Flags().StringVar(&cluster.cloudURL, "cloud-url", "", "with --cluster-kubeconfig: the stand-in cloud's URL, reachable from Pods")
+	cmd.Flags().StringVar(&cluster.appImage, "app-image", "localhost/landform-e2e-app:e2e", "with --cluster-kubeconfig: the app's image, present on the node")
 	return cmd
 }

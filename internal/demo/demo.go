@@ -25,10 +25,20 @@ const Namespace = "demo"
 type Options struct {
 	// Env is the running environment.
 	Env *devenv.Env
+	// Node, when set, says a real kubelet runs Pods (`make demo-cluster`):
+	// runner Pods need the cloud's endpoint, and the app's Pod is seen
+	// waiting for the outputs Secret, then running with it.
+	Node *Node
 	// Out receives the step lines.
 	Out io.Writer
 	// StepTimeout bounds each step's waiting. Default 5 minutes.
 	StepTimeout time.Duration
+}
+
+// Node is what the walkthrough needs on a real node.
+type Node struct {
+	// AppImage is the app's image (e2e/cluster/app), present on the node.
+	AppImage string
 }
 
 // step is one numbered part of the walkthrough.

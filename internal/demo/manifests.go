@@ -14,8 +14,8 @@ const (
 
 // terraformManifest is the infrastructure: modules/app-infra with manual
 // approval, writing its outputs into a Secret the app uses.
-func terraformManifest(dbSizeGB int) string {
-	return fmt.Sprintf(`apiVersion: infra.landform.dev/v1alpha1
+func terraformManifest(dbSizeGB int, node *Node, cloudURL string) string {
+	m := fmt.Sprintf(`apiVersion: infra.landform.dev/v1alpha1
 kind: Terraform
 metadata:
   name: %[1]s
@@ -38,6 +38,64 @@ spec:
     name: %[5]s
     outputs: ["security_group_id", "db_endpoint", "db_port", "db_size_gb", "dsn"]
 `, terraformName, Namespace, repoName, dbSizeGB, outputsSecret)
+	if node != nil {
+		// Runner Pods get the provider's endpoint like any setting.
+		m += fmt.Sprintf(`  runnerPodTemplate:
+    spec:
+      env:
+        - name: LANDFORM_CLOUD_ENDPOINT
+          value: %q
+`, cloudURL)
+	}
+	return m
+}
+
+// nodeAppManifest is the app on a real node: its Pod mounts the outputs
+// Secret (so it waits, ContainerCreating, until Landform writes it), takes
+// the security group id from it, and proves the DSN works by connecting to
+// the database (e2e/cluster/app). The annotations are substituted by Flux
+// as in appManifest.
+func nodeAppManifest(image, cloudURL string) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app
+  namespace: demo
+  annotations:
+    landform.dev/security-group: "${security_group_id}"
+    landform.dev/db-size: "${db_size_gb}GB"
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: app}
+  template:
+    metadata:
+      labels: {app: app}
+    spec:
+      automountServiceAccountToken: false
+      terminationGracePeriodSeconds: 2
+      containers:
+        - name: app
+          image: %s
+          imagePullPolicy: Never
+          env:
+            - name: SECURITY_GROUP_ID
+              valueFrom:
+                secretKeyRef: {name: app-infra-outputs, key: security_group_id}
+            - name: DSN_FILE
+              value: /etc/infra/dsn
+            - name: CLOUD_ENDPOINT
+              value: %q
+          volumeMounts:
+            - {name: infra, mountPath: /etc/infra, readOnly: true}
+          securityContext:
+            readOnlyRootFilesystem: true
+            allowPrivilegeEscalation: false
+            capabilities: {drop: [ALL]}
+      volumes:
+        - name: infra
+          secret: {secretName: app-infra-outputs}
+`, image, cloudURL)
 }
 
 // appManifest is the app: its Deployment carries the security group id

@@ -30,9 +30,13 @@ func pushManifests(ctx context.Context, w *walk) error {
 		return err
 	}
 	w.repo = repo
+	app := appManifest
+	if n := w.opts.Node; n != nil {
+		app = nodeAppManifest(n.AppImage, w.opts.Env.CloudURL)
+	}
 	head, err := repo.CommitAndPush("demo: infrastructure and app", map[string]string{
-		infraPath: terraformManifest(10),
-		appPath:   appManifest,
+		infraPath: terraformManifest(10, w.opts.Node, w.opts.Env.CloudURL),
+		appPath:   app,
 	})
 	if err != nil {
 		return err
@@ -82,6 +86,9 @@ func createInfra(ctx context.Context, w *walk) error {
 }
 
 func createApp(ctx context.Context, w *walk) error {
+	if w.opts.Node != nil {
+		return createNodeApp(ctx, w)
+	}
 	if err := w.createKustomization(ctx, "app", "./demo/app", map[string]any{
 		"dependsOn": []any{map[string]any{"name": "infra"}},
 		"postBuild": map[string]any{"substituteFrom": []any{map[string]any{"kind": "Secret", "name": outputsSecret}}},
@@ -126,7 +133,7 @@ func approveFirstPlan(ctx context.Context, w *walk) error {
 }
 
 func pushChange(ctx context.Context, w *walk) error {
-	head, err := w.repo.CommitAndPush("demo: grow the database to 20 GB", map[string]string{infraPath: terraformManifest(20)})
+	head, err := w.repo.CommitAndPush("demo: grow the database to 20 GB", map[string]string{infraPath: terraformManifest(20, w.opts.Node, w.opts.Env.CloudURL)})
 	if err != nil {
 		return err
 	}
@@ -248,7 +255,7 @@ func (w *walk) checkSecret(ctx context.Context, sizeGB string) error {
 
 // checkApp checks that the app's Deployment carries the substituted outputs.
 func (w *walk) checkApp(ctx context.Context, sizeGB string) error {
-	return w.poll(ctx, "the app's Deployment carries the outputs", func() (bool, error) {
+	err := w.poll(ctx, "the app's Deployment carries the outputs", func() (bool, error) {
 		d := &appsv1.Deployment{}
 		if err := w.opts.Env.Client.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: "app"}, d); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -262,9 +269,17 @@ func (w *walk) checkApp(ctx context.Context, sizeGB string) error {
 		if !ok {
 			return false, w.requestReconcile(ctx, "app")
 		}
-		w.say("Deployment demo/app: security group %s, db size %s GB, DSN from Secret %s (no kubelet here: the Deployment runs no Pods)", w.sgID, sizeGB, outputsSecret)
+		if w.opts.Node == nil {
+			w.say("Deployment demo/app: security group %s, db size %s GB, DSN from Secret %s (no kubelet here: the Deployment runs no Pods)", w.sgID, sizeGB, outputsSecret)
+			return true, nil
+		}
+		w.say("Deployment demo/app: security group %s, db size %s GB (substituted by Flux)", w.sgID, sizeGB)
 		return true, nil
 	})
+	if err != nil || w.opts.Node == nil {
+		return err
+	}
+	return w.checkAppPod(ctx)
 }
 
 // poll checks cond every second until it holds, fails, or ctx ends.
