@@ -175,7 +175,7 @@ func (p *platform) deleteSecurityGroupsNamed(t *testing.T, name string) {
 	}
 }
 
-// eventsOf returns the messages of the object's events with reason.
+// eventsOf returns the messages of this object's events with reason.
 func (e *env) eventsOf(t *testing.T, tf *infrav1.Terraform, reason string) []string {
 	t.Helper()
 	var events corev1.EventList
@@ -184,7 +184,8 @@ func (e *env) eventsOf(t *testing.T, tf *infrav1.Terraform, reason string) []str
 	}
 	var out []string
 	for _, ev := range events.Items {
-		if ev.InvolvedObject.Kind == infrav1.TerraformKind && ev.InvolvedObject.Name == tf.Name && ev.Reason == reason {
+		// By UID: events of an earlier object of the same name linger.
+		if ev.InvolvedObject.Kind == infrav1.TerraformKind && ev.InvolvedObject.UID == tf.UID && ev.Reason == reason {
 			out = append(out, ev.Message)
 		}
 	}

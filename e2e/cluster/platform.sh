@@ -70,7 +70,7 @@ fi
 # landform.git holds the checkout's modules/ (the walkthrough of `make
 # demo-cluster` pushes its manifests to it); the suite seeds its own.
 rm -rf "$platform_dir/seed" && mkdir -p "$platform_dir/seed" && cp -r "$root/modules" "$platform_dir/seed/"
-find "$platform_dir/seed" -name .terraform -prune -exec rm -rf {} + -o -name '.terraform.lock.hcl' -delete
+find "$platform_dir/seed" -name .terraform -type d -prune -exec rm -rf {} +
 launch e2e-gitserver "http://$ip:$git_port/" --listen="$ip:$git_port" --root="$platform_dir/git" --allow-push \
 	--seed="landform=$platform_dir/seed"
 launch landform-cloud "http://$ip:$cloud_port/v1/databases" --listen="$ip:$cloud_port"

@@ -255,12 +255,18 @@ func (e *env) waitForTerraform(t *testing.T, tf *infrav1.Terraform, what string,
 	return cur
 }
 
-// ready returns the Ready condition, if the object's status is current.
+// ready returns the Ready condition, if it speaks of the current
+// generation. (A failure being retried leaves status.observedGeneration
+// behind, as kstatus wants, but its condition is current.)
 func ready(tf *infrav1.Terraform) *metav1.Condition {
-	if tf.Status.ObservedGeneration != tf.Generation {
+	c := apimeta.FindStatusCondition(tf.Status.Conditions, meta.ReadyCondition)
+	if c == nil || c.ObservedGeneration != tf.Generation {
 		return nil
 	}
-	return apimeta.FindStatusCondition(tf.Status.Conditions, meta.ReadyCondition)
+	if c.Status == metav1.ConditionTrue && tf.Status.ObservedGeneration != tf.Generation {
+		return nil
+	}
+	return c
 }
 
 func describe(tf *infrav1.Terraform) string {

@@ -39,12 +39,12 @@ func tenantObject(ns, name, sourceNS string) *infrav1.Terraform {
 	return &infrav1.Terraform{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: infrav1.TerraformSpec{
-			SourceRef:     infrav1.SourceReference{Kind: sourcev1.GitRepositoryKind, Name: "tenancy", Namespace: sourceNS},
-			Path:          "./m",
-			Interval:      metav1.Duration{Duration: time.Hour},
-			RetryInterval: &metav1.Duration{Duration: 5 * time.Second},
-			ApprovePlan:   "auto",
-			Vars:          []infrav1.Variable{{Name: "tenant", Value: jsonValue(ns)}},
+			SourceRef:            infrav1.SourceReference{Kind: sourcev1.GitRepositoryKind, Name: "tenancy", Namespace: sourceNS},
+			Path:                 "./m",
+			Interval:             metav1.Duration{Duration: time.Hour},
+			RetryInterval:        &metav1.Duration{Duration: 5 * time.Second},
+			ApprovePlan:          "auto",
+			Vars:                 []infrav1.Variable{{Name: "tenant", Value: jsonValue(ns)}},
 			WriteOutputsToSecret: &infrav1.WriteOutputsToSecretSpec{Name: name + "-outputs"},
 		},
 	}
