@@ -76,6 +76,9 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *patc
 			return err
 		}
 	}
+	if err := r.deleteStateIdentity(ctx, obj); err != nil {
+		return err
+	}
 	controllerutil.RemoveFinalizer(obj, infrav1.Finalizer)
 	return nil
 }

@@ -21,9 +21,10 @@ import (
 // deletes the dependents before the owner and, here, before Landform's
 // finalizer has acted: whether the object was Orphan from the start or
 // switched to it later. With Delete, the counter-case, the outputs Secret,
-// the state and the resource go, in a background deletion. (Delete in a
-// foreground deletion does not finish yet: the collector deletes the state
-// ServiceAccount the destroy needs.) In every case a ConfigMap owned by the
+// the state and the resource go, in a background and in a foreground
+// deletion (where the collector deletes the object's state identity before
+// the destroy: Landform makes it again, unowned, and removes it once the
+// destroy is done). In every case a ConfigMap owned by the
 // same object is collected, so the collector was at work on this object's
 // dependents: the test cannot pass with a collector that does nothing.
 func TestOrphanSurvivesTheGarbageCollector(t *testing.T) {
@@ -44,6 +45,7 @@ func TestOrphanSurvivesTheGarbageCollector(t *testing.T) {
 		{name: "switched-background", policy: infrav1.DeletionPolicyOrphan, switched: true, propagation: background},
 		{name: "switched-foreground", policy: infrav1.DeletionPolicyOrphan, switched: true, propagation: foreground},
 		{name: "delete-background", policy: infrav1.DeletionPolicyDelete, propagation: background},
+		{name: "delete-foreground", policy: infrav1.DeletionPolicyDelete, propagation: foreground},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -110,6 +112,8 @@ func TestOrphanSurvivesTheGarbageCollector(t *testing.T) {
 				g.Expect(secretData(g, ns, outputs)).To(BeNil(), "the outputs Secret goes with the object")
 				g.Expect(secretData(g, ns, "tfstate-default-"+tc.name)).To(BeNil(), "the state goes")
 				g.Expect(readFile(path)).To(Equal("<missing>"), "the resource is destroyed")
+				g.Expect(k8sClient.Get(ctx, keyOf(ns, "landform-state-"+tc.name), &corev1.ServiceAccount{})).To(
+					WithTransform(apierrors.IsNotFound, BeTrue()), "the state identity is removed")
 				return
 			}
 			survives(g)

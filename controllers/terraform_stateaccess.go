@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -94,7 +95,7 @@ func (r *TerraformReconciler) ensureStateIdentity(ctx context.Context, obj *infr
 	secret := statelock.StateSecretName(obj.GetWorkspace(), obj.GetSecretSuffix())
 	lease := statelock.LeaseName(secret)
 	name := stateIdentityName(obj)
-	key := string(obj.UID) + "/" + secret
+	key := stateIdentityKey(obj)
 	if _, done := r.stateIdentities.Load(key); done {
 		return nil
 	}
@@ -102,12 +103,20 @@ func (r *TerraformReconciler) ensureStateIdentity(ctx context.Context, obj *infr
 	apply := func(o runtime.ApplyConfiguration) error {
 		return r.Client.Apply(ctx, o, client.FieldOwner(fieldOwner), client.ForceOwnership)
 	}
-	sa := corev1ac.ServiceAccount(name, obj.Namespace).WithLabels(labels).WithOwnerReferences(owned.Reference(obj)).
+	// Owned by the object while it lives, so that they go with it. Once it
+	// is being deleted, not: in a foreground deletion the garbage collector
+	// deletes an object's dependents before its finalizer is done, and the
+	// destroy needs this identity. deleteStateIdentity removes them then.
+	var refs []*metav1ac.OwnerReferenceApplyConfiguration
+	if obj.DeletionTimestamp.IsZero() {
+		refs = append(refs, owned.Reference(obj))
+	}
+	sa := corev1ac.ServiceAccount(name, obj.Namespace).WithLabels(labels).WithOwnerReferences(refs...).
 		WithAutomountServiceAccountToken(false)
 	if err := apply(sa); err != nil {
 		return err
 	}
-	role := rbacv1ac.Role(name, obj.Namespace).WithLabels(labels).WithOwnerReferences(owned.Reference(obj)).WithRules(
+	role := rbacv1ac.Role(name, obj.Namespace).WithLabels(labels).WithOwnerReferences(refs...).WithRules(
 		rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("secrets").WithResourceNames(secret).
 			WithVerbs("get", "list", "watch", "update", "patch"),
 		rbacv1ac.PolicyRule().WithAPIGroups("coordination.k8s.io").WithResources("leases").WithResourceNames(lease).
@@ -116,7 +125,7 @@ func (r *TerraformReconciler) ensureStateIdentity(ctx context.Context, obj *infr
 	if err := apply(role); err != nil {
 		return err
 	}
-	binding := rbacv1ac.RoleBinding(name, obj.Namespace).WithLabels(labels).WithOwnerReferences(owned.Reference(obj)).
+	binding := rbacv1ac.RoleBinding(name, obj.Namespace).WithLabels(labels).WithOwnerReferences(refs...).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(name)).
 		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(name).WithNamespace(obj.Namespace))
 	if err := apply(binding); err != nil {
@@ -141,10 +150,36 @@ func (r *TerraformReconciler) ensureStateIdentity(ctx context.Context, obj *infr
 	return nil
 }
 
+// stateIdentityKey names what ensureStateIdentity remembers: the object,
+// its state, and whether it is being deleted (the identity is applied once
+// more then, without owner references).
+func stateIdentityKey(obj *infrav1.Terraform) string {
+	key := string(obj.UID) + "/" + statelock.StateSecretName(obj.GetWorkspace(), obj.GetSecretSuffix())
+	if !obj.DeletionTimestamp.IsZero() {
+		key += "/deleting"
+	}
+	return key
+}
+
 // forgetStateIdentity makes the next run apply obj's state identity and
 // create its state Secret and Lease again.
 func (r *TerraformReconciler) forgetStateIdentity(obj *infrav1.Terraform) {
+	r.stateIdentities.Delete(stateIdentityKey(obj))
+}
+
+// deleteStateIdentity deletes obj's state ServiceAccount, Role and
+// RoleBinding when its deletion is done (they may have lost their owner
+// reference for the destroy).
+func (r *TerraformReconciler) deleteStateIdentity(ctx context.Context, obj *infrav1.Terraform) error {
+	meta := metav1.ObjectMeta{Namespace: obj.Namespace, Name: stateIdentityName(obj)}
+	for _, o := range []client.Object{&rbacv1.RoleBinding{ObjectMeta: meta}, &rbacv1.Role{ObjectMeta: meta}, &corev1.ServiceAccount{ObjectMeta: meta}} {
+		if err := r.Client.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+			return retry(infrav1.DestroyFailedReason, "deleting the state identity %T %s/%s: %v", o, meta.Namespace, meta.Name, err)
+		}
+	}
+	r.stateIdentities.Delete(stateIdentityKey(obj))
 	r.stateIdentities.Delete(string(obj.UID) + "/" + statelock.StateSecretName(obj.GetWorkspace(), obj.GetSecretSuffix()))
+	return nil
 }
 
 // deleteStateLease deletes the state's Lease with the state (deletionPolicy
