@@ -158,6 +158,9 @@ func (r *TerraformReconciler) collectDestroy(ctx context.Context, obj *infrav1.T
 		return r.runFailed(ctx, obj, run, h, infrav1.AppliedCondition, infrav1.DestroyFailedReason, infrav1.DestroyTimeoutReason)
 	}
 	markUnlocked(obj)
+	// Nothing is applied any more: should the clean-up after it fail and
+	// be retried, deletion must not destroy again (its state is gone).
+	obj.Status.LastAppliedRevision = ""
 	r.event(obj, run.Revision, corev1.EventTypeNormal, infrav1.DeletingReason, "destroyed the resources of revision %s", run.Revision)
 	return nil
 }

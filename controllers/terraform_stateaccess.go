@@ -35,9 +35,9 @@ import (
 // RBAC cannot name objects in create, so the controller creates the state
 // Secret (empty: the backend reads it as no state) and the Lease first.
 
-// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;create;patch
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;create;patch
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;create;patch;delete
 
 const (
 	// stateIdentityPrefix starts the names of an object's state

@@ -95,7 +95,7 @@ func can(t *testing.T, user string, groups []string, a access) bool {
 // an object's state identity — ServiceAccount, a Role naming only the state
 // Secret and Lease (RBAC lets nobody grant what they do not hold), its
 // RoleBinding, a token — and the state Secret and Lease. The identity may
-// then use its state and nothing else. (A real runner using it is
+// then use its state and nothing else. The controller may delete them all. (A real runner using it is
 // controllers' TestRunnersReachOnlyTheirOwnState.)
 func TestControllerCanSetUpStateIdentities(t *testing.T) {
 	const ns = "state-identity"
@@ -173,6 +173,14 @@ func TestControllerCanSetUpStateIdentities(t *testing.T) {
 	for _, a := range []access{{ns, "", "secrets", "list", ""}, {ns, "", "secrets", "create", ""}, {ns, "", "secrets", "delete", state}, {ns, "coordination.k8s.io", "leases", "create", ""}} {
 		if can(t, user, groups, a) {
 			t.Errorf("the state identity may %s %s %q", a.verb, a.resource, a.name)
+		}
+	}
+
+	// When the object's deletion is done, the controller removes the
+	// identity (it lost its owner reference for the destroy).
+	for i := len(objs) - 1; i >= 0; i-- {
+		if err := asController.Delete(ctx, objs[i]); err != nil {
+			t.Errorf("the controller deleting %T %s: %v", objs[i], objs[i].GetName(), err)
 		}
 	}
 }

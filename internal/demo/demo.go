@@ -65,7 +65,7 @@ func Run(ctx context.Context, o Options) error {
 	steps := []step{
 		{"push the demo's manifests to the dev git server", pushManifests},
 		{"infrastructure: a Flux Kustomization applies a Terraform object (database + security group, manual approval)", createInfra},
-		{"app: a Kustomization that dependsOn the infrastructure and substitutes its outputs", createApp},
+		{appTitle(o.Node), createApp},
 		{"approve the pending plan with `landform approve`", approveFirstPlan},
 		{"a change pushed to Git flows through to the cloud and the Secret", pushChange},
 		{"deletion destroys the cloud objects", deleteAll},
@@ -84,6 +84,13 @@ func Run(ctx context.Context, o Options) error {
 	}
 	fmt.Fprintf(o.Out, "\nThe walkthrough succeeded. To keep exploring, run `make dev` and follow what it prints.\n")
 	return nil
+}
+
+func appTitle(node *Node) string {
+	if node != nil {
+		return "app: a Kustomization applies the app at once; its Pod waits for the outputs Secret"
+	}
+	return "app: a Kustomization that dependsOn the infrastructure and substitutes its outputs"
 }
 
 // say prints one check or fact under the current step.
