@@ -59,6 +59,8 @@ var (
 	testKubeconfig string
 	// tofuPath is the engine the runners use.
 	tofuPath string
+	// runnerBinPath is the landform-runner binary.
+	runnerBinPath string
 )
 
 func TestMain(m *testing.M) {
@@ -128,7 +130,7 @@ func runSuite(m *testing.M) int {
 	if err != nil {
 		panic(err)
 	}
-	kubeClientset, testKubeconfig, tofuPath = kube, kubeconfig, engine
+	kubeClientset, testKubeconfig, tofuPath, runnerBinPath = kube, kubeconfig, engine, runnerBin
 	terraform := envOr("LANDFORM_TERRAFORM", filepath.Join(root, "bin", "terraform"))
 	localPlacer := func(engine, dir string) *placement.Local {
 		return &placement.Local{

@@ -60,6 +60,9 @@ type TerraformReconciler struct {
 	Now func() time.Time
 
 	runs *runTracker
+	// sourceKinds are the Flux source kinds the API server serves
+	// (terraform_sourcekinds.go).
+	sourceKinds *source.Served
 	// stateIdentities remembers which objects' state identities are in
 	// place (terraform_stateaccess.go).
 	stateIdentities sync.Map

@@ -133,6 +133,8 @@ func (r *TerraformReconciler) keptForDestroy(ctx context.Context, obj *infrav1.T
 		reason, gone = infrav1.SourceNotFoundReason, fmt.Sprintf("source %s is gone", src)
 	case errors.Is(srcErr, source.ErrSourceNotReady):
 		reason, gone = infrav1.SourceNotReadyReason, fmt.Sprintf("source %s has no artifact", src)
+	case errors.Is(srcErr, source.ErrKindNotServed):
+		reason, gone = infrav1.SourceKindNotServedReason, fmt.Sprintf("source %s cannot be read (%v)", src, srcErr)
 	}
 	k := obj.Status.LastAppliedArtifact
 	stalled := func(why string) error {

@@ -6,19 +6,22 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/predicates"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
+	ctrlsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/source"
 )
 
 const (
@@ -37,6 +40,9 @@ type Options struct {
 	// DrainTimeout is how long local runs may take to finish on shutdown
 	// before they are interrupted (--drain-timeout).
 	DrainTimeout time.Duration
+	// SourceDiscoveryInterval is how often the API server is asked which
+	// Flux source kinds it serves (DefaultSourceDiscoveryInterval).
+	SourceDiscoveryInterval time.Duration
 }
 
 // Defaults of Options.
@@ -46,7 +52,8 @@ const (
 )
 
 // SetupWithManager registers indexes and watches: the object itself (spec,
-// approval and reconcile-request annotations), its sources' new artifacts,
+// approval and reconcile-request annotations), its sources' new artifacts
+// (of the source kinds the API server serves: terraform_sourcekinds.go),
 // and the Terraform objects it depends on.
 func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	idx := mgr.GetFieldIndexer()
@@ -76,15 +83,31 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	if err := mgr.Add(r.runs); err != nil {
 		return fmt.Errorf("adding the run tracker: %w", err)
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("creating the discovery client: %w", err)
+	}
+	r.sourceKinds = &source.Served{}
+	kinds := &sourceKindWatcher{
+		served:    r.sourceKinds,
+		discovery: dc,
+		cache:     mgr.GetCache(),
+		reader:    mgr.GetClient(),
+		interval:  opts.SourceDiscoveryInterval,
+		log:       mgr.GetLogger().WithName("source-kinds"),
+		mapFor:    r.requestsForSource,
+		watched:   map[schema.GroupVersionKind]bool{},
+		wake:      make(chan event.GenericEvent, 64),
+	}
+	if kinds.interval <= 0 {
+		kinds.interval = DefaultSourceDiscoveryInterval
+	}
+	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.Terraform{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			predicate.AnnotationChangedPredicate{},
 			predicates.ReconcileRequestedPredicate{},
 		))).
-		Watches(&sourcev1.GitRepository{}, handler.EnqueueRequestsFromMapFunc(r.requestsForSource(sourcev1.GitRepositoryKind))).
-		Watches(&sourcev1.OCIRepository{}, handler.EnqueueRequestsFromMapFunc(r.requestsForSource(sourcev1.OCIRepositoryKind))).
-		Watches(&sourcev1.Bucket{}, handler.EnqueueRequestsFromMapFunc(r.requestsForSource(sourcev1.BucketKind))).
 		Watches(&infrav1.Terraform{}, handler.EnqueueRequestsFromMapFunc(r.requestsForDependents)).
 		// A varsFrom Secret or ConfigMap created or changed: its users plan
 		// with it (a Stalled VarsNotFound recovers). Metadata only: the
@@ -94,9 +117,19 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.requestsForVars("ConfigMap")),
 			builder.OnlyMetadata, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		// A run's progress and end bring its object back.
-		WatchesRawSource(source.Channel(r.runs.notify, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(ctrlsource.Channel(r.runs.notify, &handler.EnqueueRequestForObject{})).
+		// A source kind that became served wakes the objects using it.
+		WatchesRawSource(ctrlsource.Channel(kinds.wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)}).
-		Complete(r)
+		Build(r)
+	if err != nil {
+		return err
+	}
+	kinds.ctrl = c
+	if err := kinds.discover(ctx, false); err != nil {
+		return fmt.Errorf("discovering the Flux source kinds served: %w", err)
+	}
+	return mgr.Add(kinds)
 }
 
 func indexSource(o client.Object) []string {

@@ -54,10 +54,13 @@ func (r *TerraformReconciler) fetchArtifact(ctx context.Context, obj *infrav1.Te
 	ref := obj.Spec.SourceRef
 	ns := obj.GetSourceNamespace()
 	deleting := !obj.DeletionTimestamp.IsZero()
-	a, err = source.GetArtifact(ctx, r.Client, ref.Kind, ns, ref.Name)
+	a, err = source.GetArtifact(ctx, r.Client, r.sourceKinds, ref.Kind, ns, ref.Name)
 	switch {
-	case deleting && (errors.Is(err, source.ErrSourceNotFound) || errors.Is(err, source.ErrSourceNotReady)):
+	case deleting && (errors.Is(err, source.ErrSourceNotFound) || errors.Is(err, source.ErrSourceNotReady) || errors.Is(err, source.ErrKindNotServed)):
 		return r.keptForDestroy(ctx, obj, err)
+	case errors.Is(err, source.ErrKindNotServed):
+		// The watch on source kinds wakes the object when the kind appears.
+		return nil, "", "", stalling(infrav1.SourceKindNotServedReason, "%v", err)
 	case errors.Is(err, source.ErrSourceNotFound):
 		return nil, "", "", retry(infrav1.SourceNotFoundReason, "%v: create the %s or fix spec.sourceRef", err, ref.Kind)
 	case errors.Is(err, source.ErrSourceNotReady):

@@ -29,6 +29,9 @@ const (
 	DependencyNotReadyReason = "DependencyNotReady"
 	// SourceNotFoundReason: the source object does not exist.
 	SourceNotFoundReason = "SourceNotFound"
+	// SourceKindNotServedReason: the API server does not serve the source's
+	// kind (the Flux installed is too old, or lacks that kind).
+	SourceKindNotServedReason = "SourceKindNotServed"
 	// SourceNotReadyReason: the source has no artifact yet.
 	SourceNotReadyReason = "SourceNotReady"
 	// ArtifactFailedReason: the artifact could not be downloaded.

@@ -146,8 +146,9 @@ type TerraformSpec struct {
 // SourceReference names a Flux source.
 type SourceReference struct {
 	// APIVersion is accepted for compatibility with tofu-controller
-	// manifests and ignored: the controller always reads the source through
-	// source.toolkit.fluxcd.io/v1.
+	// manifests and ignored: the controller reads the source through
+	// source.toolkit.fluxcd.io/v1, or v1beta2 where the cluster serves the
+	// kind only at v1beta2 (Flux v2.0 to v2.5).
 	// +optional
 	APIVersion string `json:"apiVersion,omitempty"`
 

@@ -9,6 +9,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -37,30 +40,58 @@ type source interface {
 	GetConditions() []metav1.Condition
 }
 
-// newSource returns an empty object of kind. All three kinds are served as
-// source.toolkit.fluxcd.io/v1 by source-controller v1.9.
-func newSource(kind string) (source, error) {
-	switch kind {
-	case sourcev1.GitRepositoryKind:
-		return &sourcev1.GitRepository{}, nil
-	case sourcev1.OCIRepositoryKind:
-		return &sourcev1.OCIRepository{}, nil
-	case sourcev1.BucketKind:
-		return &sourcev1.Bucket{}, nil
-	default:
-		return nil, fmt.Errorf("unsupported source kind %q: use %s, %s or %s",
-			kind, sourcev1.GitRepositoryKind, sourcev1.OCIRepositoryKind, sourcev1.BucketKind)
+// newSource returns an empty object of gvk: the v1 types, or an
+// unstructured object for an older version (read from the API server, not
+// the cache), whose status is read as v1's: the artifact and conditions
+// have the same shape at v1beta2.
+func newSource(gvk schema.GroupVersionKind) client.Object {
+	if gvk.GroupVersion() == sourcev1.GroupVersion {
+		switch gvk.Kind {
+		case sourcev1.GitRepositoryKind:
+			return &sourcev1.GitRepository{}
+		case sourcev1.OCIRepositoryKind:
+			return &sourcev1.OCIRepository{}
+		case sourcev1.BucketKind:
+			return &sourcev1.Bucket{}
+		}
 	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
 }
 
-// GetArtifact reads the source object and returns the artifact it last
-// published. It fails with ErrSourceNotFound when the object does not exist
-// and ErrSourceNotReady when it has no artifact yet.
-func GetArtifact(ctx context.Context, c client.Reader, kind, namespace, name string) (*Artifact, error) {
-	obj, err := newSource(kind)
+// sourceStatus is what Landform reads of a source's status at any version.
+type sourceStatus struct {
+	Artifact   *meta.Artifact     `json:"artifact,omitempty"`
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+func statusOf(obj client.Object) (sourceStatus, error) {
+	switch o := obj.(type) {
+	case source:
+		return sourceStatus{Artifact: o.GetArtifact(), Conditions: o.GetConditions()}, nil
+	case *unstructured.Unstructured:
+		var st sourceStatus
+		raw, _, err := unstructured.NestedMap(o.Object, "status")
+		if err != nil {
+			return st, err
+		}
+		return st, runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st)
+	}
+	return sourceStatus{}, fmt.Errorf("unexpected source type %T", obj)
+}
+
+// GetArtifact reads the source object, at the version served says the API
+// server serves (v1 when served is nil), and returns the artifact it last
+// published. It fails with ErrKindNotServed when the API server does not
+// serve kind, ErrSourceNotFound when the object does not exist and
+// ErrSourceNotReady when it has no artifact yet.
+func GetArtifact(ctx context.Context, c client.Reader, served *Served, kind, namespace, name string) (*Artifact, error) {
+	gvk, err := served.Lookup(kind)
 	if err != nil {
 		return nil, err
 	}
+	obj := newSource(gvk)
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("%w: %s %s/%s does not exist; create it or fix spec.sourceRef",
@@ -68,10 +99,14 @@ func GetArtifact(ctx context.Context, c client.Reader, kind, namespace, name str
 		}
 		return nil, fmt.Errorf("reading %s %s/%s: %w", kind, namespace, name, err)
 	}
-	art := obj.GetArtifact()
+	st, err := statusOf(obj)
+	if err != nil {
+		return nil, fmt.Errorf("reading the status of %s %s/%s (%s): %w", kind, namespace, name, gvk.GroupVersion(), err)
+	}
+	art := st.Artifact
 	if art == nil || art.URL == "" || art.Digest == "" {
 		why := "it has no artifact yet"
-		if ready := apimeta.FindStatusCondition(obj.GetConditions(), meta.ReadyCondition); ready != nil && ready.Message != "" {
+		if ready := apimeta.FindStatusCondition(st.Conditions, meta.ReadyCondition); ready != nil && ready.Message != "" {
 			why += ": " + ready.Message
 		}
 		return nil, fmt.Errorf("%w: %s %s/%s: %s", ErrSourceNotReady, kind, namespace, name, why)

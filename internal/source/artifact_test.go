@@ -64,7 +64,7 @@ func TestGetArtifact(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.kind+"/"+tt.name, func(t *testing.T) {
-			got, err := GetArtifact(context.Background(), c, tt.kind, "flux-system", tt.name)
+			got, err := GetArtifact(context.Background(), c, nil, tt.kind, "flux-system", tt.name)
 			if tt.want != nil {
 				if err != nil {
 					t.Fatal(err)

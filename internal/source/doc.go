@@ -10,6 +10,8 @@ import "errors"
 var (
 	// ErrSourceNotFound: the source object does not exist.
 	ErrSourceNotFound = errors.New("source not found")
+	// ErrKindNotServed: the API server does not serve the source's kind.
+	ErrKindNotServed = errors.New("source kind not served")
 	// ErrSourceNotReady: the source has not published an artifact yet.
 	ErrSourceNotReady = errors.New("source not ready")
 	// ErrDigestMismatch: the downloaded bytes are not the advertised artifact.
