@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -341,7 +342,15 @@ func checkPodSecurityRestricted(t *testing.T, spec corev1.PodSpec) {
 	ensureNamespace(t, ns, map[string]string{"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"})
 	ctx := context.Background()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "controller-", Namespace: ns}, Spec: *spec.DeepCopy()}
-	if err := env.Client.Create(ctx, pod, client.DryRunAll); err != nil {
+	// The Priority admission plugin learns a PriorityClass created just
+	// before from its informer: retry while it has not yet.
+	deadline := time.Now().Add(10 * time.Second)
+	err := env.Client.Create(ctx, pod.DeepCopy(), client.DryRunAll)
+	for err != nil && strings.Contains(err.Error(), "no PriorityClass with name") && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		err = env.Client.Create(ctx, pod.DeepCopy(), client.DryRunAll)
+	}
+	if err != nil {
 		t.Errorf("the restricted Pod Security Standard refuses the controller Pod: %v", err)
 	}
 	weak := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "weak-", Namespace: ns}, Spec: *spec.DeepCopy()}
