@@ -31,6 +31,8 @@ FLUX_SOURCE_VERSION=v1.9.6
 FLUX_KUSTOMIZE_VERSION=v1.9.6
 # The newest helm-controller the proxy serves that builds with Go 1.26.
 FLUX_HELM_VERSION=v1.6.4
+# The newest notification-controller the proxy serves (v1.9.4-v1.9.6 refused).
+FLUX_NOTIFICATION_VERSION=v1.9.3
 HELM_VERSION=v3.21.4
 KUSTOMIZE_VERSION=v5.8.2
 KIND_VERSION=v0.33.0
@@ -198,6 +200,23 @@ tool_helm_controller() {
 	ln -sfn "$cache/$dir/crds" "$bin/flux-helm-crds"
 }
 
+# notification-controller, for alerts on Terraform objects in `landform dev`
+# and the e2e suite that checks them.
+tool_notification_controller() {
+	wrapper_build "notification-controller-$FLUX_NOTIFICATION_VERSION" notification-controller notification-controller github.com/fluxcd/notification-controller
+	local dir="flux-notification-crds-$FLUX_NOTIFICATION_VERSION"
+	if ! have "$dir" crds; then
+		log "fetching notification-controller $FLUX_NOTIFICATION_VERSION CRDs"
+		local src
+		src=$(cd "$root/hack/tools/notification-controller" && go mod download -json "github.com/fluxcd/notification-controller@$FLUX_NOTIFICATION_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+		mkdir -p "$cache/$dir.tmp/crds"
+		cp "$src"/config/crd/bases/*.yaml "$cache/$dir.tmp/crds/"
+		chmod -R u+w "$cache/$dir.tmp"
+		mv "$cache/$dir.tmp" "$cache/$dir"
+	fi
+	ln -sfn "$cache/$dir/crds" "$bin/flux-notification-crds"
+}
+
 # The ServiceMonitor CRD, so that the chart's optional ServiceMonitor is checked
 # against its real schema by the packaging tests.
 tool_monitoring_crds() {
@@ -217,7 +236,7 @@ tool_monitoring_crds() {
 # Fast tools first, so code generation works early; the engines, the API
 # server and the Flux controllers are the long builds and run one at a time
 # (2 cores, 2 GB peak each).
-tools=(controller_gen protoc flux_crds monitoring_crds helm kustomize etcd kube_apiserver kube_controller_manager tofu terraform source_controller kustomize_controller)
+tools=(controller_gen protoc flux_crds monitoring_crds helm kustomize etcd kube_apiserver kube_controller_manager tofu terraform source_controller kustomize_controller notification_controller)
 [ $# -gt 0 ] && tools=("$@")
 for t in "${tools[@]}"; do
 	"tool_${t//-/_}"
