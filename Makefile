@@ -69,10 +69,13 @@ test: tools generate-check vet build
 		go test -timeout $(TEST_TIMEOUT) -count=1 ./...
 	cd providers/landform && LANDFORM_TOFU=$(BIN)/tofu go test -count=1 ./...
 
-## bench: every Go benchmark (go test -bench); there is none yet, so it only builds and runs the tests' setup
-bench: build
-	KUBEBUILDER_ASSETS=$(BIN) LANDFORM_RUNNER_BIN=$(BIN)/landform-runner LANDFORM_TOFU=$(BIN)/tofu \
-		go test -run '^$$' -bench . -benchmem ./...
+BENCH_N ?= 20
+## bench: hack/bench on its own kube-apiserver and etcd with the real controller and local runners: one object
+## beside the raw engine, BENCH_N objects (default 20) on one GitRepository, a new revision, idle, restart;
+## writes docs/benchmarks.md and docs/benchmarks.json
+bench: tools build
+	KUBEBUILDER_ASSETS=$(BIN) BENCH_N=$(BENCH_N) go run ./hack/bench \
+		-controller $(BIN)/landform-controller -runner $(BIN)/landform-runner -tofu $(BIN)/tofu
 
 ## demo: start the embedded environment, walk through Landform's whole job, stop everything
 demo: tools build

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+// runSeen is one run seen starting on an object.
+type runSeen struct {
+	key    string
+	id     string
+	action string
+	drift  bool
+	at     time.Time
+}
+
+// tracker follows Terraform objects and Secrets through watches and keeps
+// when each object first settled at each revision, when each outputs
+// Secret appeared, and every run recorded in status.
+type tracker struct {
+	mu      sync.Mutex
+	changed chan struct{}
+	// settled[key][revision] is when the object was first seen Ready at
+	// its generation, with no run in flight, with revision applied.
+	settled map[string]map[string]time.Time
+	outputs map[string]time.Time // outputs Secret key -> first seen with both outputs
+	runIDs  map[string]bool
+	runs    []runSeen
+}
+
+func newTracker() *tracker {
+	return &tracker{
+		changed: make(chan struct{}),
+		settled: map[string]map[string]time.Time{},
+		outputs: map[string]time.Time{},
+		runIDs:  map[string]bool{},
+	}
+}
+
+// start watches Terraform objects and Secrets in every namespace until ctx
+// ends, re-watching from the last resource version when a watch closes.
+func (t *tracker) start(ctx context.Context, c client.WithWatch) {
+	go t.follow(ctx, c, &infrav1.TerraformList{}, func(o client.Object) { t.terraform(o.(*infrav1.Terraform)) })
+	go t.follow(ctx, c, &corev1.SecretList{}, func(o client.Object) { t.secret(o.(*corev1.Secret)) })
+}
+
+func (t *tracker) follow(ctx context.Context, c client.WithWatch, list client.ObjectList, handle func(client.Object)) {
+	rv := ""
+	for ctx.Err() == nil {
+		w, err := c.Watch(ctx, list, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
+		if err != nil {
+			rv = "" // expired: start again from a fresh list
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error {
+				rv = ""
+				break
+			}
+			o, ok := ev.Object.(client.Object)
+			if !ok {
+				continue
+			}
+			rv = o.GetResourceVersion()
+			if ev.Type == watch.Added || ev.Type == watch.Modified {
+				handle(o)
+			}
+		}
+		w.Stop()
+	}
+}
+
+func (t *tracker) notify() {
+	close(t.changed)
+	t.changed = make(chan struct{})
+}
+
+func (t *tracker) terraform(obj *infrav1.Terraform) {
+	now := time.Now()
+	key := obj.Namespace + "/" + obj.Name
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r := obj.Status.Run; r != nil && !t.runIDs[key+"/"+r.ID] {
+		t.runIDs[key+"/"+r.ID] = true
+		t.runs = append(t.runs, runSeen{key: key, id: r.ID, action: r.Action, drift: r.Drift, at: now})
+	}
+	if conditions.IsTrue(obj, meta.ReadyCondition) && obj.Status.ObservedGeneration == obj.Generation &&
+		obj.Status.Run == nil && obj.Status.LastAppliedRevision != "" {
+		if t.settled[key] == nil {
+			t.settled[key] = map[string]time.Time{}
+		}
+		if _, seen := t.settled[key][obj.Status.LastAppliedRevision]; !seen {
+			t.settled[key][obj.Status.LastAppliedRevision] = now
+		}
+	}
+	t.notify()
+}
+
+func (t *tracker) secret(s *corev1.Secret) {
+	if _, ok := s.Data["id"]; !ok {
+		return
+	}
+	if _, ok := s.Data["input"]; !ok {
+		return
+	}
+	key := s.Namespace + "/" + s.Name
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, seen := t.outputs[key]; !seen {
+		t.outputs[key] = time.Now()
+		t.notify()
+	}
+}
+
+// done is when the object key is settled at revision with its outputs
+// Secret written; false while it is not.
+func (t *tracker) done(key, revision string) (time.Time, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.doneLocked(key, revision)
+}
+
+func (t *tracker) doneLocked(key, revision string) (time.Time, bool) {
+	ready, ok := t.settled[key][revision]
+	if !ok {
+		return time.Time{}, false
+	}
+	out, ok := t.outputs[key+"-outputs"]
+	if !ok {
+		return time.Time{}, false
+	}
+	if out.After(ready) {
+		return out, true
+	}
+	return ready, true
+}
+
+// wait waits until every key is done at revision, and returns when each
+// was.
+func (t *tracker) wait(ctx context.Context, keys []string, revision string) (map[string]time.Time, error) {
+	for {
+		t.mu.Lock()
+		out := map[string]time.Time{}
+		for _, k := range keys {
+			if at, ok := t.doneLocked(k, revision); ok {
+				out[k] = at
+			}
+		}
+		ch := t.changed
+		t.mu.Unlock()
+		if len(out) == len(keys) {
+			return out, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return out, ctx.Err()
+		}
+	}
+}
+
+// runsSince returns the runs seen starting at or after since.
+func (t *tracker) runsSince(since time.Time) []runSeen {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []runSeen
+	for _, r := range t.runs {
+		if !r.at.Before(since) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
