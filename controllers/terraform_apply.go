@@ -32,7 +32,7 @@ func (r *TerraformReconciler) recordApply(ctx context.Context, obj *infrav1.Terr
 	}
 	// The outputs of this apply have not been written yet.
 	conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, infrav1.ProgressingReason, "writing outputs of plan %s", id)
-	r.event(obj, run.Revision, corev1.EventTypeNormal, infrav1.AppliedReason, "applied plan %s", id)
+	r.planEvent(obj, id, run.Revision, corev1.EventTypeNormal, infrav1.AppliedReason, "applied plan %s", id)
 	return r.writeOutputs(ctx, obj, outs)
 }
 

@@ -161,7 +161,7 @@ func (r *TerraformReconciler) collectDestroy(ctx context.Context, obj *infrav1.T
 	// Nothing is applied any more: should the clean-up after it fail and
 	// be retried, deletion must not destroy again (its state is gone).
 	obj.Status.LastAppliedRevision = ""
-	r.event(obj, run.Revision, corev1.EventTypeNormal, infrav1.DeletingReason, "destroyed the resources of revision %s", run.Revision)
+	r.planEvent(obj, run.Plan, run.Revision, corev1.EventTypeNormal, infrav1.DeletingReason, "destroyed the resources of revision %s", run.Revision)
 	return nil
 }
 
@@ -201,7 +201,7 @@ func (r *TerraformReconciler) runFailed(ctx context.Context, obj *infrav1.Terraf
 	}
 	reason := errorReason(ferr, failedReason)
 	conditions.MarkFalse(obj, condition, reason, "%s", ferr.Error())
-	r.event(obj, run.Revision, corev1.EventTypeWarning, reason, "%s run %s failed: %s", run.Action, run.ID, ferr.Error())
+	r.planEvent(obj, run.Plan, run.Revision, corev1.EventTypeWarning, reason, "%s run %s failed: %s", run.Action, run.ID, ferr.Error())
 	return ferr
 }
 

@@ -86,6 +86,17 @@ func pendingMessage(obj *infrav1.Terraform) string {
 	return msg
 }
 
+// pendingEventMessage is the PlanPending event's message: pendingMessage,
+// or for a destroy plan (deletion behind destroyApproval: manual) what
+// approving it does.
+func pendingEventMessage(obj *infrav1.Terraform) string {
+	if p := obj.Status.Plan; p != nil && p.IsDestroy {
+		return fmt.Sprintf("destroy plan %s (%s) waits for approval: annotate with %s=%s to destroy the resources",
+			p.Pending, planCounts(p), infrav1.ApproveAnnotation, p.Pending)
+	}
+	return pendingMessage(obj)
+}
+
 // planCounts is the short summary "+1 ~2 -0".
 func planCounts(p *infrav1.PlanStatus) string {
 	return fmt.Sprintf("+%d ~%d -%d", p.Add, p.Change, p.Destroy)

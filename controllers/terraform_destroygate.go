@@ -32,7 +32,7 @@ func (r *TerraformReconciler) gatedDestroy(ctx context.Context, patcher *patch.S
 	}
 	if p := obj.Status.Plan; stored != nil && p != nil && p.IsDestroy && p.ID == stored.ID && stored.InputsDigest == ws.inputsDigest {
 		if stored.Applied {
-			r.event(obj, ws.artifact.Revision, corev1.EventTypeNormal, infrav1.DeletingReason, "destroy plan %s applied: deleting the state", stored.ID)
+			r.planEvent(obj, stored.ID, ws.artifact.Revision, corev1.EventTypeNormal, infrav1.DeletingReason, "destroy plan %s applied: deleting the state", stored.ID)
 			return true, nil
 		}
 		if id := p.Pending; id != "" && (obj.GetAnnotations()[infrav1.ApproveAnnotation] == id || obj.Spec.ApprovePlan == id) {

@@ -2,35 +2,85 @@ package controllers
 
 import (
 	"errors"
+	"strconv"
 	"time"
 
+	eventv1 "github.com/fluxcd/pkg/apis/event/v1beta1"
 	"github.com/fluxcd/pkg/runtime/conditions"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/metrics"
 )
 
-// revisionAnnotation carries the source revision on events, as Flux does.
-const revisionAnnotation = "infra.landform.dev/revision"
+// ControllerName is the source of Landform's events: the Kubernetes event
+// source and the reportingController notification-controller sees.
+const ControllerName = "landform-controller"
 
-// event records a Kubernetes event annotated with the revision. Messages
-// never carry values: only ids, counts and names.
+// Event metadata keys. notification-controller forwards only metadata under
+// the object's API group, so every key is infra.landform.dev/<key>; the
+// revision is Flux's own key, which it also uses to tell repeated events
+// apart and which commit-status providers read.
+var (
+	revisionAnnotation = metadataKey(eventv1.MetaRevisionKey)
+	planAnnotation     = metadataKey("plan")
+	addAnnotation      = metadataKey("add")
+	changeAnnotation   = metadataKey("change")
+	destroyAnnotation  = metadataKey("destroy")
+	driftAnnotation    = metadataKey("drift")
+)
+
+func metadataKey(k string) string { return infrav1.GroupVersion.Group + "/" + k }
+
+// event records an event, annotated with the revision and drift, on the
+// object (a Kubernetes event) and, with --events-addr, at
+// notification-controller. Messages never carry values: only ids, counts and
+// names (and errors redacted by the runner's redactor).
 func (r *TerraformReconciler) event(obj *infrav1.Terraform, revision, eventType, reason, format string, args ...any) {
+	r.planEvent(obj, "", revision, eventType, reason, format, args...)
+}
+
+// planEvent is event about plan id: it also carries the plan's id and, when
+// status summarises that plan, its +add ~change -destroy counts.
+func (r *TerraformReconciler) planEvent(obj *infrav1.Terraform, id, revision, eventType, reason, format string, args ...any) {
 	if r.EventRecorder == nil {
 		return
 	}
-	r.EventRecorder.AnnotatedEventf(obj, map[string]string{revisionAnnotation: revision}, eventType, reason, format, args...)
+	r.EventRecorder.AnnotatedEventf(obj, eventMetadata(obj, id, revision), eventType, reason, format, args...)
 }
 
-// recordMetrics updates the per-object gauges and the reconcile histogram.
+// eventMetadata is an event's metadata: names, ids, counts and booleans only.
+func eventMetadata(obj *infrav1.Terraform, id, revision string) map[string]string {
+	m := map[string]string{}
+	if revision != "" {
+		m[revisionAnnotation] = revision
+	}
+	if id != "" {
+		m[planAnnotation] = id
+		if p := obj.Status.Plan; p != nil && p.ID == id {
+			m[addAnnotation] = strconv.Itoa(int(p.Add))
+			m[changeAnnotation] = strconv.Itoa(int(p.Change))
+			m[destroyAnnotation] = strconv.Itoa(int(p.Destroy))
+		}
+	}
+	if c := conditions.Get(obj, infrav1.DriftedCondition); c != nil && c.Status != metav1.ConditionUnknown {
+		m[driftAnnotation] = strconv.FormatBool(c.Status == metav1.ConditionTrue)
+	}
+	return m
+}
+
+// recordMetrics updates the per-object gauges, the reconcile histogram and
+// Flux's gotk_reconcile_* series, at the end of every reconcile.
 func recordMetrics(obj *infrav1.Terraform, err error, d time.Duration) {
 	metrics.ObserveReconcile(outcome(err), d)
 	if !obj.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(obj, infrav1.Finalizer) {
 		metrics.ForgetObject(obj.Namespace, obj.Name)
+		metrics.ForgetFluxObject(infrav1.TerraformKind, obj.Namespace, obj.Name)
 		return
 	}
 	metrics.SetObjectState(obj.Namespace, obj.Name, obj.PendingPlan() != "", conditions.IsTrue(obj, infrav1.DriftedCondition))
+	metrics.RecordFluxReconcile(infrav1.TerraformKind, obj, obj.Spec.Suspend, time.Now().Add(-d))
 }
 
 // outcome names how a reconcile ended, for metrics.

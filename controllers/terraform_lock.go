@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/metrics"
 	"github.com/landform-dev/landform/internal/redact"
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/runner"
@@ -71,6 +72,7 @@ func (r *TerraformReconciler) releaseGoneLock(ctx context.Context, obj *infrav1.
 		return false, retry(infrav1.StateLockedReason, "releasing the state lock %s left by %s (%s): %v", info.ID, info.Who, why, err)
 	}
 	markUnlocked(obj)
+	metrics.CountLockRecovered()
 	ctrl.LoggerFrom(ctx).Info("released a state lock whose runner is gone", "lock", info.ID, "holder", info.Who, "why", why)
 	r.event(obj, obj.Status.LastAttemptedRevision, corev1.EventTypeWarning, infrav1.StateLockReleasedReason,
 		"released state lock %s held by %s: %s", info.ID, info.Who, why)

@@ -79,16 +79,30 @@ func (r *TerraformReconciler) recordPlan(ctx context.Context, obj *infrav1.Terra
 	case status.IsDrift:
 		conditions.MarkTrue(obj, infrav1.DriftedCondition, infrav1.DriftDetectedReason,
 			"drift detected: %s in %s", planCounts(status), strings.Join(status.Resources, ", "))
-		r.event(obj, rev, corev1.EventTypeWarning, infrav1.DriftDetectedReason, "drift detected by plan %s: %s", p.ID, planCounts(status))
+		r.planEvent(obj, p.ID, rev, corev1.EventTypeWarning, infrav1.DriftDetectedReason, "drift detected by plan %s: %s", p.ID, planCounts(status))
 	case drift:
 		conditions.MarkFalse(obj, infrav1.DriftedCondition, infrav1.NoDriftReason, "no drift at %s", now.UTC().Format("2006-01-02T15:04:05Z"))
 	}
 	if res.HasChanges {
-		r.event(obj, rev, corev1.EventTypeNormal, infrav1.PlannedWithChangesReason, "%s", summary)
+		r.planEvent(obj, p.ID, rev, corev1.EventTypeNormal, infrav1.PlannedWithChangesReason, "%s", summary)
 	} else {
-		r.event(obj, rev, corev1.EventTypeNormal, infrav1.PlannedNoChangesReason, "%s (no changes)", summary)
+		r.planEvent(obj, p.ID, rev, corev1.EventTypeNormal, infrav1.PlannedNoChangesReason, "%s (no changes)", summary)
+	}
+	if res.HasChanges && awaitsApproval(obj, p.ID) {
+		// The one event an approver needs: a plan waits for them.
+		r.planEvent(obj, p.ID, rev, corev1.EventTypeNormal, infrav1.PlanPendingReason, "%s", pendingEventMessage(obj))
 	}
 	return p, nil
+}
+
+// awaitsApproval reports whether plan id, just made, waits for a person.
+func awaitsApproval(obj *infrav1.Terraform, id string) bool {
+	if !obj.DeletionTimestamp.IsZero() {
+		// Deletion's destroy plan (destroyApproval: manual): only an
+		// approval naming it applies it.
+		return obj.GetAnnotations()[infrav1.ApproveAnnotation] != id && obj.Spec.ApprovePlan != id
+	}
+	return !approved(obj, id)
 }
 
 func capList(s []string, n int) []string {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/fluxcd/pkg/runtime/events"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,6 +36,7 @@ import (
 
 type flags struct {
 	metricsAddr, healthAddr string
+	eventsAddr              string
 	leaderElect             bool
 	concurrent              int
 	concurrentRuns          int
@@ -68,6 +70,7 @@ func main() {
 	var f flags
 	flag.StringVar(&f.metricsAddr, "metrics-addr", ":8080", "address of the Prometheus metrics endpoint")
 	flag.StringVar(&f.healthAddr, "health-addr", ":8081", "address of the health and readiness probes")
+	flag.StringVar(&f.eventsAddr, "events-addr", "", "notification-controller's event endpoint (http://notification-controller.flux-system.svc.cluster.local./ in a Flux installation): events go there as well as to Kubernetes, for Flux Alerts on Terraform objects (empty: Kubernetes events only)")
 	flag.BoolVar(&f.leaderElect, "leader-elect", false, "elect a leader so that only one replica reconciles")
 	flag.IntVar(&f.concurrent, "concurrent", 4, "Terraform objects reconciled in parallel (a reconcile only starts or inspects a run, so it is short)")
 	flag.IntVar(&f.concurrentRuns, "concurrent-runs", controllers.DefaultConcurrentRuns, "runs (plan, apply, destroy) in flight at once; more wait, approvals, requested reconciles, new objects and deletions ahead of drift checks")
@@ -150,9 +153,13 @@ func run(f flags) error {
 	}); err != nil {
 		return err
 	}
+	recorder, err := events.NewRecorder(mgr, ctrl.Log.WithName("events"), f.eventsAddr, controllers.ControllerName)
+	if err != nil {
+		return fmt.Errorf("--events-addr: %w", err)
+	}
 	r := &controllers.TerraformReconciler{
 		Client:        mgr.GetClient(),
-		EventRecorder: mgr.GetEventRecorderFor("landform-controller"),
+		EventRecorder: recorder,
 		Fetcher:       fetcher,
 		Plans:         planstore.Store{Client: mgr.GetClient()},
 		Placer:        placer,
