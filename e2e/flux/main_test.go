@@ -84,8 +84,8 @@ func run(m *testing.M) int {
 // missingTools names what `make tools build` should have put in dir.
 func missingTools(dir string) []string {
 	var missing []string
-	for _, t := range []string{"kube-apiserver", "etcd", "source-controller", "kustomize-controller",
-		"flux-crds", "flux-kustomize-crds", "tofu", "landform-runner"} {
+	for _, t := range []string{"kube-apiserver", "etcd", "source-controller", "kustomize-controller", "notification-controller",
+		"flux-crds", "flux-kustomize-crds", "flux-notification-crds", "tofu", "landform-runner"} {
 		if _, err := os.Stat(filepath.Join(dir, t)); err != nil {
 			missing = append(missing, t)
 		}

@@ -173,6 +173,7 @@ func TestChartAllFeatures(t *testing.T) {
 		"--drain-timeout=300s",
 		"--kept-artifact-max-size=8388608",
 		"--zap-log-level=debug",
+		"--events-addr=http://notification-controller.flux-system.svc.cluster.local./",
 		"--runner=pod",
 		"--runner-image=registry.example/landform-runner:v9.9.9-terraform",
 		"--keep-runner-pods",

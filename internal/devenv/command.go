@@ -156,6 +156,7 @@ func (e *Env) PrintNextSteps(w io.Writer, took time.Duration) {
 		{"landform get", "watch it plan and apply (Ready in a few seconds)"},
 		{"landform outputs hello", "its outputs, also in Secret hello-outputs"},
 		{"landform dev cloud ls", "what exists in the stand-in cloud"},
+		{"kubectl apply -f " + e.Alerts, "Flux alerts on Terraform objects: notifications in " + filepath.Join("logs", "alerts.log")},
 		{"git clone " + e.GitURL, "change or add modules and push: source-controller sees it within a minute"},
 	} {
 		fmt.Fprintf(bw, "  %-*s  # %s\n", nextStepWidth(e), r[0], r[1])
@@ -163,7 +164,7 @@ func (e *Env) PrintNextSteps(w io.Writer, took time.Duration) {
 }
 
 func nextStepWidth(e *Env) int {
-	return max(len("kubectl apply -f "+e.Samples), len("git clone "+e.GitURL))
+	return max(len("kubectl apply -f "+e.Samples), len("kubectl apply -f "+e.Alerts), len("git clone "+e.GitURL))
 }
 
 // redirectLibraryLogs sends what controller-runtime and client-go log

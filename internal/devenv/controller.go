@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/fluxcd/pkg/runtime/events"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -47,6 +48,10 @@ type ControllerOptions struct {
 	RunnerOutput io.Writer
 	// Concurrent is the number of objects reconciled in parallel; 4 when 0.
 	Concurrent int
+	// EventsAddr is notification-controller's event endpoint, as
+	// --events-addr: events go there as well as to Kubernetes. Empty:
+	// Kubernetes events only.
+	EventsAddr string
 	// Logger is the manager's logger.
 	Logger logr.Logger
 }
@@ -89,10 +94,14 @@ func NewLocalManager(ctx context.Context, cfg *rest.Config, o ControllerOptions)
 	if err != nil {
 		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
 	}
+	recorder, err := events.NewRecorder(mgr, o.Logger.WithName("events"), o.EventsAddr, controllers.ControllerName)
+	if err != nil {
+		return nil, fmt.Errorf("events address: %w", err)
+	}
 	r := &controllers.TerraformReconciler{
 		Leases:        kube.CoordinationV1().Leases,
 		Client:        mgr.GetClient(),
-		EventRecorder: mgr.GetEventRecorderFor("landform-controller"),
+		EventRecorder: recorder,
 		Fetcher:       source.NewFetcher(filepath.Join(o.WorkDir, "artifacts")),
 		Plans:         planstore.Store{Client: mgr.GetClient()},
 		Placer: &placement.Local{
@@ -148,6 +157,7 @@ func (s *starter) startController() (string, error) {
 		ProviderMirrors: []string{filepath.Join(s.StateDir, "providers")},
 		RunnerEnv:       env,
 		RunnerOutput:    runnerLog,
+		EventsAddr:      s.EventsURL,
 		Logger:          zap.New(zap.WriteTo(logFile)),
 	})
 	if err != nil {

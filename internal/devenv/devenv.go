@@ -1,8 +1,9 @@
 // Package devenv is `landform dev`: a complete local environment — etcd,
-// kube-apiserver and kube-controller-manager's garbage collector, the Landform and Flux CRDs, the real Flux source- and
-// kustomize-controller, a git server seeded with this repository's
-// modules/, the stand-in cloud and the Landform controller with local
-// runners — started from Go by Start and stopped, in reverse order, by
+// kube-apiserver and kube-controller-manager's garbage collector, the Landform and Flux CRDs, the real Flux source-,
+// kustomize- and notification-controller, a git server seeded with this repository's
+// modules/, the stand-in cloud, a webhook receiving Flux alerts and the
+// Landform controller with local runners, sending its events to
+// notification-controller — started from Go by Start and stopped, in reverse order, by
 // Stop. Its state lives in one directory, so a restart keeps the objects,
 // the git repositories and the cloud's contents.
 //
@@ -13,6 +14,7 @@
 //	env.json           URLs of the running environment (read by `landform dev cloud ls`)
 //	kubeconfig         admin access to the API server
 //	samples.yaml       config/samples adapted to the dev git server
+//	alerts.yaml        a Flux Provider and Alert on Terraform objects, delivering to logs/alerts.log
 //	terraform.rc       a CLI config using the provider mirror, for running tofu by hand
 //	etcd/              etcd's data
 //	git/               bare repositories (landform.git)
@@ -20,7 +22,7 @@
 //	providers/         the provider filesystem mirror runners read
 //	source-controller/ source-controller's artifact storage
 //	controller/        the Landform controller's artifact cache and runner directories
-//	logs/              one log per component (the previous run's as *.log.1)
+//	logs/              one log per component (the previous run's as *.log.1); alerts.log: the notifications received
 package devenv
 
 import (
@@ -48,8 +50,9 @@ type Options struct {
 	// provider mirror and cmd/runner the runner. Required.
 	RepoDir string
 	// ToolsDir holds kube-apiserver, etcd, source-controller,
-	// kustomize-controller, tofu and the Flux CRDs (flux-crds,
-	// flux-kustomize-crds), as `make tools` installs them. Default
+	// kustomize-controller, notification-controller, tofu and the Flux CRDs
+	// (flux-crds, flux-kustomize-crds, flux-notification-crds), as `make
+	// tools` installs them. Default
 	// RepoDir/bin.
 	ToolsDir string
 	// APIServerPort, GitPort and CloudPort choose the loopback ports of the
@@ -84,6 +87,13 @@ type Env struct {
 	CloudURL string
 	// Samples is a file of config/samples adapted to the dev git server.
 	Samples string
+	// EventsURL is notification-controller's event endpoint, where the
+	// Landform controller sends its events (its --events-addr).
+	EventsURL string
+	// AlertReceiverURL is a webhook that appends what it receives to
+	// logs/alerts.log; Alerts is a file of a generic Provider posting to it
+	// and an Alert on the Terraform objects of namespace default.
+	AlertReceiverURL, Alerts string
 	// Config and Client reach the API server as its admin.
 	Config *rest.Config
 	Client client.Client
@@ -136,6 +146,7 @@ func Start(ctx context.Context, o Options) (_ *Env, retErr error) {
 		StateDir:   state,
 		Kubeconfig: filepath.Join(state, "kubeconfig"),
 		Samples:    filepath.Join(state, "samples.yaml"),
+		Alerts:     filepath.Join(state, "alerts.yaml"),
 		progress:   progress,
 		failed:     make(chan error, 1),
 	}
@@ -165,6 +176,8 @@ func Start(ctx context.Context, o Options) (_ *Env, retErr error) {
 		{"runner binary", s.findRunner},
 		{"source-controller", s.startSourceController},
 		{"kustomize-controller", s.startKustomizeController},
+		{"notification-controller", s.startNotificationController},
+		{"alert receiver", s.startAlertReceiver},
 		{"landform controller", s.startController},
 		{"samples and env.json", s.writeFiles},
 	} {
@@ -263,6 +276,8 @@ type Info struct {
 	GitURL       string `json:"gitURL"`
 	CloudURL     string `json:"cloudURL"`
 	Samples      string `json:"samples"`
+	EventsURL    string `json:"eventsURL,omitempty"`
+	Alerts       string `json:"alerts,omitempty"`
 }
 
 // ReadInfo reads env.json of the state directory.

@@ -24,8 +24,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 )
@@ -80,6 +82,7 @@ func TestDevEnvironment(t *testing.T) {
 		"terraforms.infra.landform.dev",
 		"gitrepositories.source.toolkit.fluxcd.io",
 		"kustomizations.kustomize.toolkit.fluxcd.io",
+		"alerts.notification.toolkit.fluxcd.io",
 	} {
 		crd, err := crds.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
 		g.Expect(err).NotTo(HaveOccurred(), "CRD %s", name)
@@ -121,6 +124,16 @@ func TestDevEnvironment(t *testing.T) {
 	}, time.Minute, 250*time.Millisecond).Should(Succeed())
 	g.Expect(repo.Status.Artifact.URL).To(HavePrefix("http://127.0.0.1:"))
 
+	// alerts.yaml's Provider and Alert (on kind Terraform, which the
+	// environment's Alert CRD accepts) deliver to logs/alerts.log.
+	alerts, err := os.ReadFile(env.Alerts)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, doc := range strings.Split(string(alerts), "\n---\n") {
+		u := &unstructured.Unstructured{}
+		g.Expect(yaml.Unmarshal([]byte(doc), &u.Object)).To(Succeed())
+		g.Expect(c.Create(ctx, u)).To(Succeed(), "%s from %s", u.GetKind(), env.Alerts)
+	}
+
 	// The in-process controller applies modules/file from that artifact
 	// with a local runner, the engine and provider from the mirror.
 	target := filepath.Join(t.TempDir(), "hello.txt")
@@ -151,6 +164,12 @@ func TestDevEnvironment(t *testing.T) {
 	var outputs corev1.Secret
 	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "hello-outputs"}, &outputs)).To(Succeed())
 	g.Expect(string(outputs.Data["path"])).To(Equal(target))
+	g.Eventually(func(g Gomega) {
+		b, err := os.ReadFile(filepath.Join(state, "logs", "alerts.log"))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(string(b)).To(ContainSubstring(`"reason":"Applied"`))
+		g.Expect(string(b)).To(ContainSubstring(`"name":"hello"`))
+	}, time.Minute, 500*time.Millisecond).Should(Succeed(), "notification-controller delivered the apply to the alert receiver")
 
 	// A second environment on the same state directory is refused, and
 	// says by whom.

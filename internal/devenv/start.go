@@ -17,6 +17,7 @@ import (
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -58,7 +59,8 @@ func (s *starter) logPath(name string) string { return filepath.Join(s.StateDir,
 // starts.
 func (s *starter) checkTools() (string, error) {
 	var missing []string
-	for _, t := range []string{"kube-apiserver", "etcd", "kube-controller-manager", "source-controller", "kustomize-controller", "flux-crds", "flux-kustomize-crds"} {
+	for _, t := range []string{"kube-apiserver", "etcd", "kube-controller-manager", "source-controller", "kustomize-controller",
+		"notification-controller", "flux-crds", "flux-kustomize-crds", "flux-notification-crds"} {
 		if _, err := os.Stat(filepath.Join(s.o.ToolsDir, t)); err != nil {
 			missing = append(missing, t)
 		}
@@ -129,7 +131,7 @@ func (s *starter) reservePorts() (string, error) {
 // again each time.
 func (s *starter) startControlPlane() (string, error) {
 	scheme := k8sruntime.NewScheme()
-	for _, add := range []func(*k8sruntime.Scheme) error{clientgoscheme.AddToScheme, infrav1.AddToScheme, sourcev1.AddToScheme} {
+	for _, add := range []func(*k8sruntime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, infrav1.AddToScheme, sourcev1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return "", err
 		}
@@ -160,6 +162,7 @@ func (s *starter) startControlPlane() (string, error) {
 			filepath.Join(s.o.RepoDir, "config", "crd", "bases"),
 			filepath.Join(s.o.ToolsDir, "flux-crds"),
 			filepath.Join(s.o.ToolsDir, "flux-kustomize-crds"),
+			filepath.Join(s.o.ToolsDir, "flux-notification-crds"),
 		},
 		ErrorIfCRDPathMissing:    true,
 		Scheme:                   scheme,
@@ -407,6 +410,9 @@ func (s *starter) writeFiles() (string, error) {
 	if err := os.WriteFile(s.Samples, []byte(samples), 0o644); err != nil {
 		return "", err
 	}
+	if err := os.WriteFile(s.Alerts, []byte(s.alertsYAML()), 0o644); err != nil {
+		return "", err
+	}
 	info, err := json.MarshalIndent(Info{
 		PID:          os.Getpid(),
 		Kubeconfig:   s.Kubeconfig,
@@ -414,6 +420,8 @@ func (s *starter) writeFiles() (string, error) {
 		GitURL:       s.GitURL,
 		CloudURL:     s.CloudURL,
 		Samples:      s.Samples,
+		EventsURL:    s.EventsURL,
+		Alerts:       s.Alerts,
 	}, "", "  ")
 	if err != nil {
 		return "", err
@@ -421,7 +429,7 @@ func (s *starter) writeFiles() (string, error) {
 	if err := os.WriteFile(filepath.Join(s.StateDir, "env.json"), append(info, '\n'), 0o644); err != nil {
 		return "", err
 	}
-	return s.Samples, nil
+	return s.Samples + ", " + s.Alerts, nil
 }
 
 func fileExists(p string) bool {
