@@ -59,7 +59,7 @@ func TestFluxMetricsForATerraformObject(t *testing.T) {
 // object's API group (notification-controller forwards nothing else).
 func TestEventMetadata(t *testing.T) {
 	withPlan := &infrav1.Terraform{Status: infrav1.TerraformStatus{
-		Plan: &infrav1.PlanStatus{ID: "plan-a", Add: 1, Change: 2, Destroy: 3},
+		Plan:       &infrav1.PlanStatus{ID: "plan-a", Add: 1, Change: 2, Destroy: 3},
 		Conditions: []metav1.Condition{{Type: infrav1.DriftedCondition, Status: metav1.ConditionTrue}},
 	}}
 	for _, c := range []struct {

@@ -114,7 +114,7 @@ func TestAlertsReachAFluxProvider(t *testing.T) {
 	repair := drift.Metadata["plan"]
 	g.Expect(repair).NotTo(BeEmpty())
 	g.Expect(drift.Message).To(ContainSubstring(repair))
-	g.Expect(drift.Metadata["add"] + drift.Metadata["change"]).NotTo(Equal("00"), "the drift plan changes something")
+	g.Expect(drift.Metadata["add"]+drift.Metadata["change"]).NotTo(Equal("00"), "the drift plan changes something")
 	s.approve(tf.Name, repair)
 	hook.expect(t, "drift repaired", func(e eventv1.Event) bool {
 		return e.Reason == infrav1.AppliedReason && e.Metadata["plan"] == repair &&
