@@ -147,18 +147,29 @@ tool_kustomize() { go_install "kustomize-$KUSTOMIZE_VERSION" kustomize "sigs.k8s
 # Optional (e2e/kind only): kind installs anywhere but needs a Docker engine.
 tool_kind() { go_install "kind-$KIND_VERSION" kind "sigs.k8s.io/kind@$KIND_VERSION"; }
 
-tool_flux_crds() {
-	local dir="flux-source-crds-$FLUX_SOURCE_VERSION"
+# module_files DIR WRAPPER MODULE@VERSION LINK FILE...: copies FILEs (paths
+# in the module, globs allowed) of a module the proxy serves into the cache
+# as DIR/crds, once, and links that directory as bin/LINK. WRAPPER is the
+# hack/tools module whose go.sum vouches for it.
+module_files() {
+	local dir=$1 wrapper=$2 mod=$3 link=$4 src f
+	shift 4
 	if ! have "$dir" crds; then
-		log "fetching source-controller $FLUX_SOURCE_VERSION CRDs"
-		local src
-		src=$(cd "$root/hack/tools/tofu" && go mod download -json "github.com/fluxcd/source-controller@$FLUX_SOURCE_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+		log "fetching files of $mod"
+		src=$(cd "$root/hack/tools/$wrapper" && go mod download -json "$mod" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
 		mkdir -p "$cache/$dir.tmp/crds"
-		cp "$src"/config/crd/bases/*.yaml "$cache/$dir.tmp/crds/"
+		for f in "$@"; do
+			# shellcheck disable=SC2086 # f may be a glob
+			cp "$src"/$f "$cache/$dir.tmp/crds/"
+		done
 		chmod -R u+w "$cache/$dir.tmp"
 		mv "$cache/$dir.tmp" "$cache/$dir"
 	fi
-	ln -sfn "$cache/$dir/crds" "$bin/flux-crds"
+	ln -sfn "$cache/$dir/crds" "$bin/$link"
+}
+
+tool_flux_crds() {
+	module_files "flux-source-crds-$FLUX_SOURCE_VERSION" tofu "github.com/fluxcd/source-controller@$FLUX_SOURCE_VERSION" flux-crds 'config/crd/bases/*.yaml'
 }
 
 # Flux's real controllers, for `landform dev` and the e2e suites. Both need
@@ -170,67 +181,28 @@ tool_source_controller() {
 
 tool_kustomize_controller() {
 	wrapper_build "kustomize-controller-$FLUX_KUSTOMIZE_VERSION" kustomize-controller kustomize-controller github.com/fluxcd/kustomize-controller
-	local dir="flux-kustomize-crds-$FLUX_KUSTOMIZE_VERSION"
-	if ! have "$dir" crds; then
-		log "fetching kustomize-controller $FLUX_KUSTOMIZE_VERSION CRDs"
-		local src
-		src=$(cd "$root/hack/tools/kustomize-controller" && go mod download -json "github.com/fluxcd/kustomize-controller@$FLUX_KUSTOMIZE_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
-		mkdir -p "$cache/$dir.tmp/crds"
-		cp "$src"/config/crd/bases/*.yaml "$cache/$dir.tmp/crds/"
-		chmod -R u+w "$cache/$dir.tmp"
-		mv "$cache/$dir.tmp" "$cache/$dir"
-	fi
-	ln -sfn "$cache/$dir/crds" "$bin/flux-kustomize-crds"
+	module_files "flux-kustomize-crds-$FLUX_KUSTOMIZE_VERSION" kustomize-controller "github.com/fluxcd/kustomize-controller@$FLUX_KUSTOMIZE_VERSION" flux-kustomize-crds 'config/crd/bases/*.yaml'
 }
 
 # helm-controller, for the real-cluster suite's HelmRelease scenario only
 # (CLUSTER_TOOLS in the Makefile): not in the default list.
 tool_helm_controller() {
 	wrapper_build "helm-controller-$FLUX_HELM_VERSION" helm-controller helm-controller github.com/fluxcd/helm-controller
-	local dir="flux-helm-crds-$FLUX_HELM_VERSION"
-	if ! have "$dir" crds; then
-		log "fetching helm-controller $FLUX_HELM_VERSION CRDs"
-		local src
-		src=$(cd "$root/hack/tools/helm-controller" && go mod download -json "github.com/fluxcd/helm-controller@$FLUX_HELM_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
-		mkdir -p "$cache/$dir.tmp/crds"
-		cp "$src"/config/crd/bases/*.yaml "$cache/$dir.tmp/crds/"
-		chmod -R u+w "$cache/$dir.tmp"
-		mv "$cache/$dir.tmp" "$cache/$dir"
-	fi
-	ln -sfn "$cache/$dir/crds" "$bin/flux-helm-crds"
+	module_files "flux-helm-crds-$FLUX_HELM_VERSION" helm-controller "github.com/fluxcd/helm-controller@$FLUX_HELM_VERSION" flux-helm-crds 'config/crd/bases/*.yaml'
 }
 
 # notification-controller, for alerts on Terraform objects in `landform dev`
 # and the e2e suite that checks them.
 tool_notification_controller() {
 	wrapper_build "notification-controller-$FLUX_NOTIFICATION_VERSION" notification-controller notification-controller github.com/fluxcd/notification-controller
-	local dir="flux-notification-crds-$FLUX_NOTIFICATION_VERSION"
-	if ! have "$dir" crds; then
-		log "fetching notification-controller $FLUX_NOTIFICATION_VERSION CRDs"
-		local src
-		src=$(cd "$root/hack/tools/notification-controller" && go mod download -json "github.com/fluxcd/notification-controller@$FLUX_NOTIFICATION_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
-		mkdir -p "$cache/$dir.tmp/crds"
-		cp "$src"/config/crd/bases/*.yaml "$cache/$dir.tmp/crds/"
-		chmod -R u+w "$cache/$dir.tmp"
-		mv "$cache/$dir.tmp" "$cache/$dir"
-	fi
-	ln -sfn "$cache/$dir/crds" "$bin/flux-notification-crds"
+	module_files "flux-notification-crds-$FLUX_NOTIFICATION_VERSION" notification-controller "github.com/fluxcd/notification-controller@$FLUX_NOTIFICATION_VERSION" flux-notification-crds 'config/crd/bases/*.yaml'
 }
 
 # The ServiceMonitor CRD, so that the chart's optional ServiceMonitor is checked
 # against its real schema by the packaging tests.
 tool_monitoring_crds() {
-	local dir="monitoring-crds-$PROMETHEUS_OPERATOR_VERSION"
-	if ! have "$dir" crds; then
-		log "fetching prometheus-operator $PROMETHEUS_OPERATOR_VERSION ServiceMonitor CRD"
-		local src
-		src=$(cd "$root/hack/tools/tofu" && go mod download -json "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
-		mkdir -p "$cache/$dir.tmp/crds"
-		cp "$src"/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml "$cache/$dir.tmp/crds/"
-		chmod -R u+w "$cache/$dir.tmp"
-		mv "$cache/$dir.tmp" "$cache/$dir"
-	fi
-	ln -sfn "$cache/$dir/crds" "$bin/monitoring-crds"
+	module_files "monitoring-crds-$PROMETHEUS_OPERATOR_VERSION" tofu "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" monitoring-crds \
+		example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml
 }
 
 # Fast tools first, so code generation works early; the engines, the API
