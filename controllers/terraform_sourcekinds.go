@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -83,15 +82,8 @@ func (w *sourceKindWatcher) discover(ctx context.Context, started bool) error {
 // the reconciler then reads from the cache), or only the metadata of an
 // older version (read from the API server when needed).
 func sourceObject(gvk schema.GroupVersionKind) client.Object {
-	if gvk.GroupVersion() == sourcev1.GroupVersion {
-		switch gvk.Kind {
-		case sourcev1.GitRepositoryKind:
-			return &sourcev1.GitRepository{}
-		case sourcev1.OCIRepositoryKind:
-			return &sourcev1.OCIRepository{}
-		case sourcev1.BucketKind:
-			return &sourcev1.Bucket{}
-		}
+	if obj := source.V1Object(gvk); obj != nil {
+		return obj
 	}
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(gvk)

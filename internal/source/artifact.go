@@ -40,20 +40,30 @@ type source interface {
 	GetConditions() []metav1.Condition
 }
 
+// V1Object returns an empty typed object of gvk when gvk is one of the
+// source kinds at v1, else nil.
+func V1Object(gvk schema.GroupVersionKind) client.Object {
+	if gvk.GroupVersion() != sourcev1.GroupVersion {
+		return nil
+	}
+	switch gvk.Kind {
+	case sourcev1.GitRepositoryKind:
+		return &sourcev1.GitRepository{}
+	case sourcev1.OCIRepositoryKind:
+		return &sourcev1.OCIRepository{}
+	case sourcev1.BucketKind:
+		return &sourcev1.Bucket{}
+	}
+	return nil
+}
+
 // newSource returns an empty object of gvk: the v1 types, or an
 // unstructured object for an older version (read from the API server, not
 // the cache), whose status is read as v1's: the artifact and conditions
 // have the same shape at v1beta2.
 func newSource(gvk schema.GroupVersionKind) client.Object {
-	if gvk.GroupVersion() == sourcev1.GroupVersion {
-		switch gvk.Kind {
-		case sourcev1.GitRepositoryKind:
-			return &sourcev1.GitRepository{}
-		case sourcev1.OCIRepositoryKind:
-			return &sourcev1.OCIRepository{}
-		case sourcev1.BucketKind:
-			return &sourcev1.Bucket{}
-		}
+	if obj := V1Object(gvk); obj != nil {
+		return obj
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
