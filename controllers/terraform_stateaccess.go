@@ -156,10 +156,12 @@ func (r *TerraformReconciler) ensureStateIdentity(ctx context.Context, obj *infr
 func stateIdentityKey(obj *infrav1.Terraform) string {
 	key := string(obj.UID) + "/" + statelock.StateSecretName(obj.GetWorkspace(), obj.GetSecretSuffix())
 	if !obj.DeletionTimestamp.IsZero() {
-		key += "/deleting"
+		key += deletingKeySuffix
 	}
 	return key
 }
+
+const deletingKeySuffix = "/deleting"
 
 // forgetStateIdentity makes the next run apply obj's state identity and
 // create its state Secret and Lease again.
@@ -177,8 +179,10 @@ func (r *TerraformReconciler) deleteStateIdentity(ctx context.Context, obj *infr
 			return retry(infrav1.DestroyFailedReason, "deleting the state identity %T %s/%s: %v", o, meta.Namespace, meta.Name, err)
 		}
 	}
-	r.stateIdentities.Delete(stateIdentityKey(obj))
-	r.stateIdentities.Delete(string(obj.UID) + "/" + statelock.StateSecretName(obj.GetWorkspace(), obj.GetSecretSuffix()))
+	// Both what was remembered while it lived and while it was deleted.
+	key := stateIdentityKey(obj)
+	r.stateIdentities.Delete(key)
+	r.stateIdentities.Delete(strings.TrimSuffix(key, deletingKeySuffix))
 	return nil
 }
 
