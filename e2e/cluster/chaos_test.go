@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -14,11 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/gitops"
 	"github.com/landform-dev/landform/internal/statelock"
 )
 
@@ -122,7 +120,7 @@ func (e *env) startSlowApply(t *testing.T, tf *infrav1.Terraform) (corev1.Pod, s
 	})
 	var lock *statelock.LockInfo
 	if err := e.poll(ctx, "the apply's runner to hold the state lock", func() (bool, string, error) {
-		l, err := statelock.Read(ctx, e.kube(t).CoordinationV1().Leases(e.ns), statelock.LeaseName("tfstate-default-"+tf.Name))
+		l, err := statelock.Read(ctx, e.kube.CoordinationV1().Leases(e.ns), statelock.LeaseName("tfstate-default-"+tf.Name))
 		lock = l
 		return l != nil, "not locked", err
 	}); err != nil {
@@ -192,15 +190,6 @@ func (e *env) eventsOf(t *testing.T, tf *infrav1.Terraform, reason string) []str
 	return out
 }
 
-func (e *env) kube(t *testing.T) kubernetes.Interface {
-	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv(envKubeconfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kubernetes.NewForConfigOrDie(cfg)
-}
-
 // A runner killed in the middle of an apply, in the two ways a real node
 // does it. Deleted with grace period 0, the Pod's container still gets
 // SIGTERM and the kubelet's minimum grace: the runner interrupts terraform,
@@ -248,7 +237,7 @@ func TestChaosRunnerKilledMidApply(t *testing.T) {
 			if n := p.securityGroupsNamed(t, tc.name); n != 1 {
 				t.Errorf("the cloud holds %d security groups named %s, want exactly 1", n, tc.name)
 			}
-			if l, err := statelock.Read(ctx, e.kube(t).CoordinationV1().Leases(e.ns), statelock.LeaseName("tfstate-default-"+tc.name)); err != nil || l != nil {
+			if l, err := statelock.Read(ctx, e.kube.CoordinationV1().Leases(e.ns), statelock.LeaseName("tfstate-default-"+tc.name)); err != nil || l != nil {
 				t.Errorf("the state lock after convergence: %+v, %v; want none", l, err)
 			}
 			lost := e.eventsOf(t, cur, infrav1.RunLostReason)
@@ -332,7 +321,7 @@ func (e *env) waitControllerAvailable(t *testing.T) {
 			return false, "", err
 		}
 		for _, p := range pods.Items {
-			if p.DeletionTimestamp == nil && podReady(&p) {
+			if p.DeletionTimestamp == nil && gitops.PodReady(&p) {
 				return true, "", nil
 			}
 		}

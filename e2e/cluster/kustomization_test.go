@@ -148,7 +148,7 @@ func TestKustomizationPattern(t *testing.T) {
 		t.Errorf("the Deployment's db-size annotation is %q, want 20GB substituted from the outputs", got)
 	}
 	pod := e.appPod(t, "kapp", "running and ready", func(pod *corev1.Pod) (bool, string) {
-		return podReady(pod), podState(pod)
+		return gitops.PodReady(pod), podState(pod)
 	})
 	log := e.podLog(t, pod)
 	t.Logf("the app Pod %s runs; its log:\n%s", pod.Name, log)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -103,19 +102,6 @@ func write(t *testing.T, path, content string) {
 	}
 }
 
-// push commits files to the repository at url, as a user pushing to Git.
-func push(t *testing.T, url, message string, files map[string]string) {
-	t.Helper()
-	w, err := gitops.Clone(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Remove()
-	if _, err := w.CommitAndPush(message, files); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // fluxGitRepository creates a GitRepository that the real source-controller
 // clones, and waits until it has an artifact.
 func (e *env) fluxGitRepository(t *testing.T, ns, name, url string) *sourcev1.GitRepository {
@@ -200,55 +186,17 @@ func (e *env) appPod(t *testing.T, name, what string, check func(*corev1.Pod) (b
 	return pod
 }
 
-// waitingReason is the app container's waiting reason ("" when not waiting).
-func waitingReason(pod *corev1.Pod) string {
-	for _, s := range pod.Status.ContainerStatuses {
-		if s.State.Waiting != nil {
-			return s.State.Waiting.Reason
-		}
-	}
-	if pod.Status.Phase == corev1.PodPending {
-		return "Pending"
-	}
-	return ""
-}
-
 func podState(pod *corev1.Pod) string {
-	return fmt.Sprintf("phase %s, waiting %q, ready %v", pod.Status.Phase, waitingReason(pod), podReady(pod))
+	return fmt.Sprintf("phase %s, waiting %q, ready %v", pod.Status.Phase, gitops.WaitingReason(pod), gitops.PodReady(pod))
 }
 
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// mountFailedFor reports whether the kubelet said it cannot mount the
-// Secret secret into pod (the event the user sees in `kubectl describe`).
-func (e *env) mountFailedFor(pod *corev1.Pod, secret string) (bool, string) {
-	var events corev1.EventList
-	if err := e.client.List(context.Background(), &events, client.InNamespace(pod.Namespace)); err != nil {
-		return false, err.Error()
-	}
-	for _, ev := range events.Items {
-		if ev.InvolvedObject.UID == pod.UID && ev.Reason == "FailedMount" && strings.Contains(ev.Message, `secret "`+secret+`" not found`) {
-			return true, ev.Message
-		}
-	}
-	return false, "no FailedMount event naming the Secret yet"
-}
-
-// podLog returns the log of the Pod's container, through kubectl (the
-// controller-runtime client has no log subresource).
+// podLog returns the log of the Pod's container (the controller-runtime
+// client has no log subresource).
 func (e *env) podLog(t *testing.T, pod *corev1.Pod) string {
 	t.Helper()
-	out, err := exec.Command(filepath.Join(repoRoot(), "bin", "kubectl"), "--kubeconfig", os.Getenv(envKubeconfig),
-		"-n", pod.Namespace, "logs", pod.Name).CombinedOutput()
+	out, err := e.kube.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(context.Background())
 	if err != nil {
-		t.Fatalf("kubectl logs %s: %v: %s", pod.Name, err, out)
+		t.Fatalf("the log of %s: %v", pod.Name, err)
 	}
 	return string(out)
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/gitops"
 )
 
 // The seeds' chart: a Terraform object (the app's database and security
@@ -143,10 +144,14 @@ func TestSeedsHelmRelease(t *testing.T) {
 	// unable to mount the Secret, which does not exist.
 	secretName := release + "-infra"
 	pod := e.appPod(t, release+"-app", "waiting for the outputs Secret", func(pod *corev1.Pod) (bool, string) {
-		if waitingReason(pod) != "ContainerCreating" {
+		if gitops.WaitingReason(pod) != "ContainerCreating" {
 			return false, podState(pod)
 		}
-		return e.mountFailedFor(pod, secretName)
+		msg, err := gitops.SecretMountFailure(ctx, e.client, pod, secretName)
+		if err != nil {
+			return false, err.Error()
+		}
+		return msg != "", "no FailedMount event naming the Secret yet"
 	})
 	if err := e.client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: secretName}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the outputs Secret while the app waits: %v, want NotFound", err)
@@ -169,7 +174,7 @@ func TestSeedsHelmRelease(t *testing.T) {
 
 	// The app starts with the Secret.
 	pod = e.appPod(t, release+"-app", "running and ready", func(pod *corev1.Pod) (bool, string) {
-		return podReady(pod), podState(pod)
+		return gitops.PodReady(pod), podState(pod)
 	})
 	var out corev1.Secret
 	if err := e.client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: secretName}, &out); err != nil {

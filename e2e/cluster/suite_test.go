@@ -18,6 +18,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,6 +45,7 @@ const runnerSA = "landform-runner"
 // env is the cluster and what the suite set up in it.
 type env struct {
 	client       client.WithWatch
+	kube         kubernetes.Interface // for what client lacks: logs, typed Leases
 	ns           string
 	controllerNS string
 	node         *corev1.Node
@@ -94,12 +96,17 @@ func setup(kubeconfig string) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
 	timeout, err := time.ParseDuration(envOr(envTimeout, "5m"))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", envTimeout, err)
 	}
 	e := &env{
 		client:       c,
+		kube:         kube,
 		ns:           envOr(envNamespace, "e2e-cluster"),
 		controllerNS: envOr(envControllerNamespace, "landform-system"),
 		timeout:      timeout,

@@ -50,19 +50,19 @@ spec:
 	return m
 }
 
-// nodeAppManifest is the app on a real node: its Pod mounts the outputs
-// Secret (so it waits, ContainerCreating, until Landform writes it), takes
-// the security group id from it, and proves the DSN works by connecting to
-// the database (e2e/cluster/app). The annotations are substituted by Flux
-// as in appManifest.
-func nodeAppManifest(image, cloudURL string) string {
-	return fmt.Sprintf(`apiVersion: apps/v1
+// appDeployment is the app's Deployment, with podSpec (indented as the
+// Pod template's spec) for its Pods: its annotations carry the security
+// group id and the database size, substituted by Flux from the outputs
+// Secret.
+func appDeployment(podSpec string) string {
+	return `apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: app
   namespace: demo
   annotations:
     landform.dev/security-group: "${security_group_id}"
+    # Flux substitutes into the rendered YAML: keep the value a string.
     landform.dev/db-size: "${db_size_gb}GB"
 spec:
   replicas: 1
@@ -72,7 +72,27 @@ spec:
     metadata:
       labels: {app: app}
     spec:
-      automountServiceAccountToken: false
+` + podSpec
+}
+
+// appManifest is the app in the dev environment: its Pod would take the
+// DSN from the outputs Secret. There is no kubelet there: the Deployment
+// exists as an object but runs no Pods.
+var appManifest = appDeployment(`      containers:
+        - name: app
+          image: registry.invalid/app:1
+          env:
+            - name: DATABASE_DSN
+              valueFrom:
+                secretKeyRef: {name: app-infra-outputs, key: dsn}
+`)
+
+// nodeAppManifest is the app on a real node: its Pod mounts the outputs
+// Secret (so it waits, ContainerCreating, until Landform writes it), takes
+// the security group id from it, and proves the DSN works by connecting to
+// the database (e2e/cluster/app).
+func nodeAppManifest(image, cloudURL string) string {
+	return appDeployment(fmt.Sprintf(`      automountServiceAccountToken: false
       terminationGracePeriodSeconds: 2
       containers:
         - name: app
@@ -95,35 +115,5 @@ spec:
       volumes:
         - name: infra
           secret: {secretName: app-infra-outputs}
-`, image, cloudURL)
+`, image, cloudURL))
 }
-
-// appManifest is the app: its Deployment carries the security group id
-// (substituted by Flux from the outputs Secret) and mounts the DSN from it.
-// There is no kubelet in the dev environment: the Deployment exists as an
-// object but runs no Pods.
-const appManifest = `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: app
-  namespace: demo
-  annotations:
-    landform.dev/security-group: "${security_group_id}"
-    # Flux substitutes into the rendered YAML: keep the value a string.
-    landform.dev/db-size: "${db_size_gb}GB"
-spec:
-  replicas: 1
-  selector:
-    matchLabels: {app: app}
-  template:
-    metadata:
-      labels: {app: app}
-    spec:
-      containers:
-        - name: app
-          image: registry.invalid/app:1
-          env:
-            - name: DATABASE_DSN
-              valueFrom:
-                secretKeyRef: {name: app-infra-outputs, key: dsn}
-`

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/landform-dev/landform/internal/gitops"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,25 +23,20 @@ func createNodeApp(ctx context.Context, w *walk) error {
 	}
 	w.say("Kustomization demo/app applies the app at once; its Pod mounts Secret %s", outputsSecret)
 	var waiting *corev1.Pod
+	var msg string
 	err := w.poll(ctx, "the app's Pod waits for the Secret", func() (bool, error) {
 		pod, err := w.appPod(ctx)
-		if err != nil || pod == nil {
+		if err != nil || pod == nil || gitops.WaitingReason(pod) != "ContainerCreating" {
 			return false, err
 		}
-		if !containerCreating(pod) {
-			return false, nil
-		}
-		msg, err := w.mountFailure(ctx, pod)
-		if msg != "" {
-			waiting = pod
-		}
+		waiting = pod
+		msg, err = gitops.SecretMountFailure(ctx, w.opts.Env.Client, pod, outputsSecret)
 		return msg != "", err
 	})
 	if err != nil {
 		return err
 	}
-	msg, _ := w.mountFailure(ctx, waiting)
-	w.say("Pod demo/%s waits: ContainerCreating (%s)", waiting.Name, msg)
+	w.say("Pod demo/%s waits: ContainerCreating (FailedMount: %s)", waiting.Name, msg)
 	return nil
 }
 
@@ -62,31 +58,6 @@ func (w *walk) appPod(ctx context.Context) (*corev1.Pod, error) {
 	return &live[0], nil
 }
 
-func containerCreating(pod *corev1.Pod) bool {
-	for _, s := range pod.Status.ContainerStatuses {
-		if s.State.Waiting != nil && s.State.Waiting.Reason == "ContainerCreating" {
-			return true
-		}
-	}
-	return false
-}
-
-// mountFailure is the kubelet's FailedMount event naming the outputs
-// Secret for pod, or "".
-func (w *walk) mountFailure(ctx context.Context, pod *corev1.Pod) (string, error) {
-	var events corev1.EventList
-	if err := w.opts.Env.Client.List(ctx, &events, client.InNamespace(Namespace)); err != nil {
-		return "", err
-	}
-	want := `secret "` + outputsSecret + `" not found`
-	for _, ev := range events.Items {
-		if ev.InvolvedObject.UID == pod.UID && ev.Reason == "FailedMount" && strings.Contains(ev.Message, want) {
-			return "FailedMount: " + want, nil
-		}
-	}
-	return "", nil
-}
-
 // checkAppPod waits for the app's Pod to run and checks its log: the
 // security group from the Secret, and a database connection made with the
 // DSN's credentials.
@@ -99,7 +70,7 @@ func (w *walk) checkAppPod(ctx context.Context) error {
 	var log string
 	err = w.poll(ctx, "the app's Pod runs with the security group and reaches its database", func() (bool, error) {
 		var err error
-		if pod, err = w.appPod(ctx); err != nil || pod == nil || !podReady(pod) {
+		if pod, err = w.appPod(ctx); err != nil || pod == nil || !gitops.PodReady(pod) {
 			return false, err
 		}
 		raw, err := kube.CoreV1().Pods(Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
@@ -116,13 +87,4 @@ func (w *walk) checkAppPod(ctx context.Context) error {
 		w.say("Pod demo/%s | %s", pod.Name, line)
 	}
 	return nil
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
