@@ -27,13 +27,7 @@ finish() {
 }
 trap finish EXIT
 
-log "building the images and importing them into the cluster's containerd"
-hack/images/build.sh --version "${VERSION:-dev}" --address "$containerd_sock" pause controller runner runner-e2e e2e-app
-e2e/cluster/platform.sh
-set -a
-# shellcheck source=/dev/null # written by platform.sh
-source "$platform_env"
-set +a
+prepare_platform
 export KUBECONFIG=$kubeconfig
 "$bin/kubectl" create namespace demo
 log "installing Landform's chart (runner namespace demo)"

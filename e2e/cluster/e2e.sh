@@ -40,18 +40,8 @@ finish() {
 }
 trap finish EXIT
 
-log "building the images and importing them into the cluster's containerd"
-hack/images/build.sh --version "${VERSION:-dev}" --address "$containerd_sock" pause controller runner runner-e2e e2e-app
-
-# Flux's CRDs (the controller watches every source kind) and controllers,
-# the git server and the cloud.
-e2e/cluster/platform.sh
-kubectl wait --for=condition=Established crd/gitrepositories.source.toolkit.fluxcd.io crd/ocirepositories.source.toolkit.fluxcd.io \
-	crd/buckets.source.toolkit.fluxcd.io crd/kustomizations.kustomize.toolkit.fluxcd.io crd/helmreleases.helm.toolkit.fluxcd.io --timeout=60s >/dev/null
-set -a
-# shellcheck source=/dev/null # written by platform.sh
-source "$platform_env"
-set +a
+# The images; Flux's CRDs and controllers, the git server and the cloud.
+prepare_platform
 
 log "installing Landform's chart (runner namespace $ns)"
 kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null

@@ -82,6 +82,19 @@ running_components() {
 	return 0
 }
 
+# start NAME ARGS...: run bin/NAME (or NAME) detached from this script's
+# session, PID in $pids/NAME.pid, output in $logs/NAME.log.
+start() {
+	local name=$1 exe
+	shift
+	exe=$bin/$name
+	[ -x "$exe" ] || exe=$(command -v "$name")
+	log "starting $name"
+	printf '\n=== %s %s\n' "$(date -Is)" "$name" >>"$logs/$name.log"
+	setsid "$exe" "$@" >>"$logs/$name.log" 2>&1 </dev/null &
+	echo $! >"$pids/$name.pid"
+}
+
 ctr_() { ctr --address "$containerd_sock" -n k8s.io "$@"; }
 
 # install_landform NAMESPACE...: Landform with its Helm chart and
@@ -98,4 +111,17 @@ install_landform() {
 		--set "runner.namespaces={$namespaces}" \
 		--set-string "podAnnotations.landform\.dev/image-digest=${digest//:/-}" \
 		--wait --timeout 5m
+}
+
+# prepare_platform: the images of `make images` built and imported into the
+# cluster's containerd, the platform started (e2e/cluster/platform.sh), and
+# its URLs (platform.env) exported.
+prepare_platform() {
+	log "building the images and importing them into the cluster's containerd"
+	"$root/hack/images/build.sh" --version "${VERSION:-dev}" --address "$containerd_sock" pause controller runner runner-e2e e2e-app
+	"$root/e2e/cluster/platform.sh"
+	set -a
+	# shellcheck source=/dev/null # written by platform.sh
+	source "$platform_env"
+	set +a
 }

@@ -32,6 +32,8 @@ mkdir -p "$platform_dir/storage" "$platform_dir/git" "$logs" "$pids"
 log "installing Flux's CRDs and the flux-system namespace"
 kubectl apply --server-side --force-conflicts -f "$bin/flux-crds/" -f "$bin/flux-kustomize-crds/" -f "$bin/flux-helm-crds/" >/dev/null
 kubectl create namespace flux-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+kubectl wait --for=condition=Established crd/gitrepositories.source.toolkit.fluxcd.io crd/ocirepositories.source.toolkit.fluxcd.io \
+	crd/buckets.source.toolkit.fluxcd.io crd/kustomizations.kustomize.toolkit.fluxcd.io crd/helmreleases.helm.toolkit.fluxcd.io --timeout=60s >/dev/null
 
 # launch NAME URL ARGS...: start bin/NAME unless it runs, then wait until
 # URL answers.
@@ -42,12 +44,8 @@ launch() {
 		log "$name runs already (pid $(pid_of "$name"))"
 		return
 	fi
-	log "starting $name"
-	printf '\n=== %s %s\n' "$(date -Is)" "$name" >>"$logs/$name.log"
-	KUBECONFIG=$kubeconfig RUNTIME_NAMESPACE=flux-system CHECKPOINT_DISABLE=1 \
-		setsid "$bin/$name" "$@" >>"$logs/$name.log" 2>&1 </dev/null &
-	pid=$!
-	echo "$pid" >"$pids/$name.pid"
+	KUBECONFIG=$kubeconfig RUNTIME_NAMESPACE=flux-system CHECKPOINT_DISABLE=1 start "$name" "$@"
+	pid=$(cat "$pids/$name.pid")
 	for ((i = 0; i < 120; i++)); do
 		if curl -s -o /dev/null "$check"; then return; fi
 		# (pid_of would race the fork: the child is not yet exec'd.)

@@ -236,19 +236,6 @@ EOF
 iptables -w -I FORWARD -s "$pod_cidr" ! -d "$pod_cidr" -m comment --comment landform-cluster -j DROP
 
 # ---------------------------------------------------------------- start
-# start NAME ARGS...: run bin/NAME (or NAME) detached from this script's
-# session, PID in $pids/NAME.pid, output in $logs/NAME.log.
-start() {
-	local name=$1 exe
-	shift
-	exe=$bin/$name
-	[ -x "$exe" ] || exe=$(command -v "$name")
-	log "starting $name"
-	printf '\n=== %s %s\n' "$(date -Is)" "$name" >>"$logs/$name.log"
-	setsid "$exe" "$@" >>"$logs/$name.log" 2>&1 </dev/null &
-	echo $! >"$pids/$name.pid"
-}
-
 # wait_for WHAT SECONDS COMMAND...: poll until COMMAND succeeds.
 wait_for() {
 	local what=$1 timeout=$2 i
