@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"time"
 
+	helper "github.com/fluxcd/pkg/runtime/controller"
 	"github.com/fluxcd/pkg/runtime/events"
+	"github.com/fluxcd/pkg/runtime/leaderelection"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,6 +19,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -38,6 +41,7 @@ type flags struct {
 	metricsAddr, healthAddr string
 	eventsAddr              string
 	leaderElect             bool
+	watchLabelSelector      string
 	concurrent              int
 	concurrentRuns          int
 	drainTimeout            time.Duration
@@ -72,6 +76,7 @@ func main() {
 	flag.StringVar(&f.healthAddr, "health-addr", ":8081", "address of the health and readiness probes")
 	flag.StringVar(&f.eventsAddr, "events-addr", "", "notification-controller's event endpoint (http://notification-controller.flux-system.svc.cluster.local./ in a Flux installation): events go there as well as to Kubernetes, for Flux Alerts on Terraform objects (empty: Kubernetes events only)")
 	flag.BoolVar(&f.leaderElect, "leader-elect", false, "elect a leader so that only one replica reconciles")
+	flag.StringVar(&f.watchLabelSelector, "watch-label-selector", "", "reconcile only the Terraform objects whose labels match this Kubernetes label selector, as Flux's controllers shard: 'sharding.fluxcd.io/key in (shard1)' on a shard, '!sharding.fluxcd.io/key' on the main controller (empty: all objects); a non-empty selector also gives the shard its own leader election lease")
 	flag.IntVar(&f.concurrent, "concurrent", 4, "Terraform objects reconciled in parallel (a reconcile only starts or inspects a run, so it is short)")
 	flag.IntVar(&f.concurrentRuns, "concurrent-runs", controllers.DefaultConcurrentRuns, "runs (plan, apply, destroy) in flight at once; more wait, approvals, requested reconciles, new objects and deletions ahead of drift checks")
 	flag.DurationVar(&f.drainTimeout, "drain-timeout", controllers.DefaultDrainTimeout, "on SIGTERM with --runner=local, how long runs in flight may take to finish before they are interrupted gracefully (runner Pods carry on without the controller)")
@@ -113,6 +118,19 @@ func run(f flags) error {
 			return err
 		}
 	}
+	// Sharding as Flux's controllers do it: the cache holds (and the
+	// controller watches) only the shard's Terraform objects, and each
+	// shard elects its own leader.
+	watchOpts := helper.WatchOptions{LabelSelector: f.watchLabelSelector}
+	watchSelector, err := helper.GetWatchSelector(watchOpts)
+	if err != nil {
+		return fmt.Errorf("--watch-label-selector=%q is not a valid label selector: %w", f.watchLabelSelector, err)
+	}
+	leaderElectionID := "landform-controller.infra.landform.dev"
+	if f.watchLabelSelector != "" {
+		leaderElectionID = leaderelection.GenerateID(leaderElectionID, f.watchLabelSelector)
+		log.Info("reconciling one shard", "watchLabelSelector", f.watchLabelSelector, "leaderElectionID", leaderElectionID)
+	}
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("no kubeconfig: %w", err)
@@ -122,11 +140,14 @@ func run(f flags) error {
 		// Secrets and ConfigMaps are read straight from the API server: the
 		// controller never caches (or watches) every Secret in the cluster, and
 		// a plan it just stored is never read back stale.
-		Client:                 client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&infrav1.Terraform{}: {Label: watchSelector},
+		}},
 		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress: f.healthAddr,
 		LeaderElection:         f.leaderElect,
-		LeaderElectionID:       "landform-controller.infra.landform.dev",
+		LeaderElectionID:       leaderElectionID,
 		// Hold the leader lease until local runs drained: no other
 		// replica starts runs for an object while this one still has one.
 		LeaderElectionReleaseOnCancel: true,
