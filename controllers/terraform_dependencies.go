@@ -59,7 +59,10 @@ func dependencyKey(obj *infrav1.Terraform, dep infrav1.DependencyReference) (sch
 	return schema.FromAPIVersionAndKind(apiVersion, kind), client.ObjectKey{Namespace: ns, Name: dep.Name}
 }
 
-// isReady reads any object with a Ready condition through the unstructured client.
+// isReady reads any object with a Ready condition straight from the API
+// server: the cache holds no other kind, and with --watch-label-selector
+// only this shard's Terraform objects, while a dependency may be in
+// another shard.
 func (r *TerraformReconciler) isReady(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (bool, string, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)

@@ -174,6 +174,8 @@ func (r *TerraformReconciler) requestsForVars(kind string) handler.MapFunc {
 }
 
 // requestsForDependents maps a Terraform object to those that depend on it.
+// With --watch-label-selector both are in this shard's cache: a dependent
+// in another shard sees its dependency Ready at its next retryInterval.
 func (r *TerraformReconciler) requestsForDependents(ctx context.Context, o client.Object) []reconcile.Request {
 	return r.listRequests(ctx, client.MatchingFields{dependsOnIndexKey: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}.String()})
 }
