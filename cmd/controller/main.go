@@ -148,6 +148,9 @@ func run(f flags) error {
 		HealthProbeBindAddress: f.healthAddr,
 		LeaderElection:         f.leaderElect,
 		LeaderElectionID:       leaderElectionID,
+		// In a cluster the Pod's namespace (the default); outside one,
+		// POD_NAMESPACE names it (controller-runtime finds none).
+		LeaderElectionNamespace: os.Getenv("POD_NAMESPACE"),
 		// Hold the leader lease until local runs drained: no other
 		// replica starts runs for an object while this one still has one.
 		LeaderElectionReleaseOnCancel: true,
