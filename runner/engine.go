@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -87,11 +88,20 @@ func (s *Server) selectWorkspace(ctx context.Context, ws *workspace) error {
 	return nil
 }
 
-// engineVersion returns the first line of `version`, e.g. "OpenTofu v1.12.6"
-// or "Terraform v1.5.7", which names the engine as well as its version.
+// engineVersion names the engine and its version as the first line of
+// `version` does, e.g. "OpenTofu v1.12.6" or "Terraform v1.5.7". The
+// version comes from terraform-exec, which reads it once per workspace
+// anyway; only an engine whose binary name does not tell which it is costs
+// a `version` process (once per runner).
 func (s *Server) engineVersion(ctx context.Context, ws *workspace) string {
 	if s.engineName != "" {
 		return s.engineName
+	}
+	if product := engineProduct(s.engine); product != "" {
+		if v, _, err := ws.tf.Version(ctx, false); err == nil {
+			s.engineName = product + " v" + v.String()
+			return s.engineName
+		}
 	}
 	cmd := exec.CommandContext(ctx, s.engine, "version")
 	cmd.Dir = ws.moduleDir
@@ -104,4 +114,16 @@ func (s *Server) engineVersion(ctx context.Context, ws *workspace) string {
 	line, _, _ := strings.Cut(string(out), "\n")
 	s.engineName = strings.TrimSpace(line)
 	return s.engineName
+}
+
+// engineProduct tells the engine by its binary's name: OpenTofu for tofu*,
+// Terraform for terraform*, "" otherwise.
+func engineProduct(binary string) string {
+	switch base := filepath.Base(binary); {
+	case strings.HasPrefix(base, "tofu"):
+		return "OpenTofu"
+	case strings.HasPrefix(base, "terraform"):
+		return "Terraform"
+	}
+	return ""
 }

@@ -58,6 +58,12 @@ func (w *lineWriter) flush() {
 // until the returned function is called. The two streams are written from
 // separate goroutines, so logf calls are serialised.
 func attachLogs(tf *tfexec.Terraform, logf func(string)) (detach func()) {
+	return attachLogsKeeping(tf, logf, nil)
+}
+
+// attachLogsKeeping is attachLogs that also keeps the lines of stdout in
+// kept, when it is not nil.
+func attachLogsKeeping(tf *tfexec.Terraform, logf func(string), kept *strings.Builder) (detach func()) {
 	var mu sync.Mutex
 	emit := func(line string) {
 		mu.Lock()
@@ -65,6 +71,13 @@ func attachLogs(tf *tfexec.Terraform, logf func(string)) (detach func()) {
 		logf(line)
 	}
 	stdout := &lineWriter{emit: emit}
+	if kept != nil {
+		stdout.emit = func(line string) {
+			emit(line)
+			kept.WriteString(line)
+			kept.WriteByte('\n')
+		}
+	}
 	stderr := &lineWriter{emit: emit}
 	tf.SetStdout(stdout)
 	tf.SetStderr(stderr)

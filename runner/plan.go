@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
 )
@@ -24,7 +25,10 @@ func (s *Server) plan(ctx context.Context, ws *workspace, destroy, locked bool, 
 	planFile.Close()
 	defer os.Remove(planPath)
 
-	detach := attachLogs(ws.tf, logf)
+	// The plan's own output is the human plan: no `show` of the plan
+	// file is needed for it.
+	var printed strings.Builder
+	detach := attachLogsKeeping(ws.tf, logf, &printed)
 	hasChanges, err := ws.tf.Plan(ctx, tfexec.Out(planPath), tfexec.Destroy(destroy), tfexec.Lock(!locked))
 	detach()
 	if err != nil {
@@ -44,10 +48,7 @@ func (s *Server) plan(ctx context.Context, ws *workspace, destroy, locked bool, 
 	if err != nil {
 		return nil, s.terraformError(ctx, ws, "show -json", err, false)
 	}
-	humanPlan, err := ws.tf.ShowPlanFileRaw(ctx, planPath)
-	if err != nil {
-		return nil, s.terraformError(ctx, ws, "show", err, false)
-	}
+	humanPlan := planText(printed.String())
 	result, err := summarizePlan(jsonPlan.Bytes())
 	if err != nil {
 		return nil, internalError("summarize plan", err)
@@ -59,4 +60,26 @@ func (s *Server) plan(ctx context.Context, ws *workspace, destroy, locked bool, 
 		return nil, internalError("read the dependency lock file", err)
 	}
 	return &PlanOutput{Result: result, PlanFile: planBytes, JSONPlan: jsonPlan.Bytes(), HumanPlan: []byte(humanPlan), LockFile: lockFile}, nil
+}
+
+// planText is what plan printed, less its closing advice (the rule, "Saved
+// the plan to: <a temporary path>", and how to apply it), which says
+// nothing about the changes.
+func planText(printed string) string {
+	lines := strings.Split(printed, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "Saved the plan to:") {
+			lines = lines[:i]
+			break
+		}
+	}
+	for len(lines) > 0 && isRuleOrBlank(lines[len(lines)-1]) {
+		lines = lines[:len(lines)-1]
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// isRuleOrBlank reports whether line is empty or terraform's horizontal rule.
+func isRuleOrBlank(line string) bool {
+	return strings.Trim(line, "─ \t") == ""
 }
