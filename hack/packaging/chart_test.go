@@ -81,6 +81,8 @@ func TestChartRejectsBadValues(t *testing.T) {
 		"wrong type":              {[]string{"--set-string", "concurrent=many"}, "concurrent"},
 		"replicas without leader": {[]string{"--set", "replicaCount=2,leaderElection.enabled=false"}, "needs leaderElection.enabled"},
 		"monitor without service": {[]string{"--set", "serviceMonitor.enabled=true,metrics.service.enabled=false"}, "needs metrics.service.enabled"},
+		"bad shard name":          {[]string{"--set", "shards={Shard_1}"}, "shards"},
+		"shard named twice":       {[]string{"--set", "shards={a,a}"}, "shards"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := runErr(helmEnv(t), helm, append([]string{"template", "landform", "charts/landform"}, c.args...)...)
@@ -145,6 +147,8 @@ func TestChartAllFeatures(t *testing.T) {
 		"ClusterRoleBinding/landform-controller",
 		"CustomResourceDefinition/terraforms.infra.landform.dev",
 		"Deployment/" + ns + "/landform-controller",
+		"Deployment/" + ns + "/landform-controller-shard1",
+		"Deployment/" + ns + "/landform-controller-shard2",
 		"Role/" + ns + "/landform-leader-election",
 		"RoleBinding/" + ns + "/landform-leader-election",
 		"Service/" + ns + "/landform-controller-metrics",
@@ -168,6 +172,7 @@ func TestChartAllFeatures(t *testing.T) {
 		"--metrics-addr=:9090",
 		"--health-addr=:9091",
 		"--leader-elect",
+		"--watch-label-selector=!sharding.fluxcd.io/key",
 		"--concurrent=8",
 		"--concurrent-runs=20",
 		"--drain-timeout=300s",

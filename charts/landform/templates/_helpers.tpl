@@ -19,6 +19,22 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: controller
 {{- end }}
 
+{{- /* The labels of a shard's Pods and its Deployment's selector: not
+selected by the main Deployment's selector (component differs), selected by
+the metrics Service's (name and instance). */}}
+{{- define "landform.shardSelectorLabels" -}}
+app.kubernetes.io/name: landform
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: shard
+infra.landform.dev/shard: {{ .shard | quote }}
+{{- end }}
+
+{{- /* The controller Deployment's name: landform-controller, or
+landform-controller-<shard> for a shard. */}}
+{{- define "landform.controllerName" -}}
+{{- if . }}{{ printf "landform-controller-%s" . }}{{ else }}landform-controller{{ end }}
+{{- end }}
+
 {{- define "landform.image" -}}
 {{- printf "%s:%s" .repository (.tag | default .appVersion) -}}
 {{- end }}
