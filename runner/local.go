@@ -62,6 +62,8 @@ type LocalRunner struct {
 	Client *Client
 	// PID is the runner process's id.
 	PID int
+	// Address is where the runner listens.
+	Address string
 	// Stop closes the client, sends SIGTERM, kills after grace and
 	// removes the runner's directory.
 	Stop   func(grace time.Duration) error
@@ -101,10 +103,16 @@ func StartLocalRunner(ctx context.Context, ca *mtls.CA, opts LocalOptions) (*Loc
 	if err != nil {
 		return nil, err
 	}
-	addrFile := filepath.Join(dir, "address")
+	// The runner writes its address to a pipe (its fd 3) and closes it:
+	// the controller reads it the moment it is there, without polling.
+	addrR, addrW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("runner address pipe: %w", err)
+	}
+	defer addrR.Close()
 	args := []string{
 		"--listen", "127.0.0.1:0",
-		"--address-file", addrFile,
+		"--address-fd", "3",
 		"--tls-cert", files.cert,
 		"--tls-key", files.key,
 		"--tls-client-ca", files.ca,
@@ -126,8 +134,11 @@ func StartLocalRunner(ctx context.Context, ca *mtls.CA, opts LocalOptions) (*Loc
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), opts.Env...)
 	cmd.Stdout, cmd.Stderr = opts.Stdout, opts.Stderr
+	cmd.ExtraFiles = []*os.File{addrW}
 	setParentDeathSignal(cmd)
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	addrW.Close()
+	if err != nil {
 		return nil, fmt.Errorf("start runner: %w", err)
 	}
 	exited := make(chan struct{})
@@ -141,7 +152,7 @@ func StartLocalRunner(ctx context.Context, ca *mtls.CA, opts LocalOptions) (*Loc
 		<-exited
 	}
 
-	addr, err := waitForAddress(ctx, addrFile, exited)
+	addr, err := readAddress(ctx, addrR)
 	if err != nil {
 		kill()
 		if waitErr != nil {
@@ -176,7 +187,7 @@ func StartLocalRunner(ctx context.Context, ca *mtls.CA, opts LocalOptions) (*Loc
 		})
 		return stopErr
 	}
-	return &LocalRunner{Client: client, PID: cmd.Process.Pid, Stop: stop, exited: exited}, nil
+	return &LocalRunner{Client: client, PID: cmd.Process.Pid, Address: addr, Stop: stop, exited: exited}, nil
 }
 
 type certFiles struct{ cert, key, ca string }
@@ -214,21 +225,31 @@ func writeLocalCerts(ca *mtls.CA, dir string) (certFiles, *tls.Config, error) {
 	return files, tlsConfig, nil
 }
 
-// waitForAddress waits until the runner wrote the address it listens on.
-// The runner writes the file atomically, so any content is complete.
-func waitForAddress(ctx context.Context, path string, exited <-chan struct{}) (string, error) {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if data, err := os.ReadFile(path); err == nil && len(data) > 0 {
-			return strings.TrimSpace(string(data)), nil
-		}
-		select {
-		case <-ctx.Done():
-			return "", fmt.Errorf("wait for runner address: %w", ctx.Err())
-		case <-exited:
+// readAddress reads the address the runner writes to its end of the pipe.
+// End of file without an address means the runner exited (or closed the
+// pipe) before listening.
+func readAddress(ctx context.Context, r *os.File) (string, error) {
+	type result struct {
+		addr string
+		err  error
+	}
+	got := make(chan result, 1)
+	go func() {
+		data, err := io.ReadAll(io.LimitReader(r, 256))
+		got <- result{strings.TrimSpace(string(data)), err}
+	}()
+	select {
+	case <-ctx.Done():
+		// Unblocks the reader.
+		r.Close()
+		return "", fmt.Errorf("wait for runner address: %w", ctx.Err())
+	case res := <-got:
+		switch {
+		case res.err != nil:
+			return "", fmt.Errorf("read runner address: %w", res.err)
+		case res.addr == "":
 			return "", errors.New("runner exited before listening")
-		case <-tick.C:
 		}
+		return res.addr, nil
 	}
 }

@@ -151,23 +151,28 @@ func TestRunnerSIGTERM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addrFile := filepath.Join(dir, "address")
+	addrR, addrW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var runnerLog bytes.Buffer
 	cmd := exec.Command(bin,
-		"--listen", "127.0.0.1:0", "--address-file", addrFile,
+		"--listen", "127.0.0.1:0", "--address-fd", "3",
 		"--tls-cert", files.cert, "--tls-key", files.key, "--tls-client-ca", files.ca,
 		"--work-dir", filepath.Join(dir, "work"), "--engine", enginePath, "--grace", "30s")
 	cmd.Stderr = &runnerLog
+	cmd.ExtraFiles = []*os.File{addrW}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	addrW.Close()
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
 	defer func() {
 		cmd.Process.Kill()
 		<-exited
 	}()
-	addr, err := waitForAddress(ctx, addrFile, exited)
+	addr, err := readAddress(ctx, addrR)
 	if err != nil {
 		t.Fatal(err)
 	}

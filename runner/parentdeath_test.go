@@ -7,7 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,8 +22,9 @@ func fakeController() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ca, err := mtls.NewCA("fake-controller", time.Hour)
+	var lr *LocalRunner
 	if err == nil {
-		_, _, err = StartLocal(ctx, ca, LocalOptions{
+		lr, err = StartLocalRunner(ctx, ca, LocalOptions{
 			Binary:  os.Getenv("LANDFORM_RUNNER_BIN"),
 			Engine:  os.Getenv("LANDFORM_TOFU"),
 			WorkDir: os.Getenv(fakeControllerEnv),
@@ -33,7 +34,7 @@ func fakeController() {
 		fmt.Println("error:", err)
 		os.Exit(2)
 	}
-	fmt.Println("ready")
+	fmt.Println("ready", lr.Address)
 	select {}
 }
 
@@ -57,14 +58,10 @@ func TestLocalRunnerDiesWithController(t *testing.T) {
 		cmd.Wait()
 	}()
 	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || line != "ready\n" {
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
+	if err != nil || !ok {
 		t.Fatalf("fake controller: %q, %v", line, err)
 	}
-	files, _ := filepath.Glob(filepath.Join(workDir, "landform-runner-*", "address"))
-	if len(files) != 1 {
-		t.Fatalf("address files %v", files)
-	}
-	addr := readFile(t, files[0])[:len(readFile(t, files[0]))-1]
 	if conn, err := net.Dial("tcp", addr); err != nil {
 		t.Fatalf("runner not listening: %v", err)
 	} else {

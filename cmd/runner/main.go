@@ -38,6 +38,7 @@ func run() error {
 	var (
 		listen      = flag.String("listen", ":9443", "address to listen on")
 		addressFile = flag.String("address-file", "", "write the address actually listened on to this file (for --listen with port 0)")
+		addressFD   = flag.Int("address-fd", 0, "write the address actually listened on to this inherited file descriptor, then close it (for --listen with port 0; how local runners tell their controller without it polling a file)")
 		tlsCert     = flag.String("tls-cert", "", "server certificate (PEM)")
 		tlsKey      = flag.String("tls-key", "", "server private key (PEM)")
 		tlsClientCA = flag.String("tls-client-ca", "", "CA certificates that client certificates must chain to (PEM)")
@@ -94,6 +95,12 @@ func run() error {
 	}
 	if *addressFile != "" {
 		if err := writeAtomic(*addressFile, []byte(lis.Addr().String()+"\n")); err != nil {
+			lis.Close()
+			return err
+		}
+	}
+	if *addressFD > 0 {
+		if err := writeToFD(*addressFD, lis.Addr().String()+"\n"); err != nil {
 			lis.Close()
 			return err
 		}
@@ -190,6 +197,20 @@ func loadTLS(certFile, keyFile, caFile, clientCN string) (*tls.Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// writeToFD writes data to the inherited file descriptor fd and closes it:
+// the reader at the other end sees the whole address, then end of file.
+func writeToFD(fd int, data string) error {
+	f := os.NewFile(uintptr(fd), "address")
+	if f == nil {
+		return fmt.Errorf("--address-fd %d: not a file descriptor", fd)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(data); err != nil {
+		return fmt.Errorf("write the address to --address-fd %d: %w", fd, err)
+	}
+	return nil
 }
 
 // writeAtomic writes through a rename so that a reader polling the file
