@@ -71,11 +71,14 @@ test: tools generate-check vet build
 
 BENCH_N ?= 20
 ## bench: hack/bench on its own kube-apiserver and etcd with the real controller and local runners: one object
-## beside the raw engine, BENCH_N objects (default 20) on one GitRepository, a new revision, idle, restart;
-## writes docs/benchmarks.md and docs/benchmarks.json
+## beside the raw engine (a trivial module and one on the stand-in cloud's provider), engine processes, init
+## with and without the provider mirror, BENCH_N objects (default 20) on one GitRepository, a new revision,
+## idle, restart; writes docs/benchmarks.json, or docs/benchmarks-<N>.json for BENCH_N of 200 or more, and
+## renders docs/benchmarks.md from docs/benchmarks.json and every docs/benchmarks-<N>.json
 bench: tools build
 	KUBEBUILDER_ASSETS=$(BIN) BENCH_N=$(BENCH_N) go run ./hack/bench \
-		-controller $(BIN)/landform-controller -runner $(BIN)/landform-runner -tofu $(BIN)/tofu
+		-controller $(BIN)/landform-controller -runner $(BIN)/landform-runner -tofu $(BIN)/tofu \
+		-provider-mirror $(BIN)/providers
 
 ## demo: start the embedded environment, walk through Landform's whole job, stop everything
 demo: tools build

@@ -34,6 +34,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,27 +66,41 @@ type options struct {
 	samples              int
 	idle, restartWindow  time.Duration
 	outMD, outJSON       string
+	notes                string
 	controller, runner   string
 	tofu, revision, keep string
+	providerMirror       string
 }
+
+// defaultN is the scale phase's N of `make bench`; a run at scaleRunN
+// objects or more is a scale run, kept beside the default run's report
+// (see reportPaths).
+const (
+	defaultN  = 20
+	scaleRunN = 200
+)
 
 func main() {
 	o := options{}
-	flag.IntVar(&o.n, "n", envInt("BENCH_N", 20), "objects in the scale phase (BENCH_N)")
+	flag.IntVar(&o.n, "n", envInt("BENCH_N", defaultN), "objects in the scale phase (BENCH_N)")
 	flag.IntVar(&o.samples, "samples", envInt("BENCH_SAMPLES", 5), "samples of one object and of the raw engine (BENCH_SAMPLES)")
 	flag.DurationVar(&o.idle, "idle", 30*time.Second, "idle window after convergence")
 	flag.DurationVar(&o.restartWindow, "restart-window", time.Minute, "window after the controller's restart")
 	flag.StringVar(&o.outMD, "out-md", "docs/benchmarks.md", "markdown report")
-	flag.StringVar(&o.outJSON, "out-json", "docs/benchmarks.json", "JSON report")
+	flag.StringVar(&o.outJSON, "out-json", "docs/benchmarks.json",
+		fmt.Sprintf("JSON report of a default run; a run of -n %d or more writes <this without .json>-<n>.json instead, and -out-md renders both", scaleRunN))
+	flag.StringVar(&o.notes, "notes", "hack/bench/notes.json", "why each target is not met: {\"target name\": \"explanation\"}, copied into the reports' targets that are not met")
 	flag.StringVar(&o.controller, "controller", "bin/landform-controller", "landform-controller binary")
 	flag.StringVar(&o.runner, "runner", "bin/landform-runner", "landform-runner binary")
 	flag.StringVar(&o.tofu, "tofu", "bin/tofu", "OpenTofu binary, for Landform's runners and the raw engine")
+	flag.StringVar(&o.providerMirror, "provider-mirror", "bin/providers", "read-only provider filesystem mirror holding the landform provider (make tools)")
 	flag.StringVar(&o.revision, "revision", "", "what was measured, for the report (default: git describe --always --dirty)")
 	flag.StringVar(&o.keep, "keep", "", "keep the work directory (logs, controller work dir) here instead of removing it")
-	renderFrom := flag.String("render", "", "only render this JSON report again as -out-md (after a change to the report's text)")
+	renderFrom := flag.String("render", "", "only render this default run's JSON report (and its scale runs beside it) again as -out-md, "+
+		"after applying -notes to them (after a change to the report's text or the notes)")
 	flag.Parse()
 	if *renderFrom != "" {
-		if err := render(*renderFrom, o.outMD); err != nil {
+		if err := render(*renderFrom, o.outMD, o.notes, true); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
@@ -117,10 +132,12 @@ type bench struct {
 	art        *artifactServer
 	tr         *tracker
 	ctrl       *controller
+	engines    *engineCounter
+	cloud      *cloudServer
 }
 
 func run(o options) error {
-	for _, p := range []*string{&o.controller, &o.runner, &o.tofu} {
+	for _, p := range []*string{&o.controller, &o.runner, &o.tofu, &o.providerMirror} {
 		abs, err := filepath.Abs(*p)
 		if err != nil {
 			return err
@@ -129,6 +146,9 @@ func run(o options) error {
 			return fmt.Errorf("%s is missing: run `make tools build` (%w)", abs, err)
 		}
 		*p = abs
+	}
+	if len(mirroredProviders(o.providerMirror)) == 0 {
+		return fmt.Errorf("%s holds no provider: run `make tools`", o.providerMirror)
 	}
 	if o.revision == "" {
 		out, _ := exec.Command("git", "describe", "--always", "--dirty").Output()
@@ -163,6 +183,18 @@ func run(o options) error {
 	r.Config = Config{N: o.n, Samples: o.samples, Concurrent: concurrent, ConcurrentRuns: concurrentRuns,
 		IdleWindowS: o.idle.Seconds(), RestartWindowS: o.restartWindow.Seconds(), Interval: interval.String()}
 
+	// Every engine process, the raw engine's and Landform's runners', goes
+	// through the same counting wrapper.
+	b.engines = &engineCounter{file: filepath.Join(tmp, "engine-processes")}
+	if b.engines.wrapper, err = buildEngineCounter(filepath.Join(tmp, "engine"), o.tofu, b.engines.file); err != nil {
+		return err
+	}
+	if r.EngineWrapper, err = wrapperCost(filepath.Join(tmp, "engine-cost"), 21); err != nil {
+		return err
+	}
+	b.cloud = startCloud()
+	defer b.cloud.srv.Close()
+
 	log("starting kube-apiserver and etcd")
 	if b.env, err = testenv.Start(); err != nil {
 		return err
@@ -188,16 +220,20 @@ func run(o options) error {
 	defer b.art.srv.Close()
 	b.tr.start(ctx, b.c)
 
-	for _, ns := range []string{"bench-raw", "bench-one", "bench-scale"} {
+	for _, ns := range []string{"bench-raw", "bench-one", "bench-cloud", "bench-scale"} {
 		if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			return err
 		}
 	}
-	revOne, err := b.publish(ctx, "bench-one", "# bench-one\n")
+	revOne, err := b.publish(ctx, "bench-one", module+"# bench-one\n")
 	if err != nil {
 		return err
 	}
-	revScale, err := b.publish(ctx, "bench-scale", "# bench-scale\n")
+	revCloud, err := b.publish(ctx, "bench-cloud", cloudModule+"# bench-cloud\n")
+	if err != nil {
+		return err
+	}
+	revScale, err := b.publish(ctx, "bench-scale", module+"# bench-scale\n")
 	if err != nil {
 		return err
 	}
@@ -208,8 +244,14 @@ func run(o options) error {
 	}
 	defer func() { b.ctrl.stop() }()
 
-	if err := b.overhead(ctx, r, revOne); err != nil {
+	if err := b.overhead(ctx, &r.Overhead, overheadCase{module: module, ns: "bench-one", prefix: "one", rev: revOne}); err != nil {
 		return fmt.Errorf("overhead: %w", err)
+	}
+	if err := b.overhead(ctx, &r.OverheadCloud, overheadCase{module: cloudModule, ns: "bench-cloud", prefix: "cloud", rev: revCloud, cloud: true}); err != nil {
+		return fmt.Errorf("overhead, cloud module: %w", err)
+	}
+	if err := b.initPhase(r); err != nil {
+		return fmt.Errorf("init: %w", err)
 	}
 	if err := b.scale(ctx, r, revScale); err != nil {
 		return fmt.Errorf("scale: %w", err)
@@ -225,42 +267,138 @@ func run(o options) error {
 	}
 	r.Machine.LoadEnd = loadAvg()
 	r.Targets = r.targets()
-	return writeReports(r, o.outMD, o.outJSON)
+	notes, err := readNotes(o.notes)
+	if err != nil {
+		return err
+	}
+	r.applyNotes(notes)
+	js := o.outJSON
+	if o.n >= scaleRunN {
+		js = scaleRunPath(o.outJSON, o.n)
+	}
+	if err := writeJSONReport(r, js); err != nil {
+		return err
+	}
+	log("wrote %s", js)
+	return render(o.outJSON, o.outMD, o.notes, false)
 }
 
-func writeReports(r *Report, md, js string) error {
-	var jb, mb bytes.Buffer
+func writeJSONReport(r *Report, path string) error {
+	var jb bytes.Buffer
 	if err := r.writeJSON(&jb); err != nil {
 		return err
 	}
-	if err := r.writeMarkdown(&mb); err != nil {
+	return os.WriteFile(path, jb.Bytes(), 0o644)
+}
+
+// scaleRunPath is where a scale run of n objects is kept beside the
+// default run's report main: docs/benchmarks-200.json.
+func scaleRunPath(main string, n int) string {
+	return fmt.Sprintf("%s-%d.json", strings.TrimSuffix(main, ".json"), n)
+}
+
+// readReport reads a JSON report.
+func readReport(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// scaleRuns reads the scale runs kept beside main (main's name without
+// .json, a dash and N), by N.
+func scaleRuns(main string) ([]*Report, []string, error) {
+	paths, err := filepath.Glob(strings.TrimSuffix(main, ".json") + "-*.json")
+	if err != nil {
+		return nil, nil, err
+	}
+	var runs []*Report
+	var kept []string
+	for _, p := range paths {
+		suffix := strings.TrimSuffix(strings.TrimPrefix(p, strings.TrimSuffix(main, ".json")+"-"), ".json")
+		if _, err := strconv.Atoi(suffix); err != nil {
+			continue
+		}
+		r, err := readReport(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		runs = append(runs, r)
+		kept = append(kept, p)
+	}
+	sortByN(runs, kept)
+	return runs, kept, nil
+}
+
+// render writes md from the default run's JSON report main and the scale
+// runs beside it, with the notes applied; rewrite also writes the notes
+// back into the JSON reports.
+func render(main, md, notesPath string, rewrite bool) error {
+	notes, err := readNotes(notesPath)
+	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(js, jb.Bytes(), 0o644); err != nil {
+	r, err := readReport(main)
+	if errors.Is(err, os.ErrNotExist) {
+		log("no default run at %s: run `make bench` for %s", main, md)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	runs, paths, err := scaleRuns(main)
+	if err != nil {
+		return err
+	}
+	r.applyNotes(notes)
+	for _, s := range runs {
+		s.applyNotes(notes)
+	}
+	if rewrite {
+		for i, s := range append([]*Report{r}, runs...) {
+			path := main
+			if i > 0 {
+				path = paths[i-1]
+			}
+			if err := writeJSONReport(s, path); err != nil {
+				return err
+			}
+		}
+	}
+	var mb bytes.Buffer
+	if err := r.writeMarkdown(&mb, runs...); err != nil {
 		return err
 	}
 	if err := os.WriteFile(md, mb.Bytes(), 0o644); err != nil {
 		return err
 	}
-	log("wrote %s and %s", md, js)
+	log("wrote %s from %s and %d scale runs", md, main, len(runs))
 	return nil
 }
 
-// render writes the markdown report of a JSON report.
-func render(from, md string) error {
-	b, err := os.ReadFile(from)
+// readNotes reads the explanations of targets not met; a missing file is
+// no notes.
+func readNotes(path string) (map[string]string, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var r Report
-	if err := json.Unmarshal(b, &r); err != nil {
-		return fmt.Errorf("%s: %w", from, err)
+	var notes map[string]string
+	if err := json.Unmarshal(b, &notes); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	var mb bytes.Buffer
-	if err := r.writeMarkdown(&mb); err != nil {
-		return err
-	}
-	return os.WriteFile(md, mb.Bytes(), 0o644)
+	return notes, nil
 }
 
 func log(format string, a ...any) {
@@ -275,15 +413,29 @@ func loadAvg() string {
 	return strings.Join(f[:3], " ")
 }
 
-// overhead alternates the raw engine and one Landform object.
-func (b *bench) overhead(ctx context.Context, r *Report, rev string) error {
+// overheadCase is one module measured by overhead.
+type overheadCase struct {
+	module string
+	ns     string // of its GitRepository and objects
+	prefix string // of the objects' and raw samples' names
+	rev    string
+	// cloud: the module creates a security group named var.name in the
+	// stand-in cloud, counted there after the samples.
+	cloud bool
+}
+
+// overhead alternates the raw engine and one Landform object on c's module.
+func (b *bench) overhead(ctx context.Context, o *Overhead, c overheadCase) error {
 	var rawCPU, rawEngine, rawWrites, lfCPU []float64
+	var names []string
+	startEngines := b.engines.counts()
 	for i := 0; i < b.o.samples; i++ {
 		before, err := b.snap(ctx)
 		if err != nil {
 			return err
 		}
-		secs, engine, err := b.raw(i)
+		rawName := fmt.Sprintf("raw-%s-%d", c.prefix, i)
+		secs, engine, err := b.raw(rawName, c.module)
 		if err != nil {
 			return err
 		}
@@ -292,19 +444,20 @@ func (b *bench) overhead(ctx context.Context, r *Report, rev string) error {
 			return err
 		}
 		d := after.sub(before)
-		r.Overhead.RawSeconds = append(r.Overhead.RawSeconds, secs)
+		o.RawSeconds = append(o.RawSeconds, secs)
 		rawEngine = append(rawEngine, engine)
 		rawCPU = append(rawCPU, engine+d.cpu.APIServer+d.cpu.Etcd)
 		rawWrites = append(rawWrites, float64(sum(d.writes)))
 
 		before = after
-		name := fmt.Sprintf("one-%d", i)
+		name := fmt.Sprintf("%s-%d", c.prefix, i)
+		names = append(names, rawName, name)
 		start := time.Now()
-		if err := b.createTerraform(ctx, "bench-one", name); err != nil {
+		if err := b.createTerraform(ctx, c.ns, name); err != nil {
 			return err
 		}
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-		done, err := b.tr.wait(wctx, []string{"bench-one/" + name}, rev)
+		done, err := b.tr.wait(wctx, []string{c.ns + "/" + name}, c.rev)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("%s did not become Ready with its outputs: %w (see %s)", name, err, b.ctrl.logPath)
@@ -314,30 +467,48 @@ func (b *bench) overhead(ctx context.Context, r *Report, rev string) error {
 			return err
 		}
 		d = after.sub(before)
-		r.Overhead.LandformSeconds = append(r.Overhead.LandformSeconds, done["bench-one/"+name].Sub(start).Seconds())
+		o.LandformSeconds = append(o.LandformSeconds, done[c.ns+"/"+name].Sub(start).Seconds())
 		lfCPU = append(lfCPU, d.cpu.Total())
-		log("overhead sample %d: raw %.2fs, landform %.2fs", i, secs, r.Overhead.LandformSeconds[i])
+		log("overhead sample %d (%s): raw %.2fs, landform %.2fs", i, c.prefix, secs, o.LandformSeconds[i])
 	}
-	o := &r.Overhead
+	// Let a runner's last engine process, if any comes after Ready, land
+	// in this module's count.
+	time.Sleep(time.Second)
+	engines := b.engines.counts()
+	o.Module = c.prefix
+	o.RawEngineProcs = perRun(diff(startEngines[callerRaw], engines[callerRaw]), b.o.samples)
+	o.LandformEngineProcs = perRun(diff(startEngines[callerLandform], engines[callerLandform]), b.o.samples)
 	o.RawMedian, o.LandformMedian = median(o.RawSeconds), median(o.LandformSeconds)
 	o.Ratio = ratio(o.LandformMedian, o.RawMedian)
 	o.RawCPUPerRun, o.RawEngineCPUPerRun, o.RawAPIWritesPerRun = median(rawCPU), median(rawEngine), median(rawWrites)
 	o.LandformCPUPerObj = median(lfCPU)
+	if c.cloud {
+		if err := b.cloud.check(ctx, names); err != nil {
+			return err
+		}
+		o.CloudResourcesChecked = len(names)
+	}
 	return nil
 }
 
 // raw runs the engine by hand on the module with the kubernetes backend in
-// a fresh directory, and returns its wall time and CPU (its processes and
-// their reaped children: providers, if any).
-func (b *bench) raw(i int) (secs, cpu float64, err error) {
-	dir := filepath.Join(b.tmp, fmt.Sprintf("raw-%d", i))
+// a fresh directory, with the CLI configuration Landform's runners get,
+// and returns its wall time and CPU (its processes and their reaped
+// children: providers, if any). name is the state's Secret suffix and the
+// module's var.name.
+func (b *bench) raw(name, mod string) (secs, cpu float64, err error) {
+	dir := filepath.Join(b.tmp, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, 0, err
 	}
 	backend := fmt.Sprintf("terraform {\n  backend \"kubernetes\" {\n    secret_suffix = %q\n    namespace     = \"bench-raw\"\n    config_path   = %q\n  }\n}\n",
-		fmt.Sprintf("raw-%d", i), b.kubeconfig)
-	for name, body := range map[string]string{"main.tf": module, "backend.tf": backend, "cli.tfrc": ""} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+		name, b.kubeconfig)
+	files := map[string]string{"main.tf": mod, "backend.tf": backend, "cli.tfrc": cliConfig(b.o.providerMirror)}
+	if strings.Contains(mod, `variable "name"`) {
+		files["terraform.tfvars"] = fmt.Sprintf("name = %q\n", name)
+	}
+	for file, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(body), 0o600); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -348,9 +519,9 @@ func (b *bench) raw(i int) (secs, cpu float64, err error) {
 		{"apply", "-input=false", "-no-color", "plan.out"},
 		{"output", "-json"},
 	} {
-		cmd := exec.Command(b.o.tofu, args...)
+		cmd := exec.Command(b.engines.wrapper, args...)
 		cmd.Dir = dir
-		cmd.Env = append(cleanEnv(), "TF_CLI_CONFIG_FILE="+filepath.Join(dir, "cli.tfrc"), "TF_IN_AUTOMATION=1", "HOME="+dir, "CHECKPOINT_DISABLE=1")
+		cmd.Env = append(b.engineEnv(callerRaw), "TF_CLI_CONFIG_FILE="+filepath.Join(dir, "cli.tfrc"), "TF_IN_AUTOMATION=1", "HOME="+dir)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			return 0, 0, fmt.Errorf("tofu %s: %w\n%s", args[0], err, out)
@@ -360,11 +531,20 @@ func (b *bench) raw(i int) (secs, cpu float64, err error) {
 	return time.Since(start).Seconds(), cpu, nil
 }
 
+// engineEnv is the environment of the raw engine and of the controller
+// (its runners' engines inherit it): the stand-in cloud's URL for the
+// provider, and who runs the engine for the counter.
+func (b *bench) engineEnv(caller string) []string {
+	return append(cleanEnv(), "CHECKPOINT_DISABLE=1", cloudEndpointEnv+"="+b.cloud.srv.URL, "BENCH_ENGINE_CALLER="+caller)
+}
+
 // cleanEnv is the environment without the machine's Terraform settings.
 func cleanEnv() []string {
 	var out []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "TF_CLI_CONFIG_FILE=") || strings.HasPrefix(kv, "TF_IN_AUTOMATION=") || strings.HasPrefix(kv, "KUBECONFIG=") {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "TF_CLI_CONFIG_FILE", "TF_IN_AUTOMATION", "KUBECONFIG", cloudEndpointEnv, "LANDFORM_CLOUD_TOKEN", "BENCH_ENGINE_CALLER":
 			continue
 		}
 		out = append(out, kv)
@@ -380,20 +560,13 @@ func (b *bench) scale(ctx context.Context, r *Report, rev string) error {
 		return err
 	}
 	start := time.Now()
-	created := map[string]time.Time{}
-	var keys []string
-	for i := 0; i < n; i++ {
-		name := fmt.Sprintf("obj-%04d", i)
-		created["bench-scale/"+name] = time.Now()
-		if err := b.createTerraform(ctx, "bench-scale", name); err != nil {
-			return err
-		}
-		keys = append(keys, "bench-scale/"+name)
+	keys := scaleKeys(n)
+	created, err := b.createAll(ctx, keys)
+	if err != nil {
+		return err
 	}
-	log("created %d objects", n)
-	wctx, cancel := context.WithTimeout(ctx, time.Duration(n)*30*time.Second+5*time.Minute)
-	done, err := b.tr.wait(wctx, keys, rev)
-	cancel()
+	log("created %d objects in %.1fs", n, time.Since(start).Seconds())
+	done, err := b.waitAll(ctx, keys, rev, "Ready")
 	if err != nil {
 		return fmt.Errorf("%d of %d objects done: %w (see %s)", len(done), n, err, b.ctrl.logPath)
 	}
@@ -425,6 +598,8 @@ func (b *bench) scale(ctx context.Context, r *Report, rev string) error {
 		s.RunsByAction[run.action]++
 	}
 	s.ArtifactDownloads = d.downloads
+	s.EngineProcs = d.engines[callerLandform]
+	s.EngineProcsPerObject = float64(sum(s.EngineProcs)) / float64(n)
 	s.APIWritesByRes = d.writes
 	s.APIWritesByRes["terraforms"] -= n // the harness's own creates
 	s.APIWrites = sum(s.APIWritesByRes)
@@ -432,6 +607,81 @@ func (b *bench) scale(ctx context.Context, r *Report, rev string) error {
 	r.Machine.OthersCPUs = d.busy - d.cpu.Total() - d.harness
 	log("scale: %d objects all done in %.1fs (p50 %.1fs, p95 %.1fs), %.1f CPU-s", n, s.AllReadySeconds, s.P50Seconds, s.P95Seconds, d.cpu.Total())
 	return nil
+}
+
+func scaleKeys(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("bench-scale/obj-%04d", i)
+	}
+	return keys
+}
+
+// createAll creates the objects keys from a few goroutines (the API
+// server, not the harness, should set the pace at 1000 objects) and
+// returns when each create was sent.
+func (b *bench) createAll(ctx context.Context, keys []string) (map[string]time.Time, error) {
+	const workers = 8
+	var mu sync.Mutex
+	created := map[string]time.Time{}
+	next := make(chan string)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for key := range next {
+				ns, name, _ := strings.Cut(key, "/")
+				at := time.Now()
+				if err := b.createTerraform(ctx, ns, name); err != nil {
+					errs <- fmt.Errorf("creating %s: %w", key, err)
+					return
+				}
+				mu.Lock()
+				created[key] = at
+				mu.Unlock()
+			}
+		}()
+	}
+	var err error
+feed:
+	for _, k := range keys {
+		select {
+		case next <- k:
+		case err = <-errs:
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err == nil && len(errs) > 0 {
+		err = <-errs
+	}
+	return created, err
+}
+
+// waitTimeout bounds a wait for n objects: generous (the machine may be
+// shared), but proportional to n so that a stuck run ends the bench.
+func waitTimeout(n int) time.Duration { return 5*time.Minute + time.Duration(n)*5*time.Second }
+
+// waitAll waits for keys at revision, logging progress every 30 seconds.
+func (b *bench) waitAll(ctx context.Context, keys []string, rev, what string) (map[string]time.Time, error) {
+	wctx, cancel := context.WithTimeout(ctx, waitTimeout(len(keys)))
+	defer cancel()
+	go func() {
+		t := time.NewTicker(30 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+				log("%d of %d objects %s", b.tr.count(keys, rev), len(keys), what)
+			}
+		}
+	}()
+	return b.tr.wait(wctx, keys, rev)
 }
 
 // newRevision publishes a new artifact for the scale GitRepository and
@@ -442,17 +692,12 @@ func (b *bench) newRevision(ctx context.Context, r *Report) error {
 		return err
 	}
 	start := time.Now()
-	rev, err := b.publish(ctx, "bench-scale", "# bench-scale, revision 2\n")
+	rev, err := b.publish(ctx, "bench-scale", module+"# bench-scale, revision 2\n")
 	if err != nil {
 		return err
 	}
-	var keys []string
-	for i := 0; i < b.o.n; i++ {
-		keys = append(keys, fmt.Sprintf("bench-scale/obj-%04d", i))
-	}
-	wctx, cancel := context.WithTimeout(ctx, time.Duration(b.o.n)*30*time.Second+5*time.Minute)
-	done, err := b.tr.wait(wctx, keys, rev)
-	cancel()
+	keys := scaleKeys(b.o.n)
+	done, err := b.waitAll(ctx, keys, rev, "applied the new revision")
 	if err != nil {
 		return fmt.Errorf("%d of %d objects applied the new revision: %w (see %s)", len(done), b.o.n, err, b.ctrl.logPath)
 	}
@@ -475,6 +720,7 @@ func (b *bench) newRevision(ctx context.Context, r *Report) error {
 	n.CPU = d.cpu
 	n.RunsStarted = len(b.tr.runsSince(start))
 	n.ArtifactDownloads = d.downloads
+	n.EngineProcs = d.engines[callerLandform]
 	n.APIWritesPerObject = float64(sum(d.writes)-1) / float64(b.o.n) // less the harness's status update
 	log("new revision: all applied in %.1fs", n.AllReadySeconds)
 	return nil
@@ -501,6 +747,7 @@ func (b *bench) idle(ctx context.Context, r *Report) error {
 		ControllerCores: d.cpu.Controller / after.at.Sub(before.at).Seconds(),
 		APIWrites:       sum(d.writes),
 		APIWritesByRes:  d.writes,
+		EngineProcs:     sum(d.engines[callerLandform]),
 	}
 	return nil
 }
@@ -531,13 +778,16 @@ func (b *bench) restart(ctx context.Context, r *Report, work string) error {
 		CPU:               d.cpu,
 		APIWrites:         sum(d.writes),
 		APIWritesByRes:    d.writes,
+		EngineProcs:       sum(d.engines[callerLandform]),
 		ControllerPeakMiB: peakRSSMiB(b.ctrl.pid()),
 	}
 	return nil
 }
 
+// createTerraform creates an object of ns's GitRepository; in
+// bench-cloud, its var.name is its own name (its security group's).
 func (b *bench) createTerraform(ctx context.Context, ns, name string) error {
-	return b.c.Create(ctx, &infrav1.Terraform{
+	obj := &infrav1.Terraform{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: infrav1.TerraformSpec{
 			SourceRef:            infrav1.SourceReference{Kind: sourcev1.GitRepositoryKind, Name: "repo"},
@@ -546,7 +796,11 @@ func (b *bench) createTerraform(ctx context.Context, ns, name string) error {
 			ApprovePlan:          infrav1.ApprovePlanAuto,
 			WriteOutputsToSecret: &infrav1.WriteOutputsToSecretSpec{Name: name + "-outputs"},
 		},
-	})
+	}
+	if ns == "bench-cloud" {
+		obj.Spec.Vars = []infrav1.Variable{{Name: "name", Value: &apiextensionsv1.JSON{Raw: []byte(strconv.Quote(name))}}}
+	}
+	return b.c.Create(ctx, obj)
 }
 
 // snapshot is the counters at one moment.
@@ -558,6 +812,7 @@ type snapshot struct {
 	busy, harness      float64
 	writes             map[string]int
 	downloads          int
+	engines            map[string]map[string]int
 }
 
 func (b *bench) snap(ctx context.Context) (snapshot, error) {
@@ -565,7 +820,7 @@ func (b *bench) snap(ctx context.Context) (snapshot, error) {
 	if err != nil {
 		return snapshot{}, fmt.Errorf("reading the API server's metrics: %w", err)
 	}
-	s := snapshot{at: time.Now(), writes: apiWrites(string(raw)), downloads: b.art.count(), busy: machineBusy()}
+	s := snapshot{at: time.Now(), writes: apiWrites(string(raw)), downloads: b.art.count(), busy: machineBusy(), engines: b.engines.counts()}
 	procs := allProcs()
 	for _, p := range procs {
 		switch p.pid {
@@ -592,6 +847,7 @@ type delta struct {
 	harness   float64
 	writes    map[string]int
 	downloads int
+	engines   map[string]map[string]int // caller -> subcommand -> processes
 }
 
 func (s snapshot) sub(before snapshot) delta {
@@ -601,6 +857,10 @@ func (s snapshot) sub(before snapshot) delta {
 		harness:   s.harness - before.harness,
 		writes:    diff(before.writes, s.writes),
 		downloads: s.downloads - before.downloads,
+		engines:   map[string]map[string]int{},
+	}
+	for caller, subs := range s.engines {
+		d.engines[caller] = diff(before.engines[caller], subs)
 	}
 	if s.ctrlPID == before.ctrlPID {
 		d.cpu.Controller, d.cpu.Runners = s.ctrlSelf-before.ctrlSelf, s.ctrlKids-before.ctrlKids
@@ -654,11 +914,15 @@ func (b *bench) startController(ctx context.Context, work, logName string) (*con
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(b.o.controller,
-		"--runner=local", "--engine", b.o.tofu, "--runner-binary", b.o.runner, "--work-dir", work,
+	args := []string{"--runner=local", "--engine", b.engines.wrapper, "--provider-mirror", b.o.providerMirror,
+		"--runner-binary", b.o.runner, "--work-dir", work,
 		"--kubeconfig", b.kubeconfig, "--metrics-addr", addr, "--health-addr=0",
-		"--concurrent="+strconv.Itoa(concurrent), "--concurrent-runs="+strconv.Itoa(concurrentRuns), "--drain-timeout=1m")
-	cmd.Env = append(cleanEnv(), "CHECKPOINT_DISABLE=1")
+		"--concurrent=" + strconv.Itoa(concurrent), "--concurrent-runs=" + strconv.Itoa(concurrentRuns), "--drain-timeout=1m"}
+	// BENCH_CONTROLLER_ARGS adds flags, e.g. --zap-log-level=debug
+	// --zap-time-encoding=rfc3339nano to see where a run's time goes.
+	args = append(args, strings.Fields(os.Getenv("BENCH_CONTROLLER_ARGS"))...)
+	cmd := exec.Command(b.o.controller, args...)
+	cmd.Env = b.engineEnv(callerLandform)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -714,14 +978,13 @@ func (a *artifactServer) count() int {
 	return a.n
 }
 
-// publish packs the module (with extra appended, so that each namespace
-// and revision has its own digest) as ns's GitRepository "repo"'s artifact,
+// publish packs body as main.tf (each namespace and revision with its own
+// text, so its own digest) as ns's GitRepository "repo"'s artifact,
 // creating the GitRepository the first time, and returns the revision.
-func (b *bench) publish(ctx context.Context, ns, extra string) (string, error) {
+func (b *bench) publish(ctx context.Context, ns, body string) (string, error) {
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(gz)
-	body := module + extra
 	if err := tw.WriteHeader(&tar.Header{Name: "main.tf", Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
 		return "", err
 	}

@@ -149,17 +149,24 @@ func (t *tracker) doneLocked(key, revision string) (time.Time, bool) {
 // wait waits until every key is done at revision, and returns when each
 // was.
 func (t *tracker) wait(ctx context.Context, keys []string, revision string) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	pending := keys
 	for {
 		t.mu.Lock()
-		out := map[string]time.Time{}
-		for _, k := range keys {
+		// Only the keys not yet done are looked at again: at 1000 objects
+		// every one of the many status updates wakes this loop.
+		var still []string
+		for _, k := range pending {
 			if at, ok := t.doneLocked(k, revision); ok {
 				out[k] = at
+			} else {
+				still = append(still, k)
 			}
 		}
+		pending = still
 		ch := t.changed
 		t.mu.Unlock()
-		if len(out) == len(keys) {
+		if len(pending) == 0 {
 			return out, nil
 		}
 		select {
@@ -181,4 +188,17 @@ func (t *tracker) runsSince(since time.Time) []runSeen {
 		}
 	}
 	return out
+}
+
+// count is how many of keys are done at revision.
+func (t *tracker) count(keys []string, revision string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, k := range keys {
+		if _, ok := t.doneLocked(k, revision); ok {
+			n++
+		}
+	}
+	return n
 }

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Engine callers: the value of BENCH_ENGINE_CALLER that enginecount writes
+// before each subcommand.
+const (
+	callerRaw      = "raw"
+	callerLandform = "landform"
+)
+
+// engineCounter is the enginecount wrapper built for this run, and the
+// file it appends to.
+type engineCounter struct {
+	wrapper string // <tmp>/engine/tofu
+	file    string
+}
+
+// buildEngineCounter builds hack/bench/enginecount as dir/tofu, execing
+// engine and appending to countFile.
+func buildEngineCounter(dir, engine, countFile string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "tofu")
+	cmd := exec.Command("go", "build", "-o", out,
+		"-ldflags", fmt.Sprintf("-X main.engine=%s -X main.counter=%s", engine, countFile),
+		"github.com/landform-dev/landform/hack/bench/enginecount")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the engine counter: %w\n%s", err, b)
+	}
+	return out, nil
+}
+
+// counts reads the counter file: per caller, processes per subcommand.
+func (e *engineCounter) counts() map[string]map[string]int {
+	out := map[string]map[string]int{}
+	b, _ := os.ReadFile(e.file)
+	for _, line := range strings.Split(string(b), "\n") {
+		caller, sub, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		if out[caller] == nil {
+			out[caller] = map[string]int{}
+		}
+		out[caller][sub]++
+	}
+	return out
+}
+
+// wrapperCost measures what the wrapper adds to one process: /bin/true
+// through a wrapper built for it against /bin/true itself, the medians of n
+// runs each.
+func wrapperCost(dir string, n int) (WrapperCost, error) {
+	wrapper, err := buildEngineCounter(dir, "/bin/true", filepath.Join(dir, "count"))
+	if err != nil {
+		return WrapperCost{}, err
+	}
+	measure := func(bin string) (wall, cpu []float64, err error) {
+		for i := 0; i < n; i++ {
+			cmd := exec.Command(bin, "version")
+			start := time.Now()
+			if err := cmd.Run(); err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", bin, err)
+			}
+			wall = append(wall, time.Since(start).Seconds()*1000)
+			cpu = append(cpu, (cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime()).Seconds()*1000)
+		}
+		return wall, cpu, nil
+	}
+	bw, bc, err := measure("/bin/true")
+	if err != nil {
+		return WrapperCost{}, err
+	}
+	ww, wc, err := measure(wrapper)
+	if err != nil {
+		return WrapperCost{}, err
+	}
+	return WrapperCost{WallMillis: median(ww) - median(bw), CPUMillis: median(wc) - median(bc), Samples: n}, nil
+}
+
+// perRun divides every count by runs.
+func perRun(m map[string]int, runs int) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range m {
+		out[k] = float64(v) / float64(runs)
+	}
+	return out
+}
