@@ -517,10 +517,29 @@ func (r *Report) engineTable(p printer) {
 		cells[i] = "**" + count(v) + "**"
 	}
 	p("| all | %s |\n", strings.Join(cells, " | "))
+	if extra := beyond(r.Overhead.RawEngineProcs, r.Overhead.LandformEngineProcs); extra != "" {
+		p("\nBeyond the raw engine's processes, Landform runs %s per object (trivial module).\n", extra)
+	}
 	if r.NewRev.EngineProcs != nil {
 		p("\nNew revision: %s engine processes for %d objects (%s); idle: %d; restart window: %d.\n",
 			count(float64(sum(r.NewRev.EngineProcs))), r.Scale.N, counts(r.NewRev.EngineProcs), r.Idle.EngineProcs, r.Restart.EngineProcs)
 	}
+}
+
+// beyond lists, in run order, the subcommands lf runs more often than raw,
+// with how many more: "`version` (+1), `show` (+1)".
+func beyond(raw, lf map[string]float64) string {
+	subs := map[string]bool{}
+	for k, v := range lf {
+		if v > raw[k] {
+			subs[k] = true
+		}
+	}
+	var parts []string
+	for _, k := range subcommandOrder(subs) {
+		parts = append(parts, fmt.Sprintf("`%s` (+%s)", k, count(lf[k]-raw[k])))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // subcommandOrder is the engine's subcommands in the order of a run, then
