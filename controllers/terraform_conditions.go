@@ -29,9 +29,6 @@ func summarize(obj *infrav1.Terraform, err error) {
 		conditions.Delete(obj, meta.StalledCondition)
 		conditions.MarkReconciling(obj, p.reason, "%s", err.Error())
 		conditions.MarkUnknown(obj, meta.ReadyCondition, p.reason, "%s", err.Error())
-	case err == nil && conditions.IsReconciling(obj) && conditions.GetReason(obj, meta.ReconcilingCondition) == infrav1.ProgressingReason && conditions.GetMessage(obj, meta.ReconcilingCondition) == "starting":
-		// The finalizer was just added; the real work comes next.
-		return
 	case err == nil:
 		conditions.Delete(obj, meta.ReconcilingCondition)
 		conditions.Delete(obj, meta.StalledCondition)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
-	"github.com/fluxcd/pkg/runtime/patch"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/record"
@@ -33,13 +32,6 @@ const (
 	fieldOwner                 = "landform-controller"
 )
 
-// ownedConditions are the conditions this controller writes.
-var ownedConditions = []string{
-	meta.ReadyCondition, meta.ReconcilingCondition, meta.StalledCondition,
-	infrav1.PlannedCondition, infrav1.AppliedCondition, infrav1.DriftedCondition,
-	infrav1.StateLockedCondition, infrav1.OutputsWrittenCondition,
-}
-
 // TerraformReconciler reconciles Terraform objects.
 type TerraformReconciler struct {
 	client.Client
@@ -58,6 +50,10 @@ type TerraformReconciler struct {
 	KeptArtifactMaxSize int64
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
+	// Jitter spreads drift checks: it returns a requeue delay near the one
+	// it is given (--interval-jitter-percentage, with fluxcd/pkg/runtime/
+	// jitter). Nil: none.
+	Jitter func(time.Duration) time.Duration
 
 	runs *runTracker
 	// sourceKinds are the Flux source kinds the API server serves
@@ -89,17 +85,21 @@ func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	patcher := patch.NewSerialPatcher(obj, r.Client)
+	if r.lagsBehindRun(obj) {
+		// The cache has not caught up with the write that recorded the run
+		// this process started last: acting on this copy would take that
+		// run for another process's and give it up.
+		if err := r.APIReader.Get(ctx, req.NamespacedName, obj); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	patcher := newObjectPatcher(obj, r.Client)
 	start := time.Now()
 
 	defer func() {
 		summarize(obj, retErr)
 		recordMetrics(obj, retErr, time.Since(start))
-		if err := patcher.Patch(ctx, obj,
-			patch.WithOwnedConditions{Conditions: ownedConditions},
-			patch.WithForceOverwriteConditions{},
-			patch.WithFieldOwner(fieldOwner),
-		); err != nil {
+		if err := patcher.Patch(ctx, obj); err != nil {
 			// Removing the finalizer deletes the object before its status is written.
 			if err = kerrors.FilterOut(err, apierrors.IsNotFound); err != nil {
 				retErr = kerrors.NewAggregate([]error{retErr, err})
@@ -116,9 +116,11 @@ func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, r.reconcileDelete(ctx, patcher, obj)
 	}
 	if !controllerutil.ContainsFinalizer(obj, infrav1.Finalizer) {
+		// Written with the first status write (which records the first
+		// run before it starts), not in a round of its own: nothing that
+		// needs the finalizer exists before then.
 		controllerutil.AddFinalizer(obj, infrav1.Finalizer)
 		conditions.MarkReconciling(obj, infrav1.ProgressingReason, "starting")
-		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
 	}
 	if obj.Spec.Suspend {
 		return ctrl.Result{}, nil
@@ -129,7 +131,7 @@ func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // reconcile runs the state machine once: follow the run in flight, gather
 // inputs, decide, act. Acting on a plan or an apply starts a run and
 // returns; the run's end brings the object back.
-func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *patch.SerialPatcher, obj *infrav1.Terraform) (ctrl.Result, error) {
+func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform) (ctrl.Result, error) {
 	var idle *idleRunner
 	if obj.Status.Run != nil {
 		c, err := r.inspectRun(ctx, obj)
@@ -176,7 +178,7 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *patch.Seri
 	markApprovalMismatch(obj)
 	switch d.action {
 	case actionNone:
-		return ctrl.Result{RequeueAfter: d.after}, nil
+		return ctrl.Result{RequeueAfter: r.jittered(d.after)}, nil
 	case actionWait:
 		return ctrl.Result{}, waiting(infrav1.PlanPendingReason, d.after, "%s", pendingMessage(obj))
 	case actionOutputs:
@@ -197,7 +199,7 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *patch.Seri
 // startApply starts the apply of the stored, approved plan, on the runner
 // that made it when it is still at hand. A stored plan that cannot be read
 // back intact is dropped, and the module planned again.
-func (r *TerraformReconciler) startApply(ctx context.Context, patcher *patch.SerialPatcher, obj *infrav1.Terraform, ws *workspace, idle *idleRunner) error {
+func (r *TerraformReconciler) startApply(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform, ws *workspace, idle *idleRunner) error {
 	p, err := r.Plans.Load(ctx, obj)
 	if errors.Is(err, planstore.ErrNotFound) {
 		if derr := r.dropPlan(ctx, obj); derr != nil {

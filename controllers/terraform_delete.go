@@ -11,8 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/fluxcd/pkg/runtime/patch"
-
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/runqueue"
 	"github.com/landform-dev/landform/runner"
@@ -21,7 +19,7 @@ import (
 // reconcileDelete destroys the resources (deletionPolicy Delete) or keeps
 // them (Orphan), cleans up what Landform created, and removes the finalizer.
 // The destroy is a run like any other: it outlives this reconcile.
-func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *patch.SerialPatcher, obj *infrav1.Terraform) error {
+func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform) error {
 	if !controllerutil.ContainsFinalizer(obj, infrav1.Finalizer) {
 		return nil
 	}
@@ -128,7 +126,7 @@ func (r *TerraformReconciler) destroyWorkspace(ctx context.Context, obj *infrav1
 
 // startDestroy starts the destroy run, with the current source and vars;
 // when the source is gone, with the artifact last applied, as kept.
-func (r *TerraformReconciler) startDestroy(ctx context.Context, patcher *patch.SerialPatcher, obj *infrav1.Terraform) error {
+func (r *TerraformReconciler) startDestroy(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform) error {
 	ws, err := r.destroyWorkspace(ctx, obj)
 	if err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
-	"github.com/fluxcd/pkg/runtime/patch"
 	corev1 "k8s.io/api/core/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
@@ -19,7 +18,7 @@ import (
 // nothing to destroy); the deletion then goes on. A destroy plan made from
 // other inputs (a new revision, changed variables) is planned again and
 // needs its own approval.
-func (r *TerraformReconciler) gatedDestroy(ctx context.Context, patcher *patch.SerialPatcher, obj *infrav1.Terraform) (bool, error) {
+func (r *TerraformReconciler) gatedDestroy(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform) (bool, error) {
 	destroying := obj.DeepCopy()
 	destroying.Spec.Destroy = true
 	ws, err := r.destroyWorkspace(ctx, destroying)

@@ -7,8 +7,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/fluxcd/pkg/runtime/conditions"
-	"github.com/fluxcd/pkg/runtime/patch"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -69,7 +67,7 @@ type runRequest struct {
 // startRun records the run in status, writes that status, and only then
 // starts it: a controller that dies at any point afterwards leaves enough
 // behind for its successor to find the run.
-func (r *TerraformReconciler) startRun(ctx context.Context, patcher *patch.SerialPatcher, obj *infrav1.Terraform, req runRequest) error {
+func (r *TerraformReconciler) startRun(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform, req runRequest) error {
 	if !r.runs.accepting() {
 		if req.reuse != nil {
 			r.stopIdle(req.reuse, req.release)
@@ -89,8 +87,10 @@ func (r *TerraformReconciler) startRun(ctx context.Context, patcher *patch.Seria
 	req.spec.ID = req.run.ID
 	req.spec.Deadline = obj.GetTimeout()
 	obj.Status.Run = req.run.DeepCopy()
-	conditions.MarkReconciling(obj, infrav1.RunQueuedReason, "%s run %s queued for revision %s", req.run.Action, req.run.ID, req.run.Revision)
-	if err := patcher.Patch(ctx, obj, patch.WithOwnedConditions{Conditions: ownedConditions}, patch.WithFieldOwner(fieldOwner)); err != nil {
+	queued := inProgress(infrav1.RunQueuedReason, obj.GetTimeout(), "%s run %s queued for revision %s", req.run.Action, req.run.ID, req.run.Revision)
+	// The conditions the reconcile ends with go in this one write.
+	summarize(obj, queued)
+	if err := patcher.Patch(ctx, obj); err != nil {
 		obj.Status.Run = nil
 		if req.reuse != nil {
 			r.stopIdle(req.reuse, req.release)
@@ -108,7 +108,7 @@ func (r *TerraformReconciler) startRun(ctx context.Context, patcher *patch.Seria
 		}
 		return waiting(infrav1.ShuttingDownReason, time.Minute, "%s run %s waits for the controller to start again", req.run.Action, req.run.ID)
 	}
-	return inProgress(infrav1.RunQueuedReason, obj.GetTimeout(), "%s run %s queued for revision %s", req.run.Action, req.run.ID, req.run.Revision)
+	return queued
 }
 
 // checkRunner asks the placement, when it can tell, whether obj's runner
@@ -162,28 +162,66 @@ func (r *TerraformReconciler) execute(interrupt context.Context, h *runHandle, r
 			}
 			return nil, &attachError{err: err}
 		}
+		r.runs.placed(h, rn, release)
 	case rn == nil:
 		var err error
 		if release, err = r.runs.queue.Acquire(interrupt, req.priority); err != nil {
 			return nil, errAbandoned
 		}
+		// The state token is issued while the runner starts.
+		token := r.issueStateToken(interrupt, req, nil)
 		if rn, err = r.placeRunner(interrupt, req); err != nil {
 			release()
 			return nil, err
 		}
-	}
-	r.runs.placed(h, rn, release)
-	if !req.attach {
-		token, err := r.stateToken(interrupt, req.obj, req.spec.Deadline)
-		if err != nil {
-			return nil, retry(infrav1.RunnerFailedReason, "%v", err)
+		r.runs.placed(h, rn, release)
+		if err := r.startOnRunner(interrupt, rn, req, <-token); err != nil {
+			return nil, err
 		}
-		req.spec.StateToken = token
-		if err := r.handOver(interrupt, rn, req); err != nil {
+	default:
+		r.runs.placed(h, rn, release)
+		if err := r.startOnRunner(interrupt, rn, req, <-r.issueStateToken(interrupt, req, rn)); err != nil {
 			return nil, err
 		}
 	}
 	return r.watch(interrupt, rn, req)
+}
+
+// issuedToken is a state token, or why there is none.
+type issuedToken struct {
+	token      string
+	validUntil time.Time
+	err        error
+}
+
+// issueStateToken issues a token of the object's state identity for req in
+// the background. A runner reused from the run before keeps its token when
+// that was issued within stateTokenReuseWithin, so that it lives nearly as
+// long as a new one would: none is issued then.
+func (r *TerraformReconciler) issueStateToken(ctx context.Context, req runRequest, reused *placement.Run) <-chan issuedToken {
+	out := make(chan issuedToken, 1)
+	if reused != nil && time.Until(reused.StateTokenValidUntil) >= stateTokenLife(req.spec.Deadline)-stateTokenReuseWithin {
+		out <- issuedToken{validUntil: reused.StateTokenValidUntil}
+		return out
+	}
+	go func() {
+		token, validUntil, err := r.stateToken(ctx, req.obj, req.spec.Deadline)
+		out <- issuedToken{token: token, validUntil: validUntil, err: err}
+	}()
+	return out
+}
+
+// startOnRunner hands req to rn with its state token (an empty token keeps
+// the runner's).
+func (r *TerraformReconciler) startOnRunner(interrupt context.Context, rn *placement.Run, req runRequest, token issuedToken) error {
+	if token.err != nil {
+		return retry(infrav1.RunnerFailedReason, "%v", token.err)
+	}
+	req.spec.StateToken = token.token
+	if token.token != "" {
+		rn.StateTokenValidUntil = token.validUntil
+	}
+	return r.handOver(interrupt, rn, req)
 }
 
 // placeRunner starts a runner and uploads the workspace, within the
@@ -331,10 +369,20 @@ func phaseOf(action string) runlog.Phase {
 }
 
 // nextCheck requeues at the next drift check, so that every path that ends
-// well keeps the object on its interval.
+// well keeps the object on its interval. The delay is jittered, so that
+// objects planned together (created together, or a new revision for all)
+// do not all check for drift at the same moment again: a check that comes
+// a little early finds it not due yet and requeues for the rest.
 func (r *TerraformReconciler) nextCheck(obj *infrav1.Terraform) ctrl.Result {
 	if obj.Spec.DisableDriftDetection {
-		return ctrl.Result{RequeueAfter: obj.GetInterval()}
+		return ctrl.Result{RequeueAfter: r.jittered(obj.GetInterval())}
 	}
-	return ctrl.Result{RequeueAfter: max(driftCheckDue(obj, r.now()), time.Second)}
+	return ctrl.Result{RequeueAfter: r.jittered(max(driftCheckDue(obj, r.now()), time.Second))}
+}
+
+func (r *TerraformReconciler) jittered(d time.Duration) time.Duration {
+	if r.Jitter == nil {
+		return d
+	}
+	return r.Jitter(d)
 }

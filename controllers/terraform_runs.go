@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
@@ -101,6 +102,14 @@ func (t *runTracker) get(key types.NamespacedName) *runHandle {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.runs[key]
+}
+
+// lagsBehindRun reports whether obj, as read, does not record the run this
+// process has in flight for it: a run is recorded in status before it is
+// launched, so obj is older than that write.
+func (r *TerraformReconciler) lagsBehindRun(obj *infrav1.Terraform) bool {
+	h := r.runs.get(client.ObjectKeyFromObject(obj))
+	return h != nil && (obj.Status.Run == nil || obj.Status.Run.ID != h.id)
 }
 
 // runner returns the identity of the runner serving h; empty while it

@@ -49,7 +49,19 @@ const (
 	stateTokenSlack   = 15 * time.Minute
 	// stateTokenNoDeadline is a token's life for a run without deadline.
 	stateTokenNoDeadline = 24 * time.Hour
+	// stateTokenReuseWithin is how old a token may be for the following
+	// run on the same runner (an apply after its plan) to use it.
+	stateTokenReuseWithin = 5 * time.Minute
 )
+
+// stateTokenLife is the life of a state token for a run with the given
+// deadline.
+func stateTokenLife(deadline time.Duration) time.Duration {
+	if deadline <= 0 {
+		return stateTokenNoDeadline
+	}
+	return max(stateTokenMinLife, deadline+stateTokenSlack)
+}
 
 // stateIdentityName names obj's state ServiceAccount, Role and
 // RoleBinding: a DNS label, hashed when obj's name is too long.
@@ -63,26 +75,30 @@ func stateIdentityName(obj *infrav1.Terraform) string {
 }
 
 // stateToken returns a token of obj's state identity for a run with the
-// given deadline, preparing the identity, the state Secret and the Lease
-// first. A custom backend has no state here: no token.
-func (r *TerraformReconciler) stateToken(ctx context.Context, obj *infrav1.Terraform, deadline time.Duration) (string, error) {
+// given deadline, and until when it is valid, preparing the identity, the
+// state Secret and the Lease first. A custom backend has no state here: no
+// token.
+func (r *TerraformReconciler) stateToken(ctx context.Context, obj *infrav1.Terraform, deadline time.Duration) (string, time.Time, error) {
 	if customBackend(obj) != "" {
-		return "", nil
+		return "", time.Time{}, nil
 	}
 	if err := r.ensureStateIdentity(ctx, obj); err != nil {
-		return "", fmt.Errorf("preparing the runners' state identity %s/%s: %w", obj.Namespace, stateIdentityName(obj), err)
+		return "", time.Time{}, fmt.Errorf("preparing the runners' state identity %s/%s: %w", obj.Namespace, stateIdentityName(obj), err)
 	}
-	life := stateTokenNoDeadline
-	if deadline > 0 {
-		life = max(stateTokenMinLife, deadline+stateTokenSlack)
-	}
+	life := stateTokenLife(deadline)
+	issued := time.Now()
 	seconds := int64(life / time.Second)
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: stateIdentityName(obj)}}
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}
 	if err := r.Client.SubResource("token").Create(ctx, sa, tr); err != nil {
-		return "", fmt.Errorf("issuing a token for the runners' state identity %s/%s: %w", sa.Namespace, sa.Name, err)
+		return "", time.Time{}, fmt.Errorf("issuing a token for the runners' state identity %s/%s: %w", sa.Namespace, sa.Name, err)
 	}
-	return tr.Status.Token, nil
+	validUntil := issued.Add(life)
+	if tr.Status.ExpirationTimestamp.Before(&metav1.Time{Time: validUntil}) {
+		// The API server may shorten a token's life.
+		validUntil = tr.Status.ExpirationTimestamp.Time
+	}
+	return tr.Status.Token, validUntil, nil
 }
 
 // ensureStateIdentity applies obj's state ServiceAccount, Role and

@@ -22,6 +22,10 @@ type Run struct {
 	// Identity names the runner for status.run and messages: a Pod's
 	// namespace/name, or a local process.
 	Identity string
+	// StateTokenValidUntil is set by the controller when it hands the
+	// runner a token of the object's state identity: a following run on
+	// the same runner that ends before then needs no new token.
+	StateTokenValidUntil time.Time
 
 	stop  func(grace time.Duration) error
 	grace time.Duration

@@ -2,7 +2,8 @@
 // run per phase (plan, apply, destroy) in a Secret the CLI reads
 // (`landform logs`). Lines are redacted by the caller before they get here;
 // each phase keeps only its last MaxBytes, and a running phase is flushed
-// every FlushInterval so that it can be followed live.
+// every FlushInterval (the first time FlushInterval after its start) so
+// that it can be followed live.
 package runlog
 
 import (
@@ -85,7 +86,8 @@ type Recorder struct {
 }
 
 // Start begins a phase's log (replacing the previous one of that phase) and
-// flushes it in the background until End.
+// flushes it in the background, every FlushInterval from its start, until
+// End.
 func Start(ctx context.Context, c client.Client, owner *v1alpha1.Terraform, phase Phase) *Recorder {
 	r := &Recorder{c: c, owner: owner, phase: phase, started: time.Now().UTC(), dirty: true,
 		stop: make(chan struct{}), stopped: make(chan struct{})}
@@ -125,9 +127,11 @@ func (r *Recorder) End(ctx context.Context, runErr error) error {
 
 func (r *Recorder) loop(ctx context.Context) {
 	defer close(r.stopped)
+	// The first write waits for the first tick too: a run shorter than
+	// FlushInterval (most plans and applies of small modules) costs one
+	// write, at its end, not two.
 	t := time.NewTicker(FlushInterval)
 	defer t.Stop()
-	_ = r.write(ctx, StateRunning, time.Time{})
 	for {
 		select {
 		case <-r.stop:
