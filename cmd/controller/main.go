@@ -11,6 +11,7 @@ import (
 
 	helper "github.com/fluxcd/pkg/runtime/controller"
 	"github.com/fluxcd/pkg/runtime/events"
+	"github.com/fluxcd/pkg/runtime/jitter"
 	"github.com/fluxcd/pkg/runtime/leaderelection"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +43,7 @@ type flags struct {
 	eventsAddr              string
 	leaderElect             bool
 	watchLabelSelector      string
+	intervalJitter          uint
 	concurrent              int
 	concurrentRuns          int
 	drainTimeout            time.Duration
@@ -77,6 +79,7 @@ func main() {
 	flag.StringVar(&f.eventsAddr, "events-addr", "", "notification-controller's event endpoint (http://notification-controller.flux-system.svc.cluster.local./ in a Flux installation): events go there as well as to Kubernetes, for Flux Alerts on Terraform objects (empty: Kubernetes events only)")
 	flag.BoolVar(&f.leaderElect, "leader-elect", false, "elect a leader so that only one replica reconciles")
 	flag.StringVar(&f.watchLabelSelector, "watch-label-selector", "", "reconcile only the Terraform objects whose labels match this Kubernetes label selector, as Flux's controllers shard: 'sharding.fluxcd.io/key in (shard1)' on a shard, '!sharding.fluxcd.io/key' on the main controller (empty: all objects); a non-empty selector also gives the shard its own leader election lease")
+	flag.UintVar(&f.intervalJitter, "interval-jitter-percentage", 5, "spread drift checks: each object's next check comes up to this percentage of its interval earlier or later, as Flux's controllers jitter their intervals, so that objects planned together do not check together again (0: no jitter; below 100)")
 	flag.IntVar(&f.concurrent, "concurrent", 4, "Terraform objects reconciled in parallel (a reconcile only starts or inspects a run, so it is short)")
 	flag.IntVar(&f.concurrentRuns, "concurrent-runs", controllers.DefaultConcurrentRuns, "runs (plan, apply, destroy) in flight at once; more wait, approvals, requested reconciles, new objects and deletions ahead of drift checks")
 	flag.DurationVar(&f.drainTimeout, "drain-timeout", controllers.DefaultDrainTimeout, "on SIGTERM with --runner=local, how long runs in flight may take to finish before they are interrupted gracefully (runner Pods carry on without the controller)")
@@ -121,6 +124,9 @@ func run(f flags) error {
 	// Sharding as Flux's controllers do it: the cache holds (and the
 	// controller watches) only the shard's Terraform objects, and each
 	// shard elects its own leader.
+	if f.intervalJitter >= 100 {
+		return fmt.Errorf("--interval-jitter-percentage=%d: must be below 100", f.intervalJitter)
+	}
 	watchOpts := helper.WatchOptions{LabelSelector: f.watchLabelSelector}
 	watchSelector, err := helper.GetWatchSelector(watchOpts)
 	if err != nil {
@@ -191,6 +197,10 @@ func run(f flags) error {
 
 		AllowCrossNamespaceRefs: f.allowCrossNamespace,
 		KeptArtifactMaxSize:     f.keptArtifactMaxSize,
+	}
+	if f.intervalJitter > 0 {
+		jitter.SetGlobalIntervalJitter(float64(f.intervalJitter)/100, nil)
+		r.Jitter = jitter.JitteredIntervalDuration
 	}
 	if err := r.SetupWithManager(ctx, mgr, controllers.Options{
 		MaxConcurrentReconciles: f.concurrent,
