@@ -153,6 +153,7 @@ func (r *TerraformReconciler) attachRun(ctx context.Context, obj *infrav1.Terraf
 // interrupted (abandoned, or the drain timed out).
 func (r *TerraformReconciler) execute(interrupt context.Context, h *runHandle, req runRequest) (*runner.RunResult, error) {
 	rn, release := req.reuse, req.release
+	var token <-chan issuedToken
 	switch {
 	case req.attach:
 		var err error
@@ -162,25 +163,23 @@ func (r *TerraformReconciler) execute(interrupt context.Context, h *runHandle, r
 			}
 			return nil, &attachError{err: err}
 		}
-		r.runs.placed(h, rn, release)
 	case rn == nil:
 		var err error
 		if release, err = r.runs.queue.Acquire(interrupt, req.priority); err != nil {
 			return nil, errAbandoned
 		}
 		// The state token is issued while the runner starts.
-		token := r.issueStateToken(interrupt, req, nil)
+		token = r.issueStateToken(interrupt, req, nil)
 		if rn, err = r.placeRunner(interrupt, req); err != nil {
 			release()
 			return nil, err
 		}
-		r.runs.placed(h, rn, release)
-		if err := r.startOnRunner(interrupt, rn, req, <-token); err != nil {
-			return nil, err
-		}
 	default:
-		r.runs.placed(h, rn, release)
-		if err := r.startOnRunner(interrupt, rn, req, <-r.issueStateToken(interrupt, req, rn)); err != nil {
+		token = r.issueStateToken(interrupt, req, rn)
+	}
+	r.runs.placed(h, rn, release)
+	if !req.attach {
+		if err := r.startOnRunner(interrupt, rn, req, <-token); err != nil {
 			return nil, err
 		}
 	}
