@@ -12,20 +12,33 @@ import (
 	"google.golang.org/grpc/codes"
 )
 
-// writeCLIConfig writes the runner's own CLI configuration: every provider
-// a read-only mirror holds comes only from that mirror (the engine would
-// otherwise also ask its registry, which fails offline), the rest from their
-// registries into this workspace only. There is deliberately no shared
-// writable plugin cache: concurrent runners writing one cache corrupt it.
+// writeCLIConfig writes the runner's own CLI configuration (CLIConfig).
 func writeCLIConfig(path string, mirrors []string) error {
+	cfg, err := CLIConfig(mirrors)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		return fmt.Errorf("write CLI configuration: %w", err)
+	}
+	return nil
+}
+
+// CLIConfig is the CLI configuration a runner uses with these read-only
+// provider mirrors: every provider a mirror holds comes only from that
+// mirror (the engine would otherwise also ask its registry, which fails
+// offline), the rest from their registries into the workspace only. There
+// is deliberately no shared writable plugin cache: concurrent runners
+// writing one cache corrupt it.
+func CLIConfig(mirrors []string) (string, error) {
 	var b strings.Builder
 	b.WriteString("disable_checkpoint = true\n\nprovider_installation {\n")
 	var mirrored []string
 	for _, m := range mirrors {
 		if strings.ContainsAny(m, "\"\\\n$%") {
-			return fmt.Errorf("provider mirror path %q: unsupported characters", m)
+			return "", fmt.Errorf("provider mirror path %q: unsupported characters", m)
 		}
-		held := mirroredProviders(m)
+		held := MirroredProviders(m)
 		mirrored = append(mirrored, held...)
 		fmt.Fprintf(&b, "  filesystem_mirror {\n    path = %s\n", strconv.Quote(m))
 		if len(held) > 0 {
@@ -38,15 +51,12 @@ func writeCLIConfig(path string, mirrors []string) error {
 	} else {
 		b.WriteString("  direct {}\n}\n")
 	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
-		return fmt.Errorf("write CLI configuration: %w", err)
-	}
-	return nil
+	return b.String(), nil
 }
 
-// mirroredProviders lists the providers a filesystem mirror holds, as
+// MirroredProviders lists the providers a filesystem mirror holds, as
 // "hostname/namespace/type", from its directory layout.
-func mirroredProviders(mirror string) []string {
+func MirroredProviders(mirror string) []string {
 	var out []string
 	hosts, _ := os.ReadDir(mirror)
 	for _, h := range hosts {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/landform-dev/landform/internal/cloud"
+	"github.com/landform-dev/landform/runner"
 )
 
 // cloudModule is the module using the stand-in cloud's provider: one
@@ -117,40 +118,12 @@ func (c *cloudServer) check(ctx context.Context, names []string) error {
 	return nil
 }
 
-// mirroredProviders lists "hostname/namespace/type" of an unpacked
-// filesystem mirror, as runner/environment.go does.
-func mirroredProviders(mirror string) []string {
-	var out []string
-	hosts, _ := os.ReadDir(mirror)
-	for _, h := range hosts {
-		namespaces, _ := os.ReadDir(filepath.Join(mirror, h.Name()))
-		for _, ns := range namespaces {
-			types, _ := os.ReadDir(filepath.Join(mirror, h.Name(), ns.Name()))
-			for _, t := range types {
-				if h.IsDir() && ns.IsDir() && t.IsDir() {
-					out = append(out, h.Name()+"/"+ns.Name()+"/"+t.Name())
-				}
-			}
-		}
-	}
-	return out
-}
-
 func hclList(xs []string) string {
 	q := make([]string, len(xs))
 	for i, x := range xs {
 		q[i] = strconv.Quote(x)
 	}
 	return "[" + strings.Join(q, ", ") + "]"
-}
-
-// cliConfig is the CLI configuration Landform's runner writes for one
-// read-only mirror (runner/environment.go writeCLIConfig): the mirrored
-// providers only from the mirror, used in place, the rest direct.
-func cliConfig(mirror string) string {
-	held := mirroredProviders(mirror)
-	return fmt.Sprintf("disable_checkpoint = true\n\nprovider_installation {\n  filesystem_mirror {\n    path = %s\n    include = %s\n  }\n  direct {\n    exclude = %s\n  }\n}\n",
-		strconv.Quote(mirror), hclList(held), hclList(held))
 }
 
 // networkMirror serves the providers of an unpacked mirror as a provider
@@ -167,7 +140,7 @@ type networkMirror struct {
 // and serves dir.
 func startNetworkMirror(mirror, dir string) (*networkMirror, error) {
 	platform := runtime.GOOS + "_" + runtime.GOARCH
-	held := mirroredProviders(mirror)
+	held := runner.MirroredProviders(mirror)
 	for _, p := range held {
 		versions, _ := os.ReadDir(filepath.Join(mirror, p))
 		index := map[string]map[string]any{"versions": {}}
@@ -265,13 +238,17 @@ func (b *bench) initPhase(r *Report) error {
 		return fmt.Errorf("packing the network mirror: %w", err)
 	}
 	defer nm.srv.Close()
+	withMirror, err := runner.CLIConfig([]string{b.o.providerMirror})
+	if err != nil {
+		return err
+	}
 	with, without := &r.Init.WithMirror, &r.Init.WithoutMirror
 	for i := 0; i < b.o.samples; i++ {
 		for _, c := range []struct {
 			name, config string
 			to           *InitCase
 		}{
-			{"with", cliConfig(b.o.providerMirror), with},
+			{"with", withMirror, with},
 			{"without", nm.cliConfig(), without},
 		} {
 			dir := filepath.Join(b.tmp, fmt.Sprintf("init-%s-%d", c.name, i))

@@ -42,6 +42,7 @@ import (
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/placement"
 	"github.com/landform-dev/landform/internal/testenv"
+	"github.com/landform-dev/landform/runner"
 )
 
 // module is the trivial module: one terraform_data, two outputs. The
@@ -147,7 +148,7 @@ func run(o options) error {
 		}
 		*p = abs
 	}
-	if len(mirroredProviders(o.providerMirror)) == 0 {
+	if len(runner.MirroredProviders(o.providerMirror)) == 0 {
 		return fmt.Errorf("%s holds no provider: run `make tools`", o.providerMirror)
 	}
 	if o.revision == "" {
@@ -503,7 +504,11 @@ func (b *bench) raw(name, mod string) (secs, cpu float64, err error) {
 	}
 	backend := fmt.Sprintf("terraform {\n  backend \"kubernetes\" {\n    secret_suffix = %q\n    namespace     = \"bench-raw\"\n    config_path   = %q\n  }\n}\n",
 		name, b.kubeconfig)
-	files := map[string]string{"main.tf": mod, "backend.tf": backend, "cli.tfrc": cliConfig(b.o.providerMirror)}
+	cliConfig, err := runner.CLIConfig([]string{b.o.providerMirror})
+	if err != nil {
+		return 0, 0, err
+	}
+	files := map[string]string{"main.tf": mod, "backend.tf": backend, "cli.tfrc": cliConfig}
 	if strings.Contains(mod, `variable "name"`) {
 		files["terraform.tfvars"] = fmt.Sprintf("name = %q\n", name)
 	}

@@ -118,22 +118,6 @@ func TestSubcommandOrder(t *testing.T) {
 	}
 }
 
-func TestCLIConfig(t *testing.T) {
-	mirror := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(mirror, "registry.opentofu.org", "landform-dev", "landform", "0.1.0", "linux_amd64"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	got := cliConfig(mirror)
-	for _, want := range []string{
-		"filesystem_mirror {\n    path = \"" + mirror + "\"\n    include = [\"registry.opentofu.org/landform-dev/landform\"]",
-		"direct {\n    exclude = [\"registry.opentofu.org/landform-dev/landform\"]",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("CLI configuration lacks %q:\n%s", want, got)
-		}
-	}
-}
-
 func sample() *Report {
 	return sampleAt(20)
 }
