@@ -1,18 +1,14 @@
 package durable
 
 import (
-	"archive/tar"
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -162,36 +158,8 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 // "repo" in ns at it, as source-controller would.
 func publish(t *testing.T, ns string, files map[string]string) {
 	t.Helper()
-	g := NewWithT(t)
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for name, body := range files {
-		g.Expect(tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg})).To(Succeed())
-		_, _ = tw.Write([]byte(body))
-	}
-	g.Expect(tw.Close()).To(Succeed())
-	g.Expect(gz.Close()).To(Succeed())
-	sum := sha256.Sum256(buf.Bytes())
-	name := ns + ".tar.gz"
-	g.Expect(os.WriteFile(filepath.Join(artDir, name), buf.Bytes(), 0o644)).To(Succeed())
-
-	ctx := context.Background()
-	repo := &sourcev1.GitRepository{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "repo"},
-		Spec:       sourcev1.GitRepositorySpec{URL: "https://example.invalid/repo.git", Interval: metav1.Duration{Duration: time.Hour}},
-	}
-	g.Expect(env.Client.Create(ctx, repo)).To(Succeed())
-	repo.Status.Artifact = &meta.Artifact{
-		Path: name, URL: artifacts.URL + "/" + name,
-		Revision:       "main@sha1:" + hex.EncodeToString(sum[:20]),
-		Digest:         "sha256:" + hex.EncodeToString(sum[:]),
-		LastUpdateTime: metav1.Now(),
-		Size:           ptrTo(int64(buf.Len())),
-	}
-	repo.Status.ObservedGeneration = repo.Generation
-	conditions.MarkTrue(repo, meta.ReadyCondition, meta.SucceededReason, "stored artifact")
-	g.Expect(env.Client.Status().Update(ctx, repo)).To(Succeed())
+	_, err := artifacts.Publish(context.Background(), env.Client, ns, files)
+	NewWithT(t).Expect(err).To(Succeed())
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -15,8 +15,6 @@ package durable
 
 import (
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,8 +32,7 @@ var (
 	kubeconfig string // reaches env, for controller processes
 	root       string // of the repository
 	bins       struct{ controller, runner, tofu string }
-	artifacts  *httptest.Server
-	artDir     string
+	artifacts  *testenv.Artifacts
 	verbose    = os.Getenv("LANDFORM_TEST_LOGS") != ""
 )
 
@@ -81,11 +78,9 @@ func runSuite(m *testing.M) int {
 	if err := placement.WriteKubeconfig(env.Config, kubeconfig); err != nil {
 		panic(err)
 	}
-	artDir = filepath.Join(tmp, "artifacts")
-	if err := os.MkdirAll(artDir, 0o755); err != nil {
+	if artifacts, err = testenv.StartArtifacts(filepath.Join(tmp, "artifacts")); err != nil {
 		panic(err)
 	}
-	artifacts = httptest.NewServer(http.FileServer(http.Dir(artDir)))
 	defer artifacts.Close()
 	return m.Run()
 }

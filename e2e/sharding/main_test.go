@@ -15,8 +15,6 @@ package sharding
 
 import (
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -29,8 +27,7 @@ var (
 	env        *testenv.Env
 	kubeconfig string // reaches env, for the controller processes
 	bins       struct{ controller, runner, tofu string }
-	artifacts  *httptest.Server
-	artDir     string
+	artifacts  *testenv.Artifacts
 	// skipReason is why the suite cannot run here; empty when it can.
 	skipReason string
 	verbose    = os.Getenv("LANDFORM_TEST_LOGS") != ""
@@ -68,11 +65,9 @@ func runSuite(m *testing.M) int {
 	if err := placement.WriteKubeconfig(env.Config, kubeconfig); err != nil {
 		panic(err)
 	}
-	artDir = filepath.Join(tmp, "artifacts")
-	if err := os.MkdirAll(artDir, 0o755); err != nil {
+	if artifacts, err = testenv.StartArtifacts(filepath.Join(tmp, "artifacts")); err != nil {
 		panic(err)
 	}
-	artifacts = httptest.NewServer(http.FileServer(http.Dir(artDir)))
 	defer artifacts.Close()
 	return m.Run()
 }

@@ -7,19 +7,14 @@
 package main
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,8 +25,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/fluxcd/pkg/runtime/conditions"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -130,7 +123,7 @@ type bench struct {
 	kubeconfig string
 	apiPID     int
 	etcdPID    int
-	art        *artifactServer
+	art        *testenv.Artifacts
 	tr         *tracker
 	ctrl       *controller
 	engines    *engineCounter
@@ -217,8 +210,10 @@ func run(o options) error {
 	if b.etcdPID, err = childByName(os.Getpid(), "etcd"); err != nil {
 		return err
 	}
-	b.art = newArtifactServer(filepath.Join(tmp, "artifacts"))
-	defer b.art.srv.Close()
+	if b.art, err = testenv.StartArtifacts(filepath.Join(tmp, "artifacts")); err != nil {
+		return err
+	}
+	defer b.art.Close()
 	b.tr.start(ctx, b.c)
 
 	for _, ns := range []string{"bench-raw", "bench-one", "bench-cloud", "bench-scale"} {
@@ -825,7 +820,7 @@ func (b *bench) snap(ctx context.Context) (snapshot, error) {
 	if err != nil {
 		return snapshot{}, fmt.Errorf("reading the API server's metrics: %w", err)
 	}
-	s := snapshot{at: time.Now(), writes: apiWrites(string(raw)), downloads: b.art.count(), busy: machineBusy(), engines: b.engines.counts()}
+	s := snapshot{at: time.Now(), writes: apiWrites(string(raw)), downloads: b.art.Downloads(), busy: machineBusy(), engines: b.engines.counts()}
 	procs := allProcs()
 	for _, p := range procs {
 		switch p.pid {
@@ -952,81 +947,9 @@ func (b *bench) startController(ctx context.Context, work, logName string) (*con
 	}
 }
 
-// artifactServer serves tarballs as source-controller does and counts the
-// downloads.
-type artifactServer struct {
-	dir string
-	srv *httptest.Server
-	mu  sync.Mutex
-	n   int
-	gen map[string]int
-}
-
-func newArtifactServer(dir string) *artifactServer {
-	_ = os.MkdirAll(dir, 0o755)
-	a := &artifactServer{dir: dir, gen: map[string]int{}}
-	files := http.FileServer(http.Dir(dir))
-	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			a.mu.Lock()
-			a.n++
-			a.mu.Unlock()
-		}
-		files.ServeHTTP(w, r)
-	}))
-	return a
-}
-
-func (a *artifactServer) count() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.n
-}
-
 // publish packs body as main.tf (each namespace and revision with its own
 // text, so its own digest) as ns's GitRepository "repo"'s artifact,
 // creating the GitRepository the first time, and returns the revision.
 func (b *bench) publish(ctx context.Context, ns, body string) (string, error) {
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	if err := tw.WriteHeader(&tar.Header{Name: "main.tf", Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
-		return "", err
-	}
-	_, _ = tw.Write([]byte(body))
-	if err := errors.Join(tw.Close(), gz.Close()); err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(buf.Bytes())
-	a := b.art
-	a.mu.Lock()
-	a.gen[ns]++
-	name := fmt.Sprintf("%s-%d.tar.gz", ns, a.gen[ns])
-	a.mu.Unlock()
-	if err := os.WriteFile(filepath.Join(a.dir, name), buf.Bytes(), 0o644); err != nil {
-		return "", err
-	}
-	repo := &sourcev1.GitRepository{}
-	key := client.ObjectKey{Namespace: ns, Name: "repo"}
-	if err := b.c.Get(ctx, key, repo); err != nil {
-		repo = &sourcev1.GitRepository{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "repo"},
-			Spec:       sourcev1.GitRepositorySpec{URL: "https://example.invalid/repo.git", Interval: metav1.Duration{Duration: time.Hour}},
-		}
-		if err := b.c.Create(ctx, repo); err != nil {
-			return "", err
-		}
-	}
-	size := int64(buf.Len())
-	rev := "main@sha1:" + hex.EncodeToString(sum[:20])
-	repo.Status.Artifact = &meta.Artifact{
-		Path: name, URL: a.srv.URL + "/" + name,
-		Revision:       rev,
-		Digest:         "sha256:" + hex.EncodeToString(sum[:]),
-		LastUpdateTime: metav1.Now(),
-		Size:           &size,
-	}
-	repo.Status.ObservedGeneration = repo.Generation
-	conditions.MarkTrue(repo, meta.ReadyCondition, meta.SucceededReason, "stored artifact for revision %s", rev)
-	return rev, b.c.Status().Update(ctx, repo)
+	return b.art.Publish(ctx, b.c, ns, map[string]string{"main.tf": body})
 }
