@@ -61,6 +61,9 @@ var (
 	tofuPath string
 	// runnerBinPath is the landform-runner binary.
 	runnerBinPath string
+	// controllerView reads through the controller's own cache: what its
+	// next reconcile sees.
+	controllerView client.Reader
 )
 
 func TestMain(m *testing.M) {
@@ -147,6 +150,7 @@ func runSuite(m *testing.M) int {
 			},
 		}
 	}
+	controllerView = mgr.GetClient()
 	r := &TerraformReconciler{
 		Leases:        kube.CoordinationV1().Leases,
 		Client:        mgr.GetClient(),

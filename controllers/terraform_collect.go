@@ -27,6 +27,11 @@ type collected struct {
 	idle *idleRunner
 	// destroyed is set when a destroy run succeeded.
 	destroyed bool
+	// failed is the plan or apply run whose failure inspectRun returns.
+	// The failure belongs to the inputs that run was given: when they
+	// have changed since, the reconcile plans the new ones instead of
+	// reporting it for them.
+	failed *infrav1.RunStatus
 }
 
 // idleRunner is a runner with no run, and the slot it holds.
@@ -84,7 +89,10 @@ func (r *TerraformReconciler) inspectRun(ctx context.Context, obj *infrav1.Terra
 	switch run.Action {
 	case runApply:
 		r.runs.finish(h, false)
-		return &collected{}, r.collectApply(ctx, obj, run, h)
+		if err := r.collectApply(ctx, obj, run, h); err != nil {
+			return &collected{failed: run}, err
+		}
+		return &collected{}, nil
 	case runDestroy:
 		r.runs.finish(h, false)
 		if err := r.collectDestroy(ctx, obj, run, h); err != nil {
@@ -94,7 +102,7 @@ func (r *TerraformReconciler) inspectRun(ctx context.Context, obj *infrav1.Terra
 	}
 	if h.err != nil {
 		r.runs.finish(h, false)
-		return nil, r.runFailed(ctx, obj, run, h, infrav1.PlannedCondition, infrav1.PlanFailedReason, infrav1.PlanTimeoutReason)
+		return &collected{failed: run}, r.runFailed(ctx, obj, run, h, infrav1.PlannedCondition, infrav1.PlanFailedReason, infrav1.PlanTimeoutReason)
 	}
 	rn, release := r.runs.finish(h, true)
 	idle := &idleRunner{rn: rn, release: release, inputsDigest: run.InputsDigest}

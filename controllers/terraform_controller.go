@@ -133,11 +133,14 @@ func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // returns; the run's end brings the object back.
 func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform) (ctrl.Result, error) {
 	var idle *idleRunner
+	var failedRun *infrav1.RunStatus
+	var failure error
 	if obj.Status.Run != nil {
 		c, err := r.inspectRun(ctx, obj)
-		if err != nil {
+		if err != nil && (c == nil || c.failed == nil) {
 			return ctrl.Result{}, err
 		}
+		failedRun, failure = c.failed, err
 		idle = c.idle
 		defer func() {
 			if idle != nil && !idle.taken {
@@ -164,6 +167,11 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 		return ctrl.Result{}, err
 	}
 	obj.Status.LastAttemptedRevision = ws.artifact.Revision
+	if failedRun != nil && (failedRun.InputsDigest == "" || failedRun.InputsDigest == ws.inputsDigest) {
+		// The run failed for the inputs as they still are; a run for
+		// older inputs says nothing of the new ones, which are planned.
+		return ctrl.Result{}, failure
+	}
 
 	meta, err := r.storedPlan(ctx, obj)
 	if err != nil {

@@ -58,7 +58,7 @@ func (w *sourceKindWatcher) discover(ctx context.Context, started bool) error {
 	for _, gvk := range added {
 		w.log.Info("Flux source kind served", "kind", gvk.Kind, "apiVersion", gvk.GroupVersion().String())
 		if !w.watched[gvk] {
-			if err := w.ctrl.Watch(ctrlsource.Kind(w.cache, sourceObject(gvk), handler.EnqueueRequestsFromMapFunc(w.mapFor(gvk.Kind)))); err != nil {
+			if err := w.ctrl.Watch(ctrlsource.Kind(w.cache, sourceObject(gvk), handler.EnqueueRequestsFromMapFunc(w.mapFor(gvk.Kind)), source.ArtifactChanged)); err != nil {
 				return fmt.Errorf("watching %s: %w", gvk, err)
 			}
 			w.watched[gvk] = true
