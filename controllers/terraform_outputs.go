@@ -3,10 +3,13 @@ package controllers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/metrics"
@@ -54,7 +57,10 @@ func (r *TerraformReconciler) writeOutputs(ctx context.Context, obj *infrav1.Ter
 // engine, no lock. A custom backend needs a runner for it.
 func (r *TerraformReconciler) refreshOutputs(ctx context.Context, obj *infrav1.Terraform, ws *workspace) error {
 	if customBackend(obj) == "" {
-		outs, found, err := tfstate.Outputs(ctx, r.APIReader, obj.Namespace, obj.GetStateSecretName())
+		outs, found, err := stateOutputs(ctx, r.APIReader, obj.Namespace, obj.GetStateSecretName())
+		if errors.Is(err, tfstate.ErrNotPlain) {
+			return r.refreshOutputsWithRunner(ctx, obj, ws)
+		}
 		if err != nil {
 			conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, infrav1.OutputsFailedReason, "%v", err)
 			return retry(infrav1.OutputsFailedReason, "%v", err)
@@ -64,6 +70,24 @@ func (r *TerraformReconciler) refreshOutputs(ctx context.Context, obj *infrav1.T
 		}
 	}
 	return r.refreshOutputsWithRunner(ctx, obj, ws)
+}
+
+// stateOutputs reads the outputs of the state in Secret namespace/name.
+// found is false when the Secret does not exist.
+func stateOutputs(ctx context.Context, c client.Reader, namespace, name string) (outs []*runnerpb.Output, found bool, err error) {
+	var secret corev1.Secret
+	err = c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &secret)
+	if apierrors.IsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("reading state Secret %s/%s: %w", namespace, name, err)
+	}
+	outs, err = tfstate.DecodeOutputs(secret.Data[tfstate.DataKey])
+	if err != nil {
+		return nil, true, fmt.Errorf("state Secret %s/%s: %w", namespace, name, err)
+	}
+	return outs, true, nil
 }
 
 // refreshOutputsWithRunner reads the outputs through a short-lived runner,

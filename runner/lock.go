@@ -136,20 +136,30 @@ func lockedError(info statelock.LockInfo) error {
 }
 
 // leaseClient reaches the Leases of the state's namespace as the runner
-// reaches the state: with the state token, or as the kubernetes backend
-// would (its kubeconfig, or the Pod's in-cluster identity).
+// reaches the state.
 func (s *Server) leaseClient(ws *workspace) (coordinationv1client.LeaseInterface, error) {
-	rc, err := s.stateConfig(ws)
+	c, ns, err := s.stateClient(ws)
 	if err != nil {
 		return nil, err
 	}
+	return c.CoordinationV1().Leases(ns), nil
+}
+
+// stateClient reaches the state's namespace as the runner reaches the
+// state: with the state token, or as the kubernetes backend would (its
+// kubeconfig, or the Pod's in-cluster identity).
+func (s *Server) stateClient(ws *workspace) (kubernetes.Interface, string, error) {
+	rc, err := s.stateConfig(ws)
+	if err != nil {
+		return nil, "", err
+	}
 	c, err := kubernetes.NewForConfig(rc)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	ns := ws.backendConfig["namespace"]
 	if ns == "" {
 		ns = "default"
 	}
-	return c.CoordinationV1().Leases(ns), nil
+	return c, ns, nil
 }

@@ -1,58 +1,44 @@
-// Package tfstate reads what the controller needs from a state that
-// Terraform's kubernetes backend keeps in a Secret, so that refreshing the
-// outputs Secret needs no runner, no engine and no lock.
+// Package tfstate reads what Landform needs from a state that Terraform's
+// kubernetes backend keeps in a Secret, so that reading the outputs needs
+// no engine and no lock.
 package tfstate
 
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
-// dataKey is where the backend keeps the gzip'd state in its Secret.
-const dataKey = "tfstate"
+// DataKey is where the backend keeps the gzip'd state in its Secret.
+const DataKey = "tfstate"
 
 // maxState bounds the decompressed state read.
 const maxState = 256 << 20
 
+// ErrNotPlain is a state this package cannot read the outputs of: an
+// OpenTofu encrypted state, or a format it does not know. The engine can.
+var ErrNotPlain = errors.New("the state is not a plain version 4 state (encrypted?); its outputs are read by the engine")
+
 // state is the part of a state file this package reads.
 type state struct {
-	Outputs map[string]struct {
+	Version       int             `json:"version"`
+	EncryptedData json.RawMessage `json:"encrypted_data"`
+	Outputs       map[string]struct {
 		Value     json.RawMessage `json:"value"`
 		Type      json.RawMessage `json:"type"`
 		Sensitive bool            `json:"sensitive"`
 	} `json:"outputs"`
 }
 
-// Outputs reads the outputs of the state in Secret namespace/name, sorted
-// by name. found is false when the Secret does not exist.
-func Outputs(ctx context.Context, c client.Reader, namespace, name string) (outs []*runnerpb.Output, found bool, err error) {
-	var secret corev1.Secret
-	err = c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &secret)
-	if apierrors.IsNotFound(err) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("reading state Secret %s/%s: %w", namespace, name, err)
-	}
-	outs, err = decodeOutputs(secret.Data[dataKey])
-	if err != nil {
-		return nil, true, fmt.Errorf("state Secret %s/%s: %w", namespace, name, err)
-	}
-	return outs, true, nil
-}
-
-func decodeOutputs(data []byte) ([]*runnerpb.Output, error) {
+// DecodeOutputs reads the outputs of the state kept in a state Secret's
+// DataKey, sorted by name; none for an empty state.
+func DecodeOutputs(data []byte) ([]*runnerpb.Output, error) {
 	if len(data) == 0 {
 		return nil, nil
 	}
@@ -65,9 +51,16 @@ func decodeOutputs(data []byte) ([]*runnerpb.Output, error) {
 		// The decoder's message may quote state content: say only where.
 		return nil, fmt.Errorf("the state is not valid JSON")
 	}
+	if len(st.EncryptedData) > 0 || st.Version != 4 {
+		return nil, ErrNotPlain
+	}
 	outs := make([]*runnerpb.Output, 0, len(st.Outputs))
 	for name, o := range st.Outputs {
-		outs = append(outs, &runnerpb.Output{Name: name, ValueJson: o.Value, TypeJson: o.Type, Sensitive: o.Sensitive})
+		var value, typ bytes.Buffer
+		if json.Compact(&value, o.Value) != nil || json.Compact(&typ, o.Type) != nil {
+			return nil, fmt.Errorf("output %q in the state is not valid JSON", name)
+		}
+		outs = append(outs, &runnerpb.Output{Name: name, ValueJson: value.Bytes(), TypeJson: typ.Bytes(), Sensitive: o.Sensitive})
 	}
 	sort.Slice(outs, func(i, j int) bool { return outs[i].Name < outs[j].Name })
 	return outs, nil

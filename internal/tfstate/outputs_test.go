@@ -3,6 +3,7 @@ package tfstate
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"testing"
 )
 
@@ -16,7 +17,7 @@ func gz(t *testing.T, s string) []byte {
 }
 
 func TestDecodeOutputs(t *testing.T) {
-	outs, err := decodeOutputs(gz(t, `{"version":4,"serial":3,"outputs":{
+	outs, err := DecodeOutputs(gz(t, `{"version":4,"serial":3,"outputs":{
 		"b":{"value":{"x":1},"type":["object",{"x":"number"}]},
 		"a":{"value":"s3cr3t","type":"string","sensitive":true}}}`))
 	if err != nil {
@@ -34,10 +35,10 @@ func TestDecodeOutputs(t *testing.T) {
 }
 
 func TestDecodeOutputsRejectsGarbageWithoutQuotingIt(t *testing.T) {
-	if _, err := decodeOutputs([]byte("plain")); err == nil {
+	if _, err := DecodeOutputs([]byte("plain")); err == nil {
 		t.Fatal("a state that is not gzip'd was accepted")
 	}
-	_, err := decodeOutputs(gz(t, `{"outputs": {"a": {"value": "hunter2"`))
+	_, err := DecodeOutputs(gz(t, `{"outputs": {"a": {"value": "hunter2"`))
 	if err == nil {
 		t.Fatal("truncated JSON was accepted")
 	}
@@ -46,8 +47,21 @@ func TestDecodeOutputsRejectsGarbageWithoutQuotingIt(t *testing.T) {
 	}
 }
 
+// An encrypted state (OpenTofu's state encryption) has no readable
+// outputs: it must not pass for a state without any.
+func TestEncryptedStateIsNotPlain(t *testing.T) {
+	for _, st := range []string{
+		`{"serial":2,"lineage":"l","meta":{"key_provider.pbkdf2.k":"e30="},"encrypted_data":"AAAA","encryption_version":"v0"}`,
+		`{"version":5,"outputs":{}}`,
+	} {
+		if _, err := DecodeOutputs(gz(t, st)); !errors.Is(err, ErrNotPlain) {
+			t.Errorf("%s: error %v, want ErrNotPlain", st, err)
+		}
+	}
+}
+
 func TestEmptyStateHasNoOutputs(t *testing.T) {
-	outs, err := decodeOutputs(nil)
+	outs, err := DecodeOutputs(nil)
 	if err != nil || len(outs) != 0 {
 		t.Fatalf("empty state: %v, %v", outs, err)
 	}

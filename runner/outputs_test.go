@@ -1,0 +1,85 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// countingEngine is a wrapper around the real engine that appends each
+// subcommand it runs to calls. Its name starts with "tofu", so the runner
+// still takes it for OpenTofu.
+func countingEngine(t *testing.T, calls string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tofu-counting")
+	script := fmt.Sprintf("#!/bin/sh\necho \"$1\" >> %q\nexec %q \"$@\"\n", calls, enginePath)
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// After an apply the runner reads the outputs from the state Secret the
+// engine has just written: no `output` process. An encrypted state
+// (OpenTofu's state encryption), which it cannot read, is read by the
+// engine; its outputs are never taken for none.
+func TestApplyReadsTheOutputs(t *testing.T) {
+	for _, tt := range []struct {
+		module      string
+		engineReads bool
+	}{
+		{module: "outputs", engineReads: false},
+		{module: "encrypted", engineReads: true},
+	} {
+		t.Run(tt.module, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			k := newKubeState(t, tt.module)
+			calls := filepath.Join(t.TempDir(), "calls")
+			r := startRunnerWith(t, countingEngine(t, calls))
+			tb := modulesTarball(t, 0)
+			upload(t, ctx, r.client, k.useBackend(workspaceSpec(t, tb, tt.module, nil, "")), tb)
+			plan := planFor(t, ctx, r.client)
+
+			id := NewRunID()
+			if err := r.client.StartRun(ctx, RunSpec{ID: id, Action: RunApply, PlanFile: plan.PlanFile, LockFile: plan.LockFile}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := r.client.WatchRun(ctx, id, 0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := outputsByName(res.Outputs)
+			for name, want := range map[string]struct {
+				value, typ string
+				sensitive  bool
+			}{
+				"name":     {`"db"`, `"string"`, false},
+				"settings": {`{"name":"db","port":5432}`, `["object",{"name":"string","port":"number"}]`, false},
+				"dsn":      {`"postgres://app:s3cr3t-dsn@db:5432/app"`, `"string"`, true},
+			} {
+				o := got[name]
+				if o == nil {
+					t.Fatalf("output %s missing from %v", name, res.Outputs)
+				}
+				if compactJSON(t, o.ValueJson) != want.value || compactJSON(t, o.TypeJson) != want.typ || o.Sensitive != want.sensitive {
+					t.Errorf("output %s = %s (type %s, sensitive %v), want %s (type %s, sensitive %v)",
+						name, o.ValueJson, o.TypeJson, o.Sensitive, want.value, want.typ, want.sensitive)
+				}
+			}
+			if len(res.Outputs) != 3 {
+				t.Errorf("%d outputs, want 3", len(res.Outputs))
+			}
+			subcommands := strings.Fields(readFile(t, calls))
+			if ran := slices.Contains(subcommands, "output"); ran != tt.engineReads {
+				t.Errorf("the engine ran output: %v, want %v (subcommands %v)", ran, tt.engineReads, subcommands)
+			}
+		})
+	}
+}
