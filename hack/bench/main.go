@@ -13,6 +13,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -59,6 +60,7 @@ type options struct {
 	n                    int
 	samples              int
 	idle, restartWindow  time.Duration
+	driftInterval        time.Duration
 	outMD, outJSON       string
 	notes                string
 	controller, runner   string
@@ -80,6 +82,7 @@ func main() {
 	flag.IntVar(&o.samples, "samples", envInt("BENCH_SAMPLES", 5), "samples of one object and of the raw engine (BENCH_SAMPLES)")
 	flag.DurationVar(&o.idle, "idle", 30*time.Second, "idle window after convergence")
 	flag.DurationVar(&o.restartWindow, "restart-window", time.Minute, "window after the controller's restart")
+	flag.DurationVar(&o.driftInterval, "drift-interval", 20*time.Second, "the scale objects' interval in the drift phase, which counts runs over 3 intervals (0 skips it)")
 	flag.StringVar(&o.outMD, "out-md", "docs/benchmarks.md", "markdown report")
 	flag.StringVar(&o.outJSON, "out-json", "docs/benchmarks.json",
 		fmt.Sprintf("JSON report of a default run; a run of -n %d or more writes <this without .json>-<n>.json instead, and -out-md renders both", scaleRunN))
@@ -261,6 +264,9 @@ func run(o options) error {
 	if err := b.restart(ctx, r, work); err != nil {
 		return fmt.Errorf("restart: %w", err)
 	}
+	if err := b.drift(ctx, r); err != nil {
+		return fmt.Errorf("drift: %w", err)
+	}
 	r.Machine.LoadEnd = loadAvg()
 	r.Targets = r.targets()
 	notes, err := readNotes(o.notes)
@@ -425,6 +431,10 @@ func (b *bench) overhead(ctx context.Context, o *Overhead, c overheadCase) error
 	var rawCPU, rawEngine, rawWrites, lfCPU []float64
 	var names []string
 	startEngines := b.engines.counts()
+	startSum, startCount, err := b.ctrl.runnerStarts()
+	if err != nil {
+		return err
+	}
 	for i := 0; i < b.o.samples; i++ {
 		before, err := b.snap(ctx)
 		if err != nil {
@@ -478,6 +488,13 @@ func (b *bench) overhead(ctx context.Context, o *Overhead, c overheadCase) error
 	o.Ratio = ratio(o.LandformMedian, o.RawMedian)
 	o.RawCPUPerRun, o.RawEngineCPUPerRun, o.RawAPIWritesPerRun = median(rawCPU), median(rawEngine), median(rawWrites)
 	o.LandformCPUPerObj = median(lfCPU)
+	endSum, endCount, err := b.ctrl.runnerStarts()
+	if err != nil {
+		return err
+	}
+	if n := endCount - startCount; n > 0 {
+		o.RunnerStartSeconds = (endSum - startSum) / n
+	}
 	if c.cloud {
 		if err := b.cloud.check(ctx, names); err != nil {
 			return err
@@ -872,9 +889,41 @@ func (s snapshot) sub(before snapshot) delta {
 
 // controller is bin/landform-controller as a child process.
 type controller struct {
-	cmd     *exec.Cmd
-	done    chan struct{}
-	logPath string
+	cmd         *exec.Cmd
+	done        chan struct{}
+	logPath     string
+	metricsAddr string
+}
+
+// runnerStarts reads the controller's landform_runner_start_seconds
+// histogram for local runners: the sum of the start times and their count.
+func (c *controller) runnerStarts() (sum, count float64, err error) {
+	resp, err := http.Get("http://" + c.metricsAddr + "/metrics")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		name, value, ok := strings.Cut(line, `{placement="local"} `)
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("controller metric %q: %w", line, err)
+		}
+		switch name {
+		case "landform_runner_start_seconds_sum":
+			sum = v
+		case "landform_runner_start_seconds_count":
+			count = v
+		}
+	}
+	return sum, count, nil
 }
 
 func (c *controller) pid() int { return c.cmd.Process.Pid }
@@ -929,7 +978,7 @@ func (b *bench) startController(ctx context.Context, work, logName string) (*con
 		logFile.Close()
 		return nil, err
 	}
-	c := &controller{cmd: cmd, done: make(chan struct{}), logPath: logPath}
+	c := &controller{cmd: cmd, done: make(chan struct{}), logPath: logPath, metricsAddr: addr}
 	go func() { _ = cmd.Wait(); logFile.Close(); close(c.done) }()
 	// Up once it serves metrics: the manager has started.
 	deadline := time.Now().Add(time.Minute)

@@ -27,6 +27,7 @@ type Report struct {
 	NewRev        NewRev   `json:"newRevision"`
 	Idle          Idle     `json:"idle"`
 	Restart       Restart  `json:"restart"`
+	Drift         Drift    `json:"drift"`
 	Targets       []Target `json:"targets"`
 }
 
@@ -96,6 +97,10 @@ type Overhead struct {
 	RawEngineCPUPerRun float64   `json:"rawEngineCPUSecondsPerRun"`
 	RawAPIWritesPerRun float64   `json:"rawAPIWritesPerRun"`
 	LandformCPUPerObj  float64   `json:"landformMachineCPUSecondsPerObject"`
+	// RunnerStartSeconds is the mean time from asking for a local runner
+	// to its health check answering (process, certificates, mTLS): what a
+	// pool of warm runners could save at most, per run.
+	RunnerStartSeconds float64 `json:"runnerStartSeconds"`
 	// Module is "one" (trivial) or "cloud".
 	Module string `json:"module,omitempty"`
 	// Engine processes by subcommand, per raw run and per Landform object.
@@ -215,6 +220,12 @@ func ratio(a, b float64) float64 {
 }
 
 // targets checks the issue's targets against what was measured.
+// minGapShare is the shortest time between two drift checks of one object
+// that is not a run between drift intervals, as a share of the interval:
+// the jitter (5% by default) less a margin for the time a run takes to be
+// seen.
+const minGapShare = 0.9
+
 func (r *Report) targets() []Target {
 	yes := func(b bool) *bool { return &b }
 	cores := float64(r.Machine.Cores)
@@ -261,6 +272,14 @@ func (r *Report) targets() []Target {
 			Measured: fmt.Sprintf("%d runs in the first %.0f s", r.Restart.RunsStarted, r.Restart.WindowSeconds),
 			Met:      yes(r.Restart.RunsStarted <= r.Restart.Budget),
 		},
+	}
+	if d := r.Drift; d.Objects > 0 {
+		ts = append(ts, Target{
+			Name: "drift checks", Want: "zero runs between drift intervals: one drift check per object per interval",
+			Measured: fmt.Sprintf("%d runs of %d objects in %.0f s at a %.0f s interval, all drift checks: %v; between two checks of one object min %.1f s, median %.1f s",
+				d.Runs, d.Objects, d.WindowSeconds, d.IntervalSeconds, d.DriftRuns == d.Runs, d.MinGapSeconds, d.MedianGapSeconds),
+			Met: yes(d.DriftRuns == d.Runs && d.MinGapSeconds >= minGapShare*d.IntervalSeconds),
+		})
 	}
 	// The scale targets are for one N: at another, say what this N shows.
 	for i, at := range map[int]int{2: 200, 3: 200, 4: 1000} {
@@ -371,7 +390,12 @@ func (r *Report) writeMarkdown(w io.Writer, scaleRuns ...*Report) error {
 	p("   has applied it.\n")
 	p("5. **Idle**: %.0f s with nothing changed after convergence (no drift interval elapses in it).\n", r.Config.IdleWindowS)
 	p("6. **Restart**: the controller is stopped (SIGTERM) and started again on the same work directory with N converged objects;\n")
-	p("   runs started in the first %.0f s.\n\n", r.Config.RestartWindowS)
+	p("   runs started in the first %.0f s.\n", r.Config.RestartWindowS)
+	if d := r.Drift; d.Objects > 0 {
+		p("7. **Drift checks**: the N objects' `interval` set to %.0f s (their last check is older: one is due at once), nothing else\n", d.IntervalSeconds)
+		p("   changed; runs watched for %d intervals and a half, and the time between two runs of the same object.\n", d.Intervals)
+	}
+	p("\n")
 
 	p("## Targets\n\n")
 	r.targetsTable(p)
@@ -390,6 +414,17 @@ func (r *Report) writeMarkdown(w io.Writer, scaleRuns ...*Report) error {
 	p("| raw engine: API writes | %.0f | %.0f |\n", r.Overhead.RawAPIWritesPerRun, r.OverheadCloud.RawAPIWritesPerRun)
 	p("| Landform, one at a time: machine-wide CPU (controller + runners and engine + API server + etcd) | %.3f s | %.3f s |\n",
 		r.Overhead.LandformCPUPerObj, r.OverheadCloud.LandformCPUPerObj)
+	if o := r.Overhead; o.RunnerStartSeconds > 0 {
+		p("| Landform: runner start (process, certificates, mTLS health check), mean | %.0f ms | %.0f ms |\n",
+			o.RunnerStartSeconds*1000, r.OverheadCloud.RunnerStartSeconds*1000)
+		p("\nA pool of warm local runners would save at most the runner start per object: %.0f ms of the trivial module's %.2f s (%.0f%%).\n",
+			o.RunnerStartSeconds*1000, o.LandformMedian, 100*o.RunnerStartSeconds/o.LandformMedian)
+		if o.RunnerStartSeconds/o.LandformMedian < 0.1 {
+			p("It is not built: it would keep idle processes (and their memory) per engine and version for at most that.\n")
+		} else {
+			p("That is a tenth or more of the whole: a pool would pay here.\n")
+		}
+	}
 	if r.OverheadCloud.CloudResourcesChecked > 0 {
 		p("\nIn the stand-in cloud, each of the %d samples of the cloud module (raw and Landform) created its security group exactly once.\n",
 			r.OverheadCloud.CloudResourcesChecked)
@@ -431,7 +466,9 @@ func (r *Report) writeMarkdown(w io.Writer, scaleRuns ...*Report) error {
 	if !hasN(scaleRuns, 200) || !hasN(scaleRuns, 1000) {
 		p("- The scale runs not listed above: `BENCH_N=200 make bench` and `BENCH_N=1000 make bench` run them.\n")
 	}
-	p("- Runs per drift interval: the idle window is shorter than the objects' interval, so it sees no drift checks.\n")
+	if r.Drift.Objects == 0 {
+		p("- Runs per drift interval: the drift phase was skipped (`-drift-interval=0`).\n")
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -636,6 +673,14 @@ func (r *Report) scaleTables(p printer, h string) {
 		s.N, rs.RunsStarted, rs.WindowSeconds, rs.Budget, rs.EngineProcs)
 	p("CPU in that window: controller %.2f s, runners and engine %.2f s, API server %.2f s, etcd %.2f s; %d API writes (%s); controller peak RSS %.0f MiB.\n",
 		rs.CPU.Controller, rs.CPU.Runners, rs.CPU.APIServer, rs.CPU.Etcd, rs.APIWrites, counts(rs.APIWritesByRes), rs.ControllerPeakMiB)
+
+	if d := r.Drift; d.Objects > 0 {
+		p("\n%s Drift checks\n\n", h)
+		p("Interval %.0f s, %d objects, %.0f s watched: **%d runs** (%d drift checks), %d to %d per object; between two checks of one object\n",
+			d.IntervalSeconds, d.Objects, d.WindowSeconds, d.Runs, d.DriftRuns, d.MinPerObject, d.MaxPerObject)
+		p("min %.1f s, median %.1f s. %d engine processes; CPU: controller %.2f s, runners and engine %.2f s, API server %.2f s, etcd %.2f s.\n",
+			d.MinGapSeconds, d.MedianGapSeconds, d.EngineProcs, d.CPU.Controller, d.CPU.Runners, d.CPU.APIServer, d.CPU.Etcd)
+	}
 }
 
 func floats(xs []float64) string {

@@ -329,3 +329,32 @@ func TestRenderScaleRuns(t *testing.T) {
 		t.Errorf("benchmarks-200.json's why = %q", got)
 	}
 }
+
+func TestDriftTarget(t *testing.T) {
+	met := func(d Drift) *bool {
+		r := &Report{Drift: d}
+		for _, tg := range r.targets() {
+			if tg.Name == "drift checks" {
+				return tg.Met
+			}
+		}
+		return nil
+	}
+	if got := met(Drift{}); got != nil {
+		t.Errorf("a skipped drift phase has a target (met %v)", *got)
+	}
+	once := Drift{Objects: 20, IntervalSeconds: 20, Runs: 60, DriftRuns: 60, MinGapSeconds: 19.3, MedianGapSeconds: 21}
+	for _, tc := range []struct {
+		name string
+		d    Drift
+		want bool
+	}{
+		{"once per interval", once, true},
+		{"a check between intervals", Drift{Objects: 20, IntervalSeconds: 20, Runs: 61, DriftRuns: 61, MinGapSeconds: 3, MedianGapSeconds: 21}, false},
+		{"a run that is not a drift check", Drift{Objects: 20, IntervalSeconds: 20, Runs: 60, DriftRuns: 59, MinGapSeconds: 19.3, MedianGapSeconds: 21}, false},
+	} {
+		if got := met(tc.d); got == nil || *got != tc.want {
+			t.Errorf("%s: met %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
