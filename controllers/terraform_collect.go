@@ -13,6 +13,7 @@ import (
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/metrics"
 	"github.com/landform-dev/landform/internal/placement"
+	"github.com/landform-dev/landform/internal/planstore"
 	"github.com/landform-dev/landform/runner"
 )
 
@@ -25,6 +26,9 @@ type collected struct {
 	// idle is the runner of a plan run, kept for an apply that may follow
 	// at once; the reconcile must use it or stop it.
 	idle *idleRunner
+	// plan is the plan that run made, as it was just stored: the same
+	// reconcile needs not read it back.
+	plan *planstore.Plan
 	// destroyed is set when a destroy run succeeded.
 	destroyed bool
 	// failed is the plan or apply run whose failure inspectRun returns.
@@ -106,11 +110,12 @@ func (r *TerraformReconciler) inspectRun(ctx context.Context, obj *infrav1.Terra
 	}
 	rn, release := r.runs.finish(h, true)
 	idle := &idleRunner{rn: rn, release: release, inputsDigest: run.InputsDigest}
-	if _, err := r.recordPlan(ctx, obj, run, h.result.Plan, h.redactor); err != nil {
+	p, err := r.recordPlan(ctx, obj, run, h.result.Plan, h.redactor)
+	if err != nil {
 		r.stopIdle(rn, release)
 		return nil, err
 	}
-	return &collected{idle: idle}, nil
+	return &collected{idle: idle, plan: p}, nil
 }
 
 // runProgress says what the run is doing, for status while it goes on.

@@ -133,6 +133,7 @@ func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // returns; the run's end brings the object back.
 func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform) (ctrl.Result, error) {
 	var idle *idleRunner
+	var stored *planstore.Plan
 	var failedRun *infrav1.RunStatus
 	var failure error
 	if obj.Status.Run != nil {
@@ -141,7 +142,7 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 			return ctrl.Result{}, err
 		}
 		failedRun, failure = c.failed, err
-		idle = c.idle
+		idle, stored = c.idle, c.plan
 		defer func() {
 			if idle != nil && !idle.taken {
 				r.stopIdle(idle.rn, idle.release)
@@ -173,9 +174,11 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 		return ctrl.Result{}, failure
 	}
 
-	meta, err := r.storedPlan(ctx, obj)
-	if err != nil {
-		return ctrl.Result{}, err
+	meta := metaOf(stored)
+	if meta == nil {
+		if meta, err = r.storedPlan(ctx, obj); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	d := decide(obj, observation{
 		inputsDigest:   ws.inputsDigest,
@@ -192,7 +195,7 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 	case actionOutputs:
 		return r.nextCheck(obj), r.refreshOutputs(ctx, obj, ws)
 	case actionApply:
-		return ctrl.Result{}, r.startApply(ctx, patcher, obj, ws, idle)
+		return ctrl.Result{}, r.startApply(ctx, patcher, obj, ws, idle, stored)
 	}
 	req := runRequest{
 		run:      infrav1.RunStatus{Action: runPlan, Revision: ws.artifact.Revision, InputsDigest: ws.inputsDigest, Drift: d.drift, Destroy: obj.Spec.Destroy},
@@ -206,8 +209,12 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 
 // startApply starts the apply of the stored, approved plan, on the runner
 // that made it when it is still at hand. A stored plan that cannot be read
-// back intact is dropped, and the module planned again.
-func (r *TerraformReconciler) startApply(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform, ws *workspace, idle *idleRunner) error {
+// back intact is dropped, and the module planned again. just is the plan
+// this reconcile stored, if any: it needs no reading back.
+func (r *TerraformReconciler) startApply(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform, ws *workspace, idle *idleRunner, just *planstore.Plan) error {
+	if just != nil && just.ID == obj.PendingPlan() {
+		return r.applyPlan(ctx, patcher, obj, ws, idle, just)
+	}
 	p, err := r.Plans.Load(ctx, obj)
 	if errors.Is(err, planstore.ErrNotFound) {
 		if derr := r.dropPlan(ctx, obj); derr != nil {
@@ -221,6 +228,12 @@ func (r *TerraformReconciler) startApply(ctx context.Context, patcher *objectPat
 	if err != nil {
 		return retry(infrav1.ApplyFailedReason, "loading plan %s: %v", obj.PendingPlan(), err)
 	}
+	return r.applyPlan(ctx, patcher, obj, ws, idle, p)
+}
+
+// applyPlan starts the apply of p once its bytes are those recorded when
+// it was made.
+func (r *TerraformReconciler) applyPlan(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform, ws *workspace, idle *idleRunner, p *planstore.Plan) error {
 	if err := r.verifyPlan(ctx, obj, ws, p); err != nil {
 		return err
 	}
@@ -251,6 +264,14 @@ func (r *TerraformReconciler) now() time.Time {
 		return r.Now()
 	}
 	return time.Now()
+}
+
+// metaOf is the metadata of a plan at hand; nil for none.
+func metaOf(p *planstore.Plan) *storedPlan {
+	if p == nil {
+		return nil
+	}
+	return &storedPlan{ID: p.ID, InputsDigest: p.InputsDigest, Applied: p.Applied}
 }
 
 // storedPlan reads the stored plan's metadata; nil when there is none.

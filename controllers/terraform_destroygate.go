@@ -35,7 +35,7 @@ func (r *TerraformReconciler) gatedDestroy(ctx context.Context, patcher *objectP
 			return true, nil
 		}
 		if id := p.Pending; id != "" && (obj.GetAnnotations()[infrav1.ApproveAnnotation] == id || obj.Spec.ApprovePlan == id) {
-			return false, r.startApply(ctx, patcher, obj, ws, nil)
+			return false, r.startApply(ctx, patcher, obj, ws, nil, nil)
 		}
 		msg := fmt.Sprintf("deletion waits for the approval of destroy plan %s (%s): annotate with %s=%s (or `landform approve %s`); or set deletionPolicy: Orphan to keep the resources",
 			p.Pending, planCounts(p), infrav1.ApproveAnnotation, p.Pending, obj.Name)

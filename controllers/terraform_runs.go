@@ -152,12 +152,26 @@ func (t *runTracker) launch(key types.NamespacedName, id, action string, redacto
 	return h, nil
 }
 
+// progressAfter is how long a placed run goes before its object is woken
+// to say on which runner it is in progress. A run that ends sooner is told
+// once, by its end: a status write less per run.
+const progressAfter = time.Second
+
 // placed records the runner of h, and the run slot it holds.
 func (t *runTracker) placed(h *runHandle, rn *placement.Run, release func()) {
 	t.mu.Lock()
 	h.rn, h.release = rn, release
 	t.mu.Unlock()
-	t.wake(h.key)
+	go func() {
+		timer := time.NewTimer(progressAfter)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+			t.wake(h.key)
+		case <-h.done:
+		case <-t.ctx.Done():
+		}
+	}()
 }
 
 // wake brings key back to the reconcile queue.
