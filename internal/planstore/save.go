@@ -30,6 +30,10 @@ func (s Store) Save(ctx context.Context, owner *v1alpha1.Terraform, p *Plan) err
 	if err != nil {
 		return fmt.Errorf("encoding plan %s: %w", p.ID, err)
 	}
+	prev, err := s.storedChunks(ctx, owner)
+	if err != nil {
+		return err
+	}
 	sum := sha256.Sum256(payload)
 	digest := hex.EncodeToString(sum[:])
 	n := max(1, (len(payload)+chunkSize-1)/chunkSize)
@@ -63,11 +67,48 @@ func (s Store) Save(ctx context.Context, owner *v1alpha1.Terraform, p *Plan) err
 	if err := s.apply(ctx, index); err != nil {
 		return fmt.Errorf("storing the index of plan %s: %w", p.ID, err)
 	}
-	if err := s.deleteChunks(ctx, owner, n); err != nil {
+	if err := s.removeChunksAbove(ctx, owner, n, prev); err != nil {
 		return fmt.Errorf("removing chunks left by the previous plan of %s/%s: %w", owner.Namespace, owner.Name, err)
 	}
 	p.Digest = digestPrefix + digest
 	return nil
+}
+
+// storedChunks is how many chunks the stored plan's index names: 0 when
+// there is no index (a first plan; chunks of a save cut short before its
+// index are overwritten by the next save, or go with the plan's deletion),
+// -1 when the index is unreadable and the chunks must be listed.
+func (s Store) storedChunks(ctx context.Context, owner *v1alpha1.Terraform) (int, error) {
+	var secret corev1.Secret
+	err := s.Client.Get(ctx, client.ObjectKey{Namespace: owner.Namespace, Name: chunkName(owner.Name, 0)}, &secret)
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading the index of the stored plan of %s/%s: %w", owner.Namespace, owner.Name, err)
+	}
+	n, err := strconv.Atoi(secret.Annotations[annChunks])
+	if err != nil || n < 1 {
+		return -1, nil
+	}
+	return n, nil
+}
+
+// removeChunksAbove deletes the chunks from n up to prev by name, without
+// listing the namespace's Secrets; prev -1 (unknown) lists them.
+func (s Store) removeChunksAbove(ctx context.Context, owner *v1alpha1.Terraform, n, prev int) error {
+	if prev < 0 {
+		return s.deleteChunks(ctx, owner, n)
+	}
+	var errs []error
+	for i := n; i < prev; i++ {
+		doomed := &corev1.Secret{}
+		doomed.Namespace, doomed.Name = owner.Namespace, chunkName(owner.Name, i)
+		if err := s.Client.Delete(ctx, doomed); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (s Store) apply(ctx context.Context, secret *corev1ac.SecretApplyConfiguration) error {

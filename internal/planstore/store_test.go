@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 )
@@ -310,4 +311,41 @@ func mapsKeys[V any](m map[string]V) func(func(string) bool) {
 			}
 		}
 	}
+}
+
+// Saving a plan reads the previous plan's index, not a list of the
+// namespace's Secrets (which grows with every object in it).
+func TestSaveListsNoSecrets(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	owner := env.Terraform(t, ns, "nolist")
+	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists := 0
+	store := Store{Client: interceptor.NewClient(direct, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			lists++
+			return c.List(ctx, list, opts...)
+		},
+	})}
+	if err := store.Save(ctx, owner, &Plan{ID: "plan-a-1", PlanFile: randomBytes(t, 3<<20)}); err != nil {
+		t.Fatal(err)
+	}
+	small := &Plan{ID: "plan-b-2", PlanFile: []byte("small plan")}
+	if err := store.Save(ctx, owner, small); err != nil {
+		t.Fatal(err)
+	}
+	if lists != 0 {
+		t.Errorf("saving two plans listed Secrets %d times", lists)
+	}
+	if names := slices.Sorted(mapsKeys(planSecrets(t, owner))); !slices.Equal(names, []string{"tfplan-nolist-0"}) {
+		t.Errorf("after a small plan, Secrets = %v, want only tfplan-nolist-0", names)
+	}
+	got, err := store.Load(ctx, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertPlan(t, got, small)
 }
