@@ -1,5 +1,5 @@
 # OpenTofu state encryption: the state Secret holds ciphertext, so only the
-# engine can read the outputs.
+# engine can read the outputs. The test adds the outputs module's main.tf.
 terraform {
   encryption {
     key_provider "pbkdf2" "key" {
