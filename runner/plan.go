@@ -15,8 +15,9 @@ const lockFileName = ".terraform.lock.hcl"
 
 // plan plans (the destruction of everything when destroy is set) and
 // returns the plan file, the JSON plan, the human plan, the dependency lock
-// file it was made with, and its summary.
-func (s *Server) plan(ctx context.Context, ws *workspace, destroy, locked bool, logf func(string)) (*PlanOutput, error) {
+// file it was made with, and its summary. planned is called once the plan
+// file is written.
+func (s *Server) plan(ctx context.Context, ws *workspace, destroy, locked bool, logf func(string), planned func()) (*PlanOutput, error) {
 	planFile, err := os.CreateTemp(s.tmpDir, "plan-*.tfplan")
 	if err != nil {
 		return nil, internalError("create plan file", err)
@@ -34,6 +35,7 @@ func (s *Server) plan(ctx context.Context, ws *workspace, destroy, locked bool, 
 	if err != nil {
 		return nil, s.terraformError(ctx, ws, "plan", err, true)
 	}
+	planned()
 
 	planBytes, err := os.ReadFile(planPath)
 	if err != nil {

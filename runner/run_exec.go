@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"sync"
 
 	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
@@ -40,11 +41,12 @@ func (s *Server) execute(ctx context.Context, r *run, planPath string) (*PlanOut
 	if err != nil {
 		return nil, nil, err
 	}
-	defer unlock()
+	release := &lockRelease{unlock: unlock, done: make(chan struct{})}
+	defer release.wait()
 
 	switch spec.GetAction() {
 	case runnerpb.Action_PLAN:
-		out, err := s.plan(ctx, ws, spec.GetDestroy(), locked, r.log)
+		out, err := s.plan(ctx, ws, spec.GetDestroy(), locked, r.log, release.start)
 		return out, nil, err
 	case runnerpb.Action_APPLY:
 		outs, err := s.apply(ctx, ws, planPath, locked, r.log)
@@ -52,4 +54,28 @@ func (s *Server) execute(ctx context.Context, r *run, planPath string) (*PlanOut
 	default:
 		return nil, nil, s.destroy(ctx, ws, locked, r.log)
 	}
+}
+
+// lockRelease releases the state lock once: early, in the background, when
+// the plan file is written (`show -json` reads that file, not the state),
+// or at the end of the run; wait returns once it is released, so a run
+// never reports its end while still holding the lock.
+type lockRelease struct {
+	once   sync.Once
+	unlock func()
+	done   chan struct{}
+}
+
+func (l *lockRelease) start() {
+	l.once.Do(func() {
+		go func() {
+			defer close(l.done)
+			l.unlock()
+		}()
+	})
+}
+
+func (l *lockRelease) wait() {
+	l.start()
+	<-l.done
 }
