@@ -28,9 +28,10 @@ type Drift struct {
 	DriftRuns       int     `json:"driftRuns"`
 	MinPerObject    int     `json:"minRunsPerObject"`
 	MaxPerObject    int     `json:"maxRunsPerObject"`
-	// MinGapSeconds and MedianGapSeconds are between two runs of the same
-	// object: about the interval when each object is checked once per
-	// interval; shorter would be a run between drift intervals.
+	// MinGapSeconds and MedianGapSeconds are between the starts of two
+	// runs of the same object (status.run.started): about the interval when
+	// each object is checked once per interval, longer when the runs queue;
+	// shorter would be a run between drift intervals.
 	MinGapSeconds    float64 `json:"minGapSeconds"`
 	MedianGapSeconds float64 `json:"medianGapSeconds"`
 	CPU              CPU     `json:"cpuSeconds"`
@@ -81,7 +82,7 @@ func (b *bench) drift(ctx context.Context, r *Report) error {
 		if run.at.After(after.at) {
 			continue
 		}
-		starts[run.key] = append(starts[run.key], run.at)
+		starts[run.key] = append(starts[run.key], run.started)
 		dr.Runs++
 		if run.drift {
 			dr.DriftRuns++

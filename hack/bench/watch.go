@@ -22,6 +22,9 @@ type runSeen struct {
 	action string
 	drift  bool
 	at     time.Time
+	// started is status.run.started, by the controller's clock: unlike
+	// at, free of the watch's lag on a loaded machine.
+	started time.Time
 }
 
 // tracker follows Terraform objects and Secrets through watches and keeps
@@ -93,7 +96,11 @@ func (t *tracker) terraform(obj *infrav1.Terraform) {
 	defer t.mu.Unlock()
 	if r := obj.Status.Run; r != nil && !t.runIDs[key+"/"+r.ID] {
 		t.runIDs[key+"/"+r.ID] = true
-		t.runs = append(t.runs, runSeen{key: key, id: r.ID, action: r.Action, drift: r.Drift, at: now})
+		started := now
+		if r.Started != nil {
+			started = r.Started.Time
+		}
+		t.runs = append(t.runs, runSeen{key: key, id: r.ID, action: r.Action, drift: r.Drift, at: now, started: started})
 	}
 	if conditions.IsTrue(obj, meta.ReadyCondition) && obj.Status.ObservedGeneration == obj.Generation &&
 		obj.Status.Run == nil && obj.Status.LastAppliedRevision != "" {
