@@ -93,7 +93,7 @@ func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
 	}
-	patcher := newObjectPatcher(obj, r.Client)
+	patcher := newObjectPatcher(obj, r.Client, r.APIReader)
 	start := time.Now()
 
 	defer func() {
