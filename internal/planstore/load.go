@@ -32,13 +32,23 @@ func (s Store) getIndex(ctx context.Context, owner *v1alpha1.Terraform) (*corev1
 		}
 		return nil, nil, fmt.Errorf("reading plan Secret %s/%s: %w", owner.Namespace, name, err)
 	}
+	idx, ok := parseIndex(&secret)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: plan Secret %s/%s has no valid index annotations", ErrNotFound, owner.Namespace, name)
+	}
+	return &secret, idx, nil
+}
+
+// parseIndex reads the index annotations of chunk 0; false when they are
+// missing or invalid.
+func parseIndex(secret *corev1.Secret) (*index, bool) {
 	a := secret.Annotations
 	chunks, err := strconv.Atoi(a[annChunks])
 	if err != nil || chunks < 1 || a[annID] == "" || a[annSHA256] == "" {
-		return nil, nil, fmt.Errorf("%w: plan Secret %s/%s has no valid index annotations", ErrNotFound, owner.Namespace, name)
+		return nil, false
 	}
 	applied, _ := strconv.ParseBool(a[annApplied])
-	return &secret, &index{
+	return &index{
 		meta: Plan{
 			ID:           a[annID],
 			Revision:     a[annRevision],
@@ -48,7 +58,7 @@ func (s Store) getIndex(ctx context.Context, owner *v1alpha1.Terraform) (*corev1
 		},
 		chunks: chunks,
 		sha256: a[annSHA256],
-	}, nil
+	}, true
 }
 
 // LoadMeta returns owner's stored plan's ID, Revision, InputsDigest and

@@ -87,11 +87,11 @@ func (s Store) storedChunks(ctx context.Context, owner *v1alpha1.Terraform) (int
 	if err != nil {
 		return 0, fmt.Errorf("reading the index of the stored plan of %s/%s: %w", owner.Namespace, owner.Name, err)
 	}
-	n, err := strconv.Atoi(secret.Annotations[annChunks])
-	if err != nil || n < 1 {
+	idx, ok := parseIndex(&secret)
+	if !ok {
 		return -1, nil
 	}
-	return n, nil
+	return idx.chunks, nil
 }
 
 // removeChunksAbove deletes the chunks from n up to prev by name, without
