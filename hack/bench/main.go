@@ -907,20 +907,15 @@ func (c *controller) runnerStarts() (sum, count float64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	for _, line := range strings.Split(string(body), "\n") {
-		name, value, ok := strings.Cut(line, `{placement="local"} `)
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+	for name, into := range map[string]*float64{"landform_runner_start_seconds_sum": &sum, "landform_runner_start_seconds_count": &count} {
+		samples, err := metricSamples(string(body), name)
 		if err != nil {
-			return 0, 0, fmt.Errorf("controller metric %q: %w", line, err)
+			return 0, 0, fmt.Errorf("controller %w", err)
 		}
-		switch name {
-		case "landform_runner_start_seconds_sum":
-			sum = v
-		case "landform_runner_start_seconds_count":
-			count = v
+		for _, s := range samples {
+			if s.labels["placement"] == "local" {
+				*into = s.value
+			}
 		}
 	}
 	return sum, count, nil

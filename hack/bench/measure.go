@@ -150,11 +150,36 @@ func machineBusy() float64 {
 var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true, "APPLY": true, "DELETECOLLECTION": true}
 
 // apiWrites sums apiserver_request_total over the writing verbs in a
-// Prometheus text exposition, by resource.
+// Prometheus text exposition, by resource. A series whose value does not
+// parse is left out.
 func apiWrites(exposition string) map[string]int {
 	out := map[string]int{}
+	samples, _ := metricSamples(exposition, "apiserver_request_total")
+	for _, s := range samples {
+		if !writeVerbs[s.labels["verb"]] {
+			continue
+		}
+		res := s.labels["resource"]
+		if s.labels["subresource"] != "" {
+			res += "/" + s.labels["subresource"]
+		}
+		out[res] += int(s.value)
+	}
+	return out
+}
+
+// metricSample is one series of a metric: its labels and value.
+type metricSample struct {
+	labels map[string]string
+	value  float64
+}
+
+// metricSamples returns the series of metric in a Prometheus text
+// exposition. A series whose value does not parse is left out, and the
+// first one is reported in err.
+func metricSamples(exposition, metric string) (samples []metricSample, err error) {
 	for _, line := range strings.Split(exposition, "\n") {
-		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
+		rest, ok := strings.CutPrefix(line, metric+"{")
 		if !ok {
 			continue
 		}
@@ -162,21 +187,16 @@ func apiWrites(exposition string) map[string]int {
 		if labelsEnd < 0 {
 			continue
 		}
-		labels := parseLabels(rest[:labelsEnd])
-		if !writeVerbs[labels["verb"]] {
+		v, perr := strconv.ParseFloat(strings.TrimSpace(rest[labelsEnd+1:]), 64)
+		if perr != nil {
+			if err == nil {
+				err = fmt.Errorf("metric %q: %w", line, perr)
+			}
 			continue
 		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(rest[labelsEnd+1:]), 64)
-		if err != nil {
-			continue
-		}
-		res := labels["resource"]
-		if labels["subresource"] != "" {
-			res += "/" + labels["subresource"]
-		}
-		out[res] += int(v)
+		samples = append(samples, metricSample{labels: parseLabels(rest[:labelsEnd]), value: v})
 	}
-	return out
+	return samples, err
 }
 
 // parseLabels parses `a="x",b="y"` (values hold no escaped quotes in the

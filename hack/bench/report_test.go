@@ -358,3 +358,21 @@ func TestDriftTarget(t *testing.T) {
 		}
 	}
 }
+
+func TestMetricSamples(t *testing.T) {
+	exposition := `landform_runner_start_seconds_bucket{placement="local",le="0.1"} 3
+landform_runner_start_seconds_sum{placement="local"} 0.057
+landform_runner_start_seconds_sum{placement="pod"} 12
+landform_runner_start_seconds_count{placement="local"} 3
+`
+	got, err := metricSamples(exposition, "landform_runner_start_seconds_sum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].labels["placement"] != "local" || got[0].value != 0.057 || got[1].value != 12 {
+		t.Errorf("samples = %+v", got)
+	}
+	if _, err := metricSamples(exposition+`landform_runner_start_seconds_sum{placement="x"} NaNa`+"\n", "landform_runner_start_seconds_sum"); err == nil {
+		t.Error("a value that does not parse was not reported")
+	}
+}
