@@ -283,5 +283,5 @@ func (r *TerraformReconciler) storedPlan(ctx context.Context, obj *infrav1.Terra
 	if err != nil {
 		return nil, fmt.Errorf("reading the stored plan: %w", err)
 	}
-	return &storedPlan{ID: p.ID, InputsDigest: p.InputsDigest, Applied: p.Applied}, nil
+	return metaOf(p), nil
 }

@@ -67,7 +67,8 @@ func (p *objectPatcher) Patch(ctx context.Context, obj *infrav1.Terraform) error
 }
 
 // patchStatus writes obj's status changes since base, failing on a
-// conflict when the object is no longer at obj's resourceVersion.
+// conflict when the object is no longer at base's resourceVersion (the
+// optimistic lock takes it from base).
 func (p *objectPatcher) patchStatus(ctx context.Context, base, obj *infrav1.Terraform) (*infrav1.Terraform, error) {
 	written := obj.DeepCopy()
 	err := p.client.Status().Patch(ctx, written, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}),
@@ -87,9 +88,7 @@ func (p *objectPatcher) rebaseStatus(ctx context.Context, base, obj *infrav1.Ter
 		return nil, conflict
 	}
 	base.ResourceVersion = latest.ResourceVersion
-	rebased := obj.DeepCopy()
-	rebased.ResourceVersion = latest.ResourceVersion
-	return p.patchStatus(ctx, base, rebased)
+	return p.patchStatus(ctx, base, obj)
 }
 
 func runID(r *infrav1.RunStatus) string {
