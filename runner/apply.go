@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/hashicorp/terraform-exec/tfexec"
-
 	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
@@ -16,7 +14,7 @@ import (
 // refuses it when the state moved on (STALE_PLAN).
 func (s *Server) apply(ctx context.Context, ws *workspace, planPath string, locked bool, logf func(string)) ([]*runnerpb.Output, error) {
 	detach := attachLogs(ws.tf, logf)
-	err := ws.tf.Apply(ctx, tfexec.DirOrPlan(planPath), tfexec.Lock(!locked))
+	err := ws.tf.apply(ctx, planPath, locked)
 	detach()
 	if err != nil {
 		return nil, s.terraformError(ctx, ws, "apply", err, false)
@@ -27,7 +25,7 @@ func (s *Server) apply(ctx context.Context, ws *workspace, planPath string, lock
 // destroy destroys everything in the state.
 func (s *Server) destroy(ctx context.Context, ws *workspace, locked bool, logf func(string)) error {
 	detach := attachLogs(ws.tf, logf)
-	err := ws.tf.Destroy(ctx, tfexec.Lock(!locked))
+	err := ws.tf.destroy(ctx, locked)
 	detach()
 	if err != nil {
 		return s.terraformError(ctx, ws, "destroy", err, true)

@@ -32,12 +32,12 @@ func (s *Server) terraformError(ctx context.Context, ws *workspace, cmd string, 
 // configurationInvalid runs `validate` after a failure that the error text
 // does not explain.
 func (s *Server) configurationInvalid(ctx context.Context, ws *workspace) bool {
-	out, err := ws.tf.Validate(ctx)
-	return err == nil && out != nil && !out.Valid
+	valid, err := ws.tf.validate(ctx)
+	return err == nil && !valid
 }
 
-// terraformMessage extracts terraform's error text. terraform-exec returns
-// "exit status N" followed by terraform's stderr.
+// terraformMessage extracts terraform's error text: its stderr, without a
+// leading "exit status N" line.
 func terraformMessage(err error) string {
 	msg := err.Error()
 	if first, rest, ok := strings.Cut(msg, "\n"); ok && strings.HasPrefix(first, "exit status") {

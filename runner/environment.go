@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/hashicorp/terraform-exec/tfexec"
 	"google.golang.org/grpc/codes"
 )
 
@@ -83,9 +83,9 @@ func hclList(items []string) string {
 }
 
 // inheritedEnvDrop lists variables of the runner's own environment that
-// terraform must not see: terraform-exec manages (and refuses) TF_IN_AUTOMATION
-// and its siblings, the machine's CLI configuration is replaced by ours, and a
-// shared data dir or plugin cache would break concurrent runners.
+// terraform must not see besides the engine-managed ones (managedEnv): the
+// machine's CLI configuration is replaced by ours, and a shared data dir or
+// plugin cache would break concurrent runners.
 var inheritedEnvDrop = map[string]bool{
 	"TF_CLI_CONFIG_FILE":  true,
 	"TERRAFORM_CONFIG":    true,
@@ -103,8 +103,8 @@ var specEnvRefused = map[string]bool{
 	"TF_DATA_DIR":         true,
 }
 
-// checkSpecEnv refuses variables that terraform-exec manages itself or that
-// break isolation. Only names appear in the error, never values.
+// checkSpecEnv refuses variables that the runner manages itself (managedEnv)
+// or that break isolation. Only names appear in the error, never values.
 func checkSpecEnv(env map[string]string) error {
 	var bad []string
 	for k := range env {
@@ -112,7 +112,7 @@ func checkSpecEnv(env map[string]string) error {
 			bad = append(bad, k)
 		}
 	}
-	bad = append(bad, tfexec.ProhibitedEnv(env)...)
+	bad = append(bad, managedEnv(env)...)
 	if len(bad) == 0 {
 		return nil
 	}
@@ -133,7 +133,7 @@ func droppedInheritedEnv() []string {
 		}
 		env[k] = ""
 	}
-	names = append(names, tfexec.ProhibitedEnv(env)...)
+	names = append(names, managedEnv(env)...)
 	sort.Strings(names)
 	return names
 }
@@ -148,7 +148,10 @@ func (s *Server) environment(extra map[string]string) map[string]string {
 			env[k] = v
 		}
 	}
-	env = tfexec.CleanEnv(env)
+	for _, k := range managedEnv(env) {
+		delete(env, k)
+	}
+	env["TF_IN_AUTOMATION"] = "1"
 	env["HOME"] = s.homeDir
 	env["TF_CLI_CONFIG_FILE"] = s.cliConfig
 	env["CHECKPOINT_DISABLE"] = "1"
@@ -156,6 +159,31 @@ func (s *Server) environment(extra map[string]string) map[string]string {
 		env[k] = v
 	}
 	return env
+}
+
+// managedEnvNames and managedEnvPrefixes are the variables that change how
+// the engine runs a command (its arguments, input, logging, workspace,
+// provider plugins) or set a module variable: the runner decides them, so
+// neither the machine nor a workspace spec may.
+var (
+	managedEnvNames = map[string]bool{
+		"TF_CLI_ARGS": true, "TF_INPUT": true, "TF_IN_AUTOMATION": true,
+		"TF_LOG": true, "TF_LOG_CORE": true, "TF_LOG_PATH": true, "TF_LOG_PROVIDER": true,
+		"TF_REATTACH_PROVIDERS": true, "TF_APPEND_USER_AGENT": true, "TF_WORKSPACE": true,
+		"TF_DISABLE_PLUGIN_TLS": true, "TF_SKIP_PROVIDER_VERIFY": true,
+	}
+	managedEnvPrefixes = []string{"TF_VAR_", "TF_CLI_ARGS_"}
+)
+
+// managedEnv returns the names in env that the runner manages.
+func managedEnv(env map[string]string) []string {
+	var names []string
+	for k := range env {
+		if managedEnvNames[k] || slices.ContainsFunc(managedEnvPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
+			names = append(names, k)
+		}
+	}
+	return names
 }
 
 func envList(env map[string]string) []string {

@@ -53,12 +53,13 @@ func TestMain(m *testing.M) {
 		}
 	}
 	// A hostile machine environment, which the runner must keep from
-	// terraform: terraform-exec refuses a preset TF_IN_AUTOMATION, a
-	// missing CLI configuration makes terraform warn on every call, and a
-	// stray TF_VAR_ would fill the variable the missing-variable test
-	// leaves out.
+	// terraform: TF_CLI_ARGS would add an unknown flag to every command,
+	// TF_WORKSPACE would select another workspace, a missing CLI
+	// configuration makes terraform warn on every call, and a stray
+	// TF_VAR_ would fill the variable the missing-variable test leaves out.
 	for k, v := range map[string]string{
-		"TF_IN_AUTOMATION":   "1",
+		"TF_CLI_ARGS":        "-no-such-flag",
+		"TF_WORKSPACE":       "elsewhere",
 		"TF_CLI_CONFIG_FILE": "/nonexistent/terraformrc",
 		"TF_VAR_name":        "from-the-machine",
 	} {

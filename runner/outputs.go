@@ -50,7 +50,7 @@ func (s *Server) stateOutputs(ctx context.Context, ws *workspace) ([]*runnerpb.O
 
 // engineOutputs runs `output -json`.
 func (s *Server) engineOutputs(ctx context.Context, ws *workspace) ([]*runnerpb.Output, error) {
-	metas, err := ws.tf.Output(ctx)
+	metas, err := ws.tf.outputs(ctx)
 	if err != nil {
 		return nil, s.terraformError(ctx, ws, "output", err, false)
 	}

@@ -1,13 +1,10 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/hashicorp/terraform-exec/tfexec"
 )
 
 // lockFileName is terraform's dependency lock file, in the module dir.
@@ -30,7 +27,7 @@ func (s *Server) plan(ctx context.Context, ws *workspace, destroy, locked bool, 
 	// file is needed for it.
 	var printed strings.Builder
 	detach := attachLogsKeeping(ws.tf, logf, &printed)
-	hasChanges, err := ws.tf.Plan(ctx, tfexec.Out(planPath), tfexec.Destroy(destroy), tfexec.Lock(!locked))
+	hasChanges, err := ws.tf.plan(ctx, planPath, destroy, locked)
 	detach()
 	if err != nil {
 		return nil, s.terraformError(ctx, ws, "plan", err, true)
@@ -41,27 +38,26 @@ func (s *Server) plan(ctx context.Context, ws *workspace, destroy, locked bool, 
 	if err != nil {
 		return nil, internalError("read plan file", err)
 	}
-	// show -json goes through terraform-exec, which parses and checks it;
-	// the raw bytes are captured on the side for the controller.
-	var jsonPlan bytes.Buffer
-	ws.tf.SetStdout(&jsonPlan)
-	_, err = ws.tf.ShowPlanFile(ctx, planPath)
-	ws.tf.SetStdout(nil)
+	jsonPlan, err := ws.tf.showPlan(ctx, planPath)
 	if err != nil {
 		return nil, s.terraformError(ctx, ws, "show -json", err, false)
 	}
 	humanPlan := planText(printed.String())
-	result, err := summarizePlan(jsonPlan.Bytes())
+	decoded, err := decodePlan(jsonPlan)
+	if err != nil {
+		return nil, internalError("summarize plan", err)
+	}
+	result, err := decoded.summary()
 	if err != nil {
 		return nil, internalError("summarize plan", err)
 	}
 	result.HasChanges = hasChanges
-	result.Engine = s.engineVersion(ctx, ws)
+	result.Engine = s.engineVersion(ctx, ws, decoded.TerraformVersion)
 	lockFile, err := os.ReadFile(filepath.Join(ws.moduleDir, lockFileName))
 	if err != nil && !os.IsNotExist(err) {
 		return nil, internalError("read the dependency lock file", err)
 	}
-	return &PlanOutput{Result: result, PlanFile: planBytes, JSONPlan: jsonPlan.Bytes(), HumanPlan: []byte(humanPlan), LockFile: lockFile}, nil
+	return &PlanOutput{Result: result, PlanFile: planBytes, JSONPlan: jsonPlan, HumanPlan: []byte(humanPlan), LockFile: lockFile}, nil
 }
 
 // planText is what plan printed, less its closing advice (the rule, "Saved

@@ -12,9 +12,12 @@ import (
 	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
-// jsonPlan is the part of `show -json` that the summary and the digest use.
-// Values stay raw so that numbers keep their exact text.
+// jsonPlan is the part of `show -json` that the summary, the digests and
+// the engine's version use. Values stay raw so that numbers keep their
+// exact text.
 type jsonPlan struct {
+	// TerraformVersion is the engine's version (OpenTofu keeps the name).
+	TerraformVersion string `json:"terraform_version"`
 	ResourceChanges []struct {
 		Address string     `json:"address"`
 		Deposed string     `json:"deposed"`
@@ -47,10 +50,24 @@ type canonicalChange struct {
 // canonical JSON of the planned changes, so that planning the same changes
 // again gives the same digest whatever the plan file's bytes.
 func summarizePlan(planJSON []byte) (*runnerpb.PlanResult, error) {
+	plan, err := decodePlan(planJSON)
+	if err != nil {
+		return nil, err
+	}
+	return plan.summary()
+}
+
+// decodePlan decodes `show -json` of a plan.
+func decodePlan(planJSON []byte) (*jsonPlan, error) {
 	var plan jsonPlan
 	if err := json.Unmarshal(planJSON, &plan); err != nil {
 		return nil, fmt.Errorf("decode JSON plan: %w", err)
 	}
+	return &plan, nil
+}
+
+// summary is summarizePlan of a decoded plan.
+func (plan *jsonPlan) summary() (*runnerpb.PlanResult, error) {
 	res := &runnerpb.PlanResult{}
 	var resources []canonicalChange
 	seen := map[string]bool{}

@@ -66,7 +66,7 @@ func engineFirstLine(t *testing.T) string {
 	}
 	cmd := exec.Command(enginePath, "version")
 	// A missing CLI configuration would put a warning first.
-	cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+cfg, "CHECKPOINT_DISABLE=1")
+	cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+cfg, "CHECKPOINT_DISABLE=1", "TF_CLI_ARGS=")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatal(err)

@@ -234,7 +234,7 @@ func (s *Server) NewGRPCServer(tlsConfig *tls.Config) (*grpc.Server, error) {
 // Shutdown refuses new calls, interrupts running terraform (SIGINT, then a
 // kill after the interrupt grace) and waits up to grace for the calls to
 // return. A terraform still running when the runner process exits is killed
-// by the kernel (terraform-exec sets its parent-death signal).
+// by the kernel (engineProcAttr sets its parent-death signal).
 func (s *Server) Shutdown(grace time.Duration) error {
 	s.mu.Lock()
 	s.shutting = true

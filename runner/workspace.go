@@ -17,7 +17,6 @@ import (
 
 	securejoin "github.com/cyphar/filepath-securejoin"
 	"github.com/fluxcd/pkg/tar"
-	"github.com/hashicorp/terraform-exec/tfexec"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -57,7 +56,7 @@ type workspace struct {
 	// init again.
 	configKey   string
 	initialised bool
-	tf          *tfexec.Terraform
+	tf          *engineCmd
 }
 
 // UploadWorkspace receives the spec and the tarball, verifies its digest,
@@ -255,7 +254,7 @@ func (s *Server) prepareWorkspace(root string, spec *runnerpb.WorkspaceSpec) (*w
 	}
 	// Longest first, so that a secret containing another is replaced whole.
 	sort.Slice(ws.secrets, func(i, j int) bool { return len(ws.secrets[i]) > len(ws.secrets[j]) })
-	if ws.tf, err = s.newTerraform(moduleDir, ws.env); err != nil {
+	if ws.tf, err = s.newEngineCmd(moduleDir, ws.env); err != nil {
 		return nil, internalError("prepare engine", err)
 	}
 	return ws, nil

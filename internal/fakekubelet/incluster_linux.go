@@ -13,7 +13,7 @@ import (
 // own, where its ServiceAccount directory is mounted at ServiceAccountDir,
 // and in a PID namespace of its own, where the runner is process 1 as in
 // its container: when it dies, the kernel kills everything it started
-// (terraform, which terraform-exec starts in a process group of its own,
+// (terraform, which the runner starts in a process group of its own,
 // and the provisioners terraform runs), as a container runtime does.
 // Go cannot run code between fork and exec, so the kubelet starts its own
 // binary (the test binary, which imports this package) in new namespaces;

@@ -28,7 +28,10 @@ func TofuModule(t testing.TB, tofu, kubeconfig, namespace, secretSuffix, module 
 	run := func(args ...string) *exec.Cmd {
 		cmd := exec.Command(tofu, append(args, "-input=false", "-no-color")...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+filepath.Join(dir, "cli.tfrc"), "TF_IN_AUTOMATION=1", "HOME="+dir, "CHECKPOINT_DISABLE=1")
+		// The test's own environment may hold variables that change every
+		// command (the runner tests set some that the runner must drop).
+		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+filepath.Join(dir, "cli.tfrc"), "TF_IN_AUTOMATION=1", "HOME="+dir, "CHECKPOINT_DISABLE=1",
+			"TF_CLI_ARGS=", "TF_WORKSPACE=")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		return cmd
 	}
