@@ -18,7 +18,7 @@ import (
 type jsonPlan struct {
 	// TerraformVersion is the engine's version (OpenTofu keeps the name).
 	TerraformVersion string `json:"terraform_version"`
-	ResourceChanges []struct {
+	ResourceChanges  []struct {
 		Address string     `json:"address"`
 		Deposed string     `json:"deposed"`
 		Change  jsonChange `json:"change"`
