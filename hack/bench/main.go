@@ -79,7 +79,7 @@ const (
 func main() {
 	o := options{}
 	flag.IntVar(&o.n, "n", envInt("BENCH_N", defaultN), "objects in the scale phase (BENCH_N)")
-	flag.IntVar(&o.samples, "samples", envInt("BENCH_SAMPLES", 5), "samples of one object and of the raw engine (BENCH_SAMPLES)")
+	flag.IntVar(&o.samples, "samples", envInt("BENCH_SAMPLES", 9), "samples of one object and of the raw engine (BENCH_SAMPLES)")
 	flag.DurationVar(&o.idle, "idle", 30*time.Second, "idle window after convergence")
 	flag.DurationVar(&o.restartWindow, "restart-window", time.Minute, "window after the controller's restart")
 	flag.DurationVar(&o.driftInterval, "drift-interval", 20*time.Second, "the scale objects' interval in the drift phase, which counts runs over 3 intervals (0 skips it)")
