@@ -59,10 +59,12 @@ func (l *Local) Start(ctx context.Context, obj *infrav1.Terraform, runID string)
 }
 
 // Attach implements Placer: local runners are children of the controller
-// process and end with it, so a run recorded by an earlier process has no
+// process and end with it, so a run this process is not following (one an
+// earlier process recorded, or one whose end could not be recorded) has no
 // runner any more.
 func (l *Local) Attach(_ context.Context, _ *infrav1.Terraform, runID string) (*Run, error) {
-	return nil, fmt.Errorf("%w: local runners end with the controller process that started them, and run %s was started by an earlier one", ErrRunnerGone, runID)
+	return nil, fmt.Errorf("%w: local runners end with the controller process that started them, and run %s is not running in this one "+
+		"(an earlier process started it, or it ended and its result could not be recorded)", ErrRunnerGone, runID)
 }
 
 // Durable implements Placer: local runners end with the controller, which
