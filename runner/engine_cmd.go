@@ -196,19 +196,27 @@ func (e *engineCmd) workspaces(ctx context.Context) (names []string, current str
 	if err := e.run(ctx, &out, "workspace", "list", "-no-color"); err != nil {
 		return nil, "", err
 	}
-	lines := bufio.NewScanner(&out)
+	names, current = parseWorkspaces(out.String())
+	return names, current, nil
+}
+
+// parseWorkspaces reads `workspace list`: a name per line, the selected
+// one marked with "* ".
+func parseWorkspaces(list string) (names []string, current string) {
+	lines := bufio.NewScanner(strings.NewReader(list))
 	for lines.Scan() {
-		line := lines.Text()
-		name := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "*"))
+		line := strings.TrimSpace(lines.Text())
+		name, selected := strings.CutPrefix(line, "*")
+		name = strings.TrimSpace(name)
 		if name == "" {
 			continue
 		}
-		if strings.HasPrefix(strings.TrimSpace(line), "*") {
+		if selected {
 			current = name
 		}
 		names = append(names, name)
 	}
-	return names, current, nil
+	return names, current
 }
 
 // selectWorkspace selects an existing terraform workspace.
