@@ -18,7 +18,6 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,6 +27,7 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/cli"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 const (
@@ -98,15 +98,6 @@ func newTerraform(t *testing.T, ns, name string, mutate func(*infrav1.Terraform)
 	return tf
 }
 
-// jsonValue wraps a Go value as a Terraform variable value.
-func jsonValue(v any) *apiextensionsv1.JSON {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return &apiextensionsv1.JSON{Raw: b}
-}
-
 // effectPath is a fresh path for a test's external effect; suffixes name
 // more than one.
 func effectPath(t *testing.T, suffix ...string) string {
@@ -124,7 +115,7 @@ func effectPath(t *testing.T, suffix ...string) string {
 
 // fileVars are the variables of modules/file.
 func fileVars(path, content string) []infrav1.Variable {
-	return []infrav1.Variable{{Name: "path", Value: jsonValue(path)}, {Name: "content", Value: jsonValue(content)}}
+	return []infrav1.Variable{{Name: "path", Value: testenv.JSONValue(path)}, {Name: "content", Value: testenv.JSONValue(content)}}
 }
 
 // get reads the object again.

@@ -78,7 +78,7 @@ func runSuite(m *testing.M) int {
 	}
 	defer os.RemoveAll(tmp)
 
-	engine := envOr("LANDFORM_TOFU", filepath.Join(root, "bin", "tofu"))
+	engine := testenv.EnvOr("LANDFORM_TOFU", filepath.Join(root, "bin", "tofu"))
 	if _, err := os.Stat(engine); err != nil {
 		fmt.Fprintf(os.Stderr, "integration tests need OpenTofu at %s: run `make tools` first (%v)\n", engine, err)
 		return 1
@@ -134,7 +134,7 @@ func runSuite(m *testing.M) int {
 		panic(err)
 	}
 	kubeClientset, testKubeconfig, tofuPath, runnerBinPath = kube, kubeconfig, engine, runnerBin
-	terraform := envOr("LANDFORM_TERRAFORM", filepath.Join(root, "bin", "terraform"))
+	terraform := testenv.EnvOr("LANDFORM_TERRAFORM", filepath.Join(root, "bin", "terraform"))
 	localPlacer := func(engine, dir string) *placement.Local {
 		return &placement.Local{
 			CA:         ca,
@@ -175,13 +175,6 @@ func runSuite(m *testing.M) int {
 	cancel()
 	<-done
 	return code
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }
 
 // testLogSink shows controller logs with -v only, to keep failures readable.

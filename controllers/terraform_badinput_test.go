@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 // Every bad input ends in Ready=False with its own reason and a message that
@@ -45,7 +46,7 @@ func TestBadInput(t *testing.T) {
 		setup: func(t *testing.T, ns string) *infrav1.Terraform {
 			newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
 			return newTerraform(t, ns, "tf", func(tf *infrav1.Terraform) {
-				tf.Spec.Vars = []infrav1.Variable{{Name: "content", Value: jsonValue("x")}}
+				tf.Spec.Vars = []infrav1.Variable{{Name: "content", Value: testenv.JSONValue("x")}}
 			})
 		},
 		reason:  infrav1.MissingVariableReason,

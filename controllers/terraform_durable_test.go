@@ -55,8 +55,8 @@ func slow(tf *infrav1.Terraform, effects string, sleep int) {
 
 func slowVars(effects string, sleep int) []infrav1.Variable {
 	return []infrav1.Variable{
-		{Name: "effects", Value: jsonValue(effects)},
-		{Name: "sleep", Value: jsonValue(sleep)},
+		{Name: "effects", Value: testenv.JSONValue(effects)},
+		{Name: "sleep", Value: testenv.JSONValue(sleep)},
 	}
 }
 

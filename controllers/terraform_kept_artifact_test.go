@@ -22,6 +22,7 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/keptartifact"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 // counterModule counts creates and destroys of one terraform_data in the
@@ -114,7 +115,7 @@ func TestKeptArtifactDestroysAfterSourceIsGone(t *testing.T) {
 	effects := filepath.Join(t.TempDir(), "effects.txt")
 	tf := newTerraform(t, ns, "kept", func(tf *infrav1.Terraform) {
 		tf.Spec.Path = "modules/counter"
-		tf.Spec.Vars = []infrav1.Variable{{Name: "effects", Value: jsonValue(effects)}}
+		tf.Spec.Vars = []infrav1.Variable{{Name: "effects", Value: testenv.JSONValue(effects)}}
 	})
 	waitReady(t, tf)
 	obj := waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
@@ -166,7 +167,7 @@ func TestKeptArtifactTooLargeStallsDeletion(t *testing.T) {
 	effects := filepath.Join(t.TempDir(), "effects.txt")
 	tf := newTerraform(t, ns, "large", func(tf *infrav1.Terraform) {
 		tf.Spec.Path = "modules/counter"
-		tf.Spec.Vars = []infrav1.Variable{{Name: "effects", Value: jsonValue(effects)}}
+		tf.Spec.Vars = []infrav1.Variable{{Name: "effects", Value: testenv.JSONValue(effects)}}
 	})
 	waitReady(t, tf)
 	waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 // A plan that fails for a spec changed while it ran says nothing about the
@@ -38,7 +39,7 @@ resource "terraform_data" "this" {
 	path := effectPath(t)
 	tf := newTerraform(t, ns, "outdated", func(tf *infrav1.Terraform) {
 		tf.Spec.Path = "modules/blocking"
-		tf.Spec.Vars = []infrav1.Variable{{Name: "input", Value: jsonValue(fifo)}}
+		tf.Spec.Vars = []infrav1.Variable{{Name: "input", Value: testenv.JSONValue(fifo)}}
 		tf.Spec.RetryInterval = &metav1.Duration{Duration: time.Hour}
 	})
 

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 // tryModule runs var.try (the trystate program) from a local-exec
@@ -70,7 +71,7 @@ func TestRunnersReachOnlyTheirOwnState(t *testing.T) {
 	newGitRepository(t, ns, "repo", artifacts.publish(map[string]string{"modules/try/main.tf": tryModule}))
 	tf := newTerraform(t, ns, name, func(tf *infrav1.Terraform) {
 		tf.Spec.Path = "modules/try"
-		tf.Spec.Vars = []infrav1.Variable{{Name: "try", Value: jsonValue(command)}}
+		tf.Spec.Vars = []infrav1.Variable{{Name: "try", Value: testenv.JSONValue(command)}}
 		tf.Spec.WriteOutputsToSecret = &infrav1.WriteOutputsToSecretSpec{Name: name + "-outputs"}
 	})
 	waitReady(t, tf)

@@ -12,23 +12,18 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/testenv"
 )
-
-func jsonValue(v any) *apiextensionsv1.JSON {
-	b, _ := json.Marshal(v)
-	return &apiextensionsv1.JSON{Raw: b}
-}
 
 // fileVars are modules/file's variables. The file lands in the runner's
 // workspace (an emptyDir of its Pod).
 func fileVars(path, content string) []infrav1.Variable {
-	return []infrav1.Variable{{Name: "path", Value: jsonValue(path)}, {Name: "content", Value: jsonValue(content)}}
+	return []infrav1.Variable{{Name: "path", Value: testenv.JSONValue(path)}, {Name: "content", Value: testenv.JSONValue(content)}}
 }
 
 // TestRunnerServiceAccountMayDoNothing: the installed runner RBAC, as the

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 // What the scenarios need from the cluster, and where to find it.
@@ -84,13 +85,6 @@ func connect(t *testing.T) *cluster {
 	return shared
 }
 
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
-}
-
 func setup(kubeconfig string) (*cluster, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -106,14 +100,14 @@ func setup(kubeconfig string) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	timeout, err := time.ParseDuration(envOr(envTimeout, "5m"))
+	timeout, err := time.ParseDuration(testenv.EnvOr(envTimeout, "5m"))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", envTimeout, err)
 	}
 	cl := &cluster{
 		client:       c,
-		ns:           envOr(envNamespace, "e2e"),
-		controllerNS: envOr(envControllerNamespace, "landform-system"),
+		ns:           testenv.EnvOr(envNamespace, "e2e"),
+		controllerNS: testenv.EnvOr(envControllerNamespace, "landform-system"),
 		timeout:      timeout,
 	}
 	ctx := context.Background()
@@ -162,7 +156,7 @@ func (cl *cluster) startGitServer(ctx context.Context) (string, error) {
 			},
 			Containers: []corev1.Container{{
 				Name:            "git",
-				Image:           envOr(envGitServerImage, "landform-e2e-gitserver:e2e"),
+				Image:           testenv.EnvOr(envGitServerImage, "landform-e2e-gitserver:e2e"),
 				ImagePullPolicy: corev1.PullIfNotPresent,
 				Ports:           []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
 				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{

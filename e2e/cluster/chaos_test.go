@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -11,13 +10,13 @@ import (
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/gitops"
 	"github.com/landform-dev/landform/internal/statelock"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 // containerdSocket is the cluster's containerd (e2e/cluster/lib.sh).
@@ -82,8 +81,8 @@ func (e *env) chaosObject(t *testing.T, p *platform, name string) *infrav1.Terra
 			RetryInterval: &metav1.Duration{Duration: 5 * time.Second},
 			ApprovePlan:   "auto",
 			Vars: []infrav1.Variable{
-				{Name: "name", Value: jsonValue(name)},
-				{Name: "sleep", Value: jsonValue(30)},
+				{Name: "name", Value: testenv.JSONValue(name)},
+				{Name: "sleep", Value: testenv.JSONValue(30)},
 			},
 			WriteOutputsToSecret: &infrav1.WriteOutputsToSecretSpec{Name: name + "-outputs"},
 			RunnerPodTemplate: &infrav1.RunnerPodTemplate{Spec: infrav1.RunnerPodSpec{
@@ -98,11 +97,6 @@ func (e *env) chaosObject(t *testing.T, p *platform, name string) *infrav1.Terra
 func readyTrue(tf *infrav1.Terraform) bool {
 	c := ready(tf)
 	return c != nil && c.Status == metav1.ConditionTrue
-}
-
-func jsonValue(v any) *apiextensionsv1.JSON {
-	raw, _ := json.Marshal(v)
-	return &apiextensionsv1.JSON{Raw: raw}
 }
 
 // startSlowApply turns the security group on and returns once the apply

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 // What the suite needs from e2e/cluster/e2e.sh.
@@ -74,13 +75,6 @@ func connect(t *testing.T) *env {
 	return shared
 }
 
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
-}
-
 func setup(kubeconfig string) (*env, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -100,15 +94,15 @@ func setup(kubeconfig string) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	timeout, err := time.ParseDuration(envOr(envTimeout, "5m"))
+	timeout, err := time.ParseDuration(testenv.EnvOr(envTimeout, "5m"))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", envTimeout, err)
 	}
 	e := &env{
 		client:       c,
 		kube:         kube,
-		ns:           envOr(envNamespace, "e2e-cluster"),
-		controllerNS: envOr(envControllerNamespace, "landform-system"),
+		ns:           testenv.EnvOr(envNamespace, "e2e-cluster"),
+		controllerNS: testenv.EnvOr(envControllerNamespace, "landform-system"),
 		timeout:      timeout,
 	}
 	ctx := context.Background()

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 // tenantNamespace creates namespace name (replacing one an earlier run
@@ -44,7 +45,7 @@ func tenantObject(ns, name, sourceNS string) *infrav1.Terraform {
 			Interval:             metav1.Duration{Duration: time.Hour},
 			RetryInterval:        &metav1.Duration{Duration: 5 * time.Second},
 			ApprovePlan:          "auto",
-			Vars:                 []infrav1.Variable{{Name: "tenant", Value: jsonValue(ns)}},
+			Vars:                 []infrav1.Variable{{Name: "tenant", Value: testenv.JSONValue(ns)}},
 			WriteOutputsToSecret: &infrav1.WriteOutputsToSecretSpec{Name: name + "-outputs"},
 		},
 	}

@@ -20,7 +20,6 @@ import (
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -167,11 +166,6 @@ func ptrTo[T any](v T) *T { return &v }
 // retryInterval is every object's spec.retryInterval.
 const retryInterval = 2 * time.Second
 
-func jsonValue(v any) *apiextensionsv1.JSON {
-	b, _ := json.Marshal(v)
-	return &apiextensionsv1.JSON{Raw: b}
-}
-
 // newSlowTerraform creates an auto-approved object on the slow module
 // whose create sleeps sleep seconds, with its outputs in <name>-outputs.
 func newSlowTerraform(t *testing.T, ns, name, effects string, sleep int) *infrav1.Terraform {
@@ -185,8 +179,8 @@ func newSlowTerraform(t *testing.T, ns, name, effects string, sleep int) *infrav
 			RetryInterval: &metav1.Duration{Duration: retryInterval},
 			ApprovePlan:   infrav1.ApprovePlanAuto,
 			Vars: []infrav1.Variable{
-				{Name: "effects", Value: jsonValue(effects)},
-				{Name: "sleep", Value: jsonValue(sleep)},
+				{Name: "effects", Value: testenv.JSONValue(effects)},
+				{Name: "sleep", Value: testenv.JSONValue(sleep)},
 			},
 			WriteOutputsToSecret: &infrav1.WriteOutputsToSecretSpec{Name: name + "-outputs"},
 		},

@@ -45,7 +45,7 @@ func runSuite(m *testing.M) int {
 		panic(err)
 	}
 	defer os.RemoveAll(tmp)
-	bins.tofu = envOr("LANDFORM_TOFU", filepath.Join(root, "bin", "tofu"))
+	bins.tofu = testenv.EnvOr("LANDFORM_TOFU", filepath.Join(root, "bin", "tofu"))
 	if _, err := os.Stat(bins.tofu); err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: the durability tests need OpenTofu at %s: run `make tools` or set LANDFORM_TOFU (%v)\n", bins.tofu, err)
 		return 1
@@ -83,11 +83,4 @@ func runSuite(m *testing.M) int {
 	}
 	defer artifacts.Close()
 	return m.Run()
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }

@@ -162,8 +162,8 @@ func TestRunnerPodKilledMidApplyReleasesItsLock(t *testing.T) {
 	// takes 12 s.
 	obj := get(g, tf)
 	patch := client.MergeFrom(obj.DeepCopy())
-	obj.Spec.Vars[1].Value = jsonValue(12)
-	obj.Spec.Vars = append(obj.Spec.Vars, infrav1.Variable{Name: "rev", Value: jsonValue("2")})
+	obj.Spec.Vars[1].Value = testenv.JSONValue(12)
+	obj.Spec.Vars = append(obj.Spec.Vars, infrav1.Variable{Name: "rev", Value: testenv.JSONValue("2")})
 	g.Expect(env.Client.Patch(context.Background(), obj, patch)).To(Succeed())
 	g.Eventually(func() int { return began(effects) }, 2*time.Minute, 100*time.Millisecond).Should(Equal(2), "the new create has begun")
 	time.Sleep(time.Second)

@@ -45,7 +45,7 @@ func runSuite(m *testing.M) int {
 		{&bins.runner, "LANDFORM_RUNNER_BIN", "landform-runner"},
 		{&bins.tofu, "LANDFORM_TOFU", "tofu"},
 	} {
-		*b.path = envOr(b.env, filepath.Join(root, "bin", b.file))
+		*b.path = testenv.EnvOr(b.env, filepath.Join(root, "bin", b.file))
 		if _, err := os.Stat(*b.path); err != nil {
 			skipReason = fmt.Sprintf("the sharding test needs %s at %s: run `make tools build` or set %s (%v)", b.file, *b.path, b.env, err)
 			return m.Run()
@@ -70,11 +70,4 @@ func runSuite(m *testing.M) int {
 	}
 	defer artifacts.Close()
 	return m.Run()
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }

@@ -3,7 +3,6 @@ package sharding
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -25,7 +24,6 @@ import (
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -255,7 +253,7 @@ func newTerraform(t *testing.T, ns, name, shard, effects string, mutate func(*in
 			Interval:             metav1.Duration{Duration: time.Hour},
 			RetryInterval:        &metav1.Duration{Duration: 2 * time.Second},
 			ApprovePlan:          infrav1.ApprovePlanAuto,
-			Vars:                 []infrav1.Variable{{Name: "effects", Value: jsonValue(effects)}},
+			Vars:                 []infrav1.Variable{{Name: "effects", Value: testenv.JSONValue(effects)}},
 			WriteOutputsToSecret: &infrav1.WriteOutputsToSecretSpec{Name: name + "-outputs"},
 		},
 	}
@@ -264,11 +262,6 @@ func newTerraform(t *testing.T, ns, name, shard, effects string, mutate func(*in
 	}
 	mutate(tf)
 	NewWithT(t).Expect(env.Client.Create(context.Background(), tf)).To(Succeed())
-}
-
-func jsonValue(v any) *apiextensionsv1.JSON {
-	b, _ := json.Marshal(v)
-	return &apiextensionsv1.JSON{Raw: b}
 }
 
 // publish serves files as a tarball artifact and points a GitRepository

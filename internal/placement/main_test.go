@@ -58,7 +58,7 @@ func runSuite(m *testing.M) int {
 	}
 	defer os.RemoveAll(tmp)
 
-	engine := envOr("LANDFORM_TOFU", filepath.Join(root, "bin", "tofu"))
+	engine := testenv.EnvOr("LANDFORM_TOFU", filepath.Join(root, "bin", "tofu"))
 	if _, err := os.Stat(engine); err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: Pod placement tests need OpenTofu at %s: run `make tools` first (%v)\n", engine, err)
 		return 1
@@ -132,13 +132,6 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "runner and kubelet output (LANDFORM_TEST_LOGS=1 streams it):\n%s", runnerLogs.String())
 	}
 	return code
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }
 
 func freePort() (int, error) {
