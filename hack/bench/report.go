@@ -560,8 +560,13 @@ func (r *Report) engineTable(p printer) {
 		cells[i] = "**" + count(v) + "**"
 	}
 	p("| all | %s |\n", strings.Join(cells, " | "))
-	if extra := beyond(r.Overhead.RawEngineProcs, r.Overhead.LandformEngineProcs); extra != "" {
-		p("\nBeyond the raw engine's processes, Landform runs %s per object (trivial module).\n", extra)
+	raw, lf := r.Overhead.RawEngineProcs, r.Overhead.LandformEngineProcs
+	if extra := beyond(raw, lf, "+"); extra != "" {
+		p("\nBeyond the raw engine's processes, Landform runs %s per object (trivial module)", extra)
+		if fewer := beyond(lf, raw, "−"); fewer != "" {
+			p(", and not %s", fewer)
+		}
+		p(".\n")
 	}
 	if r.NewRev.EngineProcs != nil {
 		p("\nNew revision: %s engine processes for %d objects (%s); idle: %d; restart window: %d.\n",
@@ -569,18 +574,18 @@ func (r *Report) engineTable(p printer) {
 	}
 }
 
-// beyond lists, in run order, the subcommands lf runs more often than raw,
-// with how many more: "`version` (+1), `show` (+1)".
-func beyond(raw, lf map[string]float64) string {
+// beyond lists, in run order, the subcommands more runs more often than
+// base, with how many more after sign: "`show` (+1)".
+func beyond(base, more map[string]float64, sign string) string {
 	subs := map[string]bool{}
-	for k, v := range lf {
-		if v > raw[k] {
+	for k, v := range more {
+		if v > base[k] {
 			subs[k] = true
 		}
 	}
 	var parts []string
 	for _, k := range subcommandOrder(subs) {
-		parts = append(parts, fmt.Sprintf("`%s` (+%s)", k, count(lf[k]-raw[k])))
+		parts = append(parts, fmt.Sprintf("`%s` (%s%s)", k, sign, count(more[k]-base[k])))
 	}
 	return strings.Join(parts, ", ")
 }

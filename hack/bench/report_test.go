@@ -118,6 +118,20 @@ func TestSubcommandOrder(t *testing.T) {
 	}
 }
 
+func TestBeyond(t *testing.T) {
+	raw := map[string]float64{"init": 1, "plan": 1, "apply": 1, "output": 1}
+	lf := map[string]float64{"init": 1, "plan": 1, "show": 1, "apply": 1}
+	if got := beyond(raw, lf, "+"); got != "`show` (+1)" {
+		t.Errorf("Landform beyond the raw engine: %q", got)
+	}
+	if got := beyond(lf, raw, "−"); got != "`output` (−1)" {
+		t.Errorf("the raw engine beyond Landform: %q", got)
+	}
+	if got := beyond(raw, raw, "+"); got != "" {
+		t.Errorf("the same processes: %q", got)
+	}
+}
+
 func sample() *Report {
 	return sampleAt(20)
 }
