@@ -88,7 +88,7 @@ func startController(t *testing.T, placement, workDir string, args ...string) *c
 	}
 	c.cmd = exec.Command(bins.controller, append(flags, args...)...)
 	c.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "CHECKPOINT_DISABLE=1")
-	c.cmd.SysProcAttr = dieWithTest()
+	c.cmd.SysProcAttr = testenv.DieWithParent()
 	var out io.Writer = c.logs
 	if verbose {
 		out = io.MultiWriter(c.logs, prefixed(os.Stderr, "controller: "))

@@ -968,7 +968,7 @@ func (b *bench) startController(ctx context.Context, work, logName string) (*con
 	cmd := exec.Command(b.o.controller, args...)
 	cmd.Env = b.engineEnv(callerLandform)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = testenv.DieWithParent()
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, err

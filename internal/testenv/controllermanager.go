@@ -65,7 +65,7 @@ func StartGarbageCollector(ctx context.Context, c client.Client, kubeconfig, dir
 	}
 	cmd := exec.Command(bin, GarbageCollectorArgs(kubeconfig)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = DieWithParent()
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("starting kube-controller-manager: %w", err)
