@@ -309,7 +309,11 @@ type RunnerPodSpec struct {
 	// Image of the runner.
 	// +optional
 	Image string `json:"image,omitempty"`
-	// Env of the runner container.
+	// Env of the runner container. The runner does not pass on to the
+	// engine the variables it manages itself (TF_CLI_ARGS*, TF_VAR_*,
+	// TF_LOG*, TF_WORKSPACE, TF_INPUT, TF_IN_AUTOMATION and the like) nor
+	// TF_CLI_CONFIG_FILE, TF_DATA_DIR and TF_PLUGIN_CACHE_DIR; it logs
+	// their names. Set module variables with vars or varsFrom.
 	// +optional
 	Env []corev1.EnvVar `json:"env,omitempty"`
 	// EnvFrom of the runner container.
