@@ -83,7 +83,7 @@ func hclList(items []string) string {
 }
 
 // inheritedEnvDrop lists variables of the runner's own environment that
-// terraform must not see besides the engine-managed ones (managedEnv): the
+// terraform must not see besides the engine-managed ones (engineManaged): the
 // machine's CLI configuration is replaced by ours, and a shared data dir or
 // plugin cache would break concurrent runners.
 var inheritedEnvDrop = map[string]bool{
@@ -103,16 +103,16 @@ var specEnvRefused = map[string]bool{
 	"TF_DATA_DIR":         true,
 }
 
-// checkSpecEnv refuses variables that the runner manages itself (managedEnv)
-// or that break isolation. Only names appear in the error, never values.
+// checkSpecEnv refuses variables that the runner manages itself
+// (engineManaged) or that break isolation. Only names appear in the error,
+// never values.
 func checkSpecEnv(env map[string]string) error {
 	var bad []string
 	for k := range env {
-		if specEnvRefused[k] || k == "" || strings.Contains(k, "=") {
+		if specEnvRefused[k] || engineManaged(k) || k == "" || strings.Contains(k, "=") {
 			bad = append(bad, k)
 		}
 	}
-	bad = append(bad, managedEnv(env)...)
 	if len(bad) == 0 {
 		return nil
 	}
@@ -124,18 +124,20 @@ func checkSpecEnv(env map[string]string) error {
 // droppedInheritedEnv names the runner's own variables that environment
 // leaves out.
 func droppedInheritedEnv() []string {
-	env := map[string]string{}
 	var names []string
 	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if inheritedEnvDrop[k] {
+		if k, _, _ := strings.Cut(kv, "="); droppedFromInherited(k) {
 			names = append(names, k)
 		}
-		env[k] = ""
 	}
-	names = append(names, managedEnv(env)...)
 	sort.Strings(names)
 	return names
+}
+
+// droppedFromInherited reports whether environment leaves the runner's own
+// variable name out.
+func droppedFromInherited(name string) bool {
+	return inheritedEnvDrop[name] || engineManaged(name)
 }
 
 // environment builds terraform's environment: the runner's own, cleaned,
@@ -144,12 +146,9 @@ func (s *Server) environment(extra map[string]string) map[string]string {
 	env := map[string]string{}
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
-		if !inheritedEnvDrop[k] {
+		if !droppedFromInherited(k) {
 			env[k] = v
 		}
-	}
-	for _, k := range managedEnv(env) {
-		delete(env, k)
 	}
 	env["TF_IN_AUTOMATION"] = "1"
 	env["HOME"] = s.homeDir
@@ -175,15 +174,9 @@ var (
 	managedEnvPrefixes = []string{"TF_VAR_", "TF_CLI_ARGS_"}
 )
 
-// managedEnv returns the names in env that the runner manages.
-func managedEnv(env map[string]string) []string {
-	var names []string
-	for k := range env {
-		if managedEnvNames[k] || slices.ContainsFunc(managedEnvPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
-			names = append(names, k)
-		}
-	}
-	return names
+// engineManaged reports whether the runner manages the variable name.
+func engineManaged(name string) bool {
+	return managedEnvNames[name] || slices.ContainsFunc(managedEnvPrefixes, func(p string) bool { return strings.HasPrefix(name, p) })
 }
 
 func envList(env map[string]string) []string {
