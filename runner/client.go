@@ -6,34 +6,31 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/landform-dev/landform/runner/internal/chunk"
 	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
 // maxOutputsMessage bounds the one message that is not chunked: the outputs.
 const maxOutputsMessage = 256 << 20
 
+// dialBackoff spaces the health checks while a runner starts: 50ms,
+// doubling up to a second, until the caller's context ends.
+var dialBackoff = wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Steps: math.MaxInt32, Cap: time.Second}
+
 // Client drives one runner. Every call takes everything it needs; the
 // controller sets a deadline on each through its context.
 type Client struct {
 	conn *grpc.ClientConn
 	rpc  runnerpb.RunnerClient
-}
-
-// PlanOutput is everything a plan produced.
-type PlanOutput struct {
-	Result    *runnerpb.PlanResult
-	PlanFile  []byte
-	JSONPlan  []byte
-	HumanPlan []byte
-	// LockFile is the dependency lock file the plan was made with.
-	LockFile []byte
 }
 
 // Dial connects to the runner at addr (host:port, as net.JoinHostPort
@@ -56,25 +53,23 @@ func Dial(ctx context.Context, addr string, tlsConfig *tls.Config) (*Client, err
 		return nil, fmt.Errorf("dial runner %s: %w", addr, err)
 	}
 	health := healthpb.NewHealthClient(conn)
-	backoff := 50 * time.Millisecond
 	var lastErr error
-	for {
+	err = dialBackoff.DelayFunc().Until(ctx, true, true, func(ctx context.Context) (bool, error) {
 		resp, err := health.Check(ctx, &healthpb.HealthCheckRequest{Service: runnerpb.Runner_ServiceDesc.ServiceName})
 		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
-			return &Client{conn: conn, rpc: runnerpb.NewRunnerClient(conn)}, nil
+			return true, nil
 		}
 		if err == nil {
 			err = fmt.Errorf("health status %s", resp.GetStatus())
 		}
 		lastErr = err
-		select {
-		case <-ctx.Done():
-			conn.Close()
-			return nil, fmt.Errorf("runner %s not serving: %w (last error: %v)", addr, ctx.Err(), lastErr)
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, time.Second)
+		return false, nil
+	})
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("runner %s not serving: %w (last error: %v)", addr, err, lastErr)
 	}
+	return &Client{conn: conn, rpc: runnerpb.NewRunnerClient(conn)}, nil
 }
 
 // Close closes the connection.
@@ -96,10 +91,10 @@ func (c *Client) UploadWorkspace(ctx context.Context, spec *runnerpb.WorkspaceSp
 	// error): its status then comes from CloseAndRecv.
 	err = stream.Send(&runnerpb.UploadWorkspaceRequest{Msg: &runnerpb.UploadWorkspaceRequest_Spec{Spec: spec}})
 	for err == nil {
-		chunk := make([]byte, ChunkSize)
-		n, rerr := io.ReadFull(tarball, chunk)
+		buf := make([]byte, chunk.Size)
+		n, rerr := io.ReadFull(tarball, buf)
 		if n > 0 {
-			err = stream.Send(&runnerpb.UploadWorkspaceRequest{Msg: &runnerpb.UploadWorkspaceRequest_Chunk{Chunk: chunk[:n]}})
+			err = stream.Send(&runnerpb.UploadWorkspaceRequest{Msg: &runnerpb.UploadWorkspaceRequest_Chunk{Chunk: buf[:n]}})
 		}
 		if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
 			break

@@ -20,6 +20,7 @@ import (
 	"github.com/landform-dev/landform/internal/mtls"
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/runner"
+	"github.com/landform-dev/landform/runner/server"
 )
 
 func main() {
@@ -69,7 +70,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	srv, err := runner.NewServer(runner.Options{
+	srv, err := server.NewServer(server.Options{
 		Engine:          *engine,
 		WorkDir:         *workDir,
 		ProviderMirrors: mirrors,

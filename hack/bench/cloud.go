@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/landform-dev/landform/internal/cloud"
-	"github.com/landform-dev/landform/runner"
+	"github.com/landform-dev/landform/runner/server"
 )
 
 // cloudModule is the module using the stand-in cloud's provider: one
@@ -140,7 +140,7 @@ type networkMirror struct {
 // and serves dir.
 func startNetworkMirror(mirror, dir string) (*networkMirror, error) {
 	platform := runtime.GOOS + "_" + runtime.GOARCH
-	held := runner.MirroredProviders(mirror)
+	held := server.MirroredProviders(mirror)
 	for _, p := range held {
 		versions, _ := os.ReadDir(filepath.Join(mirror, p))
 		index := map[string]map[string]any{"versions": {}}
@@ -238,7 +238,7 @@ func (b *bench) initPhase(r *Report) error {
 		return fmt.Errorf("packing the network mirror: %w", err)
 	}
 	defer nm.srv.Close()
-	withMirror, err := runner.CLIConfig([]string{b.o.providerMirror})
+	withMirror, err := server.CLIConfig([]string{b.o.providerMirror})
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ import (
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/placement"
 	"github.com/landform-dev/landform/internal/testenv"
-	"github.com/landform-dev/landform/runner"
+	"github.com/landform-dev/landform/runner/server"
 )
 
 // module is the trivial module: one terraform_data, two outputs. The
@@ -144,7 +144,7 @@ func run(o options) error {
 		}
 		*p = abs
 	}
-	if len(runner.MirroredProviders(o.providerMirror)) == 0 {
+	if len(server.MirroredProviders(o.providerMirror)) == 0 {
 		return fmt.Errorf("%s holds no provider: run `make tools`", o.providerMirror)
 	}
 	if o.revision == "" {
@@ -516,7 +516,7 @@ func (b *bench) raw(name, mod string) (secs, cpu float64, err error) {
 	}
 	backend := fmt.Sprintf("terraform {\n  backend \"kubernetes\" {\n    secret_suffix = %q\n    namespace     = \"bench-raw\"\n    config_path   = %q\n  }\n}\n",
 		name, b.kubeconfig)
-	cliConfig, err := runner.CLIConfig([]string{b.o.providerMirror})
+	cliConfig, err := server.CLIConfig([]string{b.o.providerMirror})
 	if err != nil {
 		return 0, 0, err
 	}

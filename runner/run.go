@@ -1,0 +1,69 @@
+package runner
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+
+	runnerpb "github.com/landform-dev/landform/runner/proto"
+)
+
+// DefaultInterruptGrace is how long terraform gets to stop after an
+// interrupt before it is killed. Terraform waits for in-flight provider calls
+// and then writes the state and releases its lock; killing it earlier can
+// leave both behind. The controller counts it in its own waits for a run.
+const DefaultInterruptGrace = 60 * time.Second
+
+// RunAction is what a run does.
+type RunAction int
+
+// The actions of a run.
+const (
+	RunPlan RunAction = iota + 1
+	RunApply
+	RunDestroy
+)
+
+// RunSpec is one run as the controller asks for it.
+type RunSpec struct {
+	// ID identifies the run; starting the same id twice starts it once.
+	ID     string
+	Action RunAction
+	// Destroy plans the destruction of everything (RunPlan).
+	Destroy bool
+	// Deadline bounds the run, counted by the runner from its start.
+	Deadline time.Duration
+	// PlanFile is the saved plan to apply (RunApply).
+	PlanFile []byte
+	// LockFile is the dependency lock file the plan was made with
+	// (RunApply).
+	LockFile []byte
+	// StateToken is the bearer token of the object's state identity (see
+	// runnerpb.RunSpec.state_token); never logged.
+	StateToken string
+}
+
+// RunResult is what a run produced.
+type RunResult struct {
+	// Plan is a plan run's output.
+	Plan *PlanOutput
+	// Outputs are the outputs after an apply.
+	Outputs []*runnerpb.Output
+}
+
+// PlanOutput is everything a plan produced.
+type PlanOutput struct {
+	Result    *runnerpb.PlanResult
+	PlanFile  []byte
+	JSONPlan  []byte
+	HumanPlan []byte
+	// LockFile is the dependency lock file the plan was made with.
+	LockFile []byte
+}
+
+// NewRunID returns a run id that no other run of any object shares.
+func NewRunID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "run-" + hex.EncodeToString(b)
+}

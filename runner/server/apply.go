@@ -1,0 +1,49 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+
+	runnerpb "github.com/landform-dev/landform/runner/proto"
+)
+
+// apply applies a saved plan file and returns the outputs. Only a saved
+// plan is ever applied, so what was approved is what runs; terraform
+// refuses it when the state moved on (STALE_PLAN).
+func (s *Server) apply(ctx context.Context, ws *workspace, planPath string, locked bool, logf func(string)) ([]*runnerpb.Output, error) {
+	detach := attachLogs(ws.tf, logf)
+	err := ws.tf.apply(ctx, planPath, locked)
+	detach()
+	if err != nil {
+		return nil, s.terraformError(ctx, ws, "apply", err, false)
+	}
+	return s.readOutputs(ctx, ws)
+}
+
+// destroy destroys everything in the state.
+func (s *Server) destroy(ctx context.Context, ws *workspace, locked bool, logf func(string)) error {
+	detach := attachLogs(ws.tf, logf)
+	err := ws.tf.destroy(ctx, locked)
+	detach()
+	if err != nil {
+		return s.terraformError(ctx, ws, "destroy", err, true)
+	}
+	return nil
+}
+
+// useLockFile makes the module use the dependency lock file a plan was made
+// with, so that the apply installs exactly the plan's providers. A lock
+// file that differs from the one in place means init again.
+func (s *Server) useLockFile(ws *workspace, data []byte) error {
+	path := filepath.Join(ws.moduleDir, lockFileName)
+	if cur, err := os.ReadFile(path); err == nil && bytes.Equal(cur, data) {
+		return nil
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return internalError("write the dependency lock file", err)
+	}
+	ws.initialised = false
+	return nil
+}

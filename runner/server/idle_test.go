@@ -1,0 +1,63 @@
+package server
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/landform-dev/landform/runner"
+)
+
+// A runner exits on its own once it has had no run and no call for its
+// idle-exit time, and not while a run goes on: an orphaned runner Pod does
+// not live forever, and a long run is never cut short by it.
+func TestRunnerExitsWhenIdle(t *testing.T) {
+	t.Parallel()
+	bin := runnerBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const idle = 2 * time.Second
+	lr, err := runner.StartLocalRunner(ctx, testCA, runner.LocalOptions{Binary: bin, Engine: enginePath, WorkDir: t.TempDir(), IdleExit: idle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lr.Stop(10 * time.Second)
+	effects, _ := countedSpec(t, ctx, lr.Client, 8)
+	plan := planFor(t, ctx, lr.Client)
+
+	// The apply runs four times the idle time, watched by nobody.
+	id := runner.NewRunID()
+	if err := lr.Client.StartRun(ctx, runner.RunSpec{ID: id, Action: runner.RunApply, PlanFile: plan.PlanFile}); err != nil {
+		t.Fatal(err)
+	}
+	for countCreates(t, effects) == 0 {
+		select {
+		case <-lr.Exited():
+			t.Fatal("the runner exited before the apply started")
+		case <-ctx.Done():
+			t.Fatal("the apply did not start")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	select {
+	case <-lr.Exited():
+		t.Fatal("the runner exited while a run was in progress")
+	case <-time.After(3 * idle):
+	}
+	res, err := lr.Client.WatchRun(ctx, id, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := time.Now()
+	if len(res.Outputs) == 0 {
+		t.Fatal("no outputs")
+	}
+	select {
+	case <-lr.Exited():
+		if d := time.Since(ended); d < idle/2 {
+			t.Fatalf("the runner exited %s after the last call, before its idle time %s", d, idle)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the runner still runs a minute after its last call (idle exit %s)", idle)
+	}
+}

@@ -1,0 +1,98 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/landform-dev/landform/runner"
+)
+
+// countingEngine is a wrapper around the real engine that appends each
+// subcommand it runs to calls. Its name starts with "tofu", so the runner
+// still takes it for OpenTofu.
+func countingEngine(t *testing.T, calls string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tofu-counting")
+	script := fmt.Sprintf("#!/bin/sh\necho \"$1\" >> %q\nexec %q \"$@\"\n", calls, enginePath)
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// After an apply the runner reads the outputs from the state Secret the
+// engine has just written: no `output` process, and no `version` process
+// either. An encrypted state
+// (OpenTofu's state encryption), which it cannot read, is read by the
+// engine; its outputs are never taken for none.
+func TestApplyReadsTheOutputs(t *testing.T) {
+	for _, tt := range []struct {
+		module      string
+		engineReads bool
+	}{
+		{module: "outputs", engineReads: false},
+		{module: "encrypted", engineReads: true},
+	} {
+		t.Run(tt.module, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			k := newKubeState(t, tt.module)
+			calls := filepath.Join(t.TempDir(), "calls")
+			r := startRunnerWith(t, countingEngine(t, calls))
+			// The encrypted module is the outputs module with encryption.tf.
+			outputs, err := os.ReadFile(filepath.Join("testdata", "modules", "outputs", "main.tf"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tb := buildTarball(t, map[string][]byte{"encrypted/main.tf": outputs})
+			upload(t, ctx, r.client, k.useBackend(workspaceSpec(t, tb, tt.module, nil, "")), tb)
+			plan := planFor(t, ctx, r.client)
+
+			id := runner.NewRunID()
+			if err := r.client.StartRun(ctx, runner.RunSpec{ID: id, Action: runner.RunApply, PlanFile: plan.PlanFile, LockFile: plan.LockFile}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := r.client.WatchRun(ctx, id, 0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := outputsByName(res.Outputs)
+			for name, want := range map[string]struct {
+				value, typ string
+				sensitive  bool
+			}{
+				"name":     {`"db"`, `"string"`, false},
+				"settings": {`{"name":"db","port":5432}`, `["object",{"name":"string","port":"number"}]`, false},
+				"dsn":      {`"postgres://app:s3cr3t-dsn@db:5432/app"`, `"string"`, true},
+			} {
+				o := got[name]
+				if o == nil {
+					t.Fatalf("output %s missing from %v", name, res.Outputs)
+				}
+				if compactJSON(t, o.ValueJson) != want.value || compactJSON(t, o.TypeJson) != want.typ || o.Sensitive != want.sensitive {
+					t.Errorf("output %s = %s (type %s, sensitive %v), want %s (type %s, sensitive %v)",
+						name, o.ValueJson, o.TypeJson, o.Sensitive, want.value, want.typ, want.sensitive)
+				}
+			}
+			if len(res.Outputs) != 3 {
+				t.Errorf("%d outputs, want 3", len(res.Outputs))
+			}
+			// One process per step and nothing else: no `version` before
+			// the first command, no `output` for a plain state.
+			want := []string{"init", "plan", "show", "apply"}
+			if tt.engineReads {
+				want = append(want, "output")
+			}
+			if subcommands := strings.Fields(readFile(t, calls)); !slices.Equal(subcommands, want) {
+				t.Errorf("the engine ran %v, want %v", subcommands, want)
+			}
+		})
+	}
+}
