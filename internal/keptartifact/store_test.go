@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/chunkstore"
 )
 
 func randomArtifact(t *testing.T, n int) ([]byte, string) {
@@ -60,7 +61,7 @@ func TestSaveLoadReplaceDelete(t *testing.T) {
 	owner := env.Terraform(t, ns, "app")
 	s := Store{Client: env.Client}
 
-	big, bigDigest := randomArtifact(t, 3*chunkSize+123)
+	big, bigDigest := randomArtifact(t, 3*chunkstore.ChunkSize+123)
 	if err := s.Save(ctx, owner, "main@sha1:1", bigDigest, big); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestDigestMismatchRefused(t *testing.T) {
 	owner := env.Terraform(t, ns, "app")
 	s := Store{Client: env.Client}
 
-	data, d := randomArtifact(t, chunkSize+10)
+	data, d := randomArtifact(t, chunkstore.ChunkSize+10)
 	_, other := randomArtifact(t, 10)
 	if err := s.Save(ctx, owner, "main@sha1:1", other, data); !errors.Is(err, ErrDigestMismatch) {
 		t.Fatalf("Save with another digest: %v, want ErrDigestMismatch", err)
@@ -190,22 +191,22 @@ func TestChunkNames(t *testing.T) {
 	long := strings.Repeat("a", 253)
 	for _, owner := range []string{"app", long, long[:250] + "bcd"} {
 		for _, i := range []int{0, 7, 123456} {
-			name := chunkName(owner, i)
+			name := layout.ChunkName(owner, i)
 			if len(name) > 253 {
 				t.Errorf("%q: %d characters", name, len(name))
 			}
-			if got, ok := chunkIndex(owner, name); !ok || got != i {
-				t.Errorf("chunkIndex(%q) = %d, %t; want %d", name, got, ok, i)
+			if got, ok := layout.ChunkIndex(owner, name); !ok || got != i {
+				t.Errorf("layout.ChunkIndex(%q) = %d, %t; want %d", name, got, ok, i)
 			}
 		}
 	}
-	if chunkName(long, 0) == chunkName(long[:250]+"bcd", 0) {
+	if layout.ChunkName(long, 0) == layout.ChunkName(long[:250]+"bcd", 0) {
 		t.Error("two long names share a chunk name")
 	}
-	if _, ok := chunkIndex("app", "tfartifact-app-1-0"); ok {
+	if _, ok := layout.ChunkIndex("app", "tfartifact-app-1-0"); ok {
 		t.Error("a chunk of app-1 taken for one of app")
 	}
-	if _, ok := chunkIndex("app", "tfplan-app-0"); ok {
+	if _, ok := layout.ChunkIndex("app", "tfplan-app-0"); ok {
 		t.Error("a plan chunk taken for an artifact chunk")
 	}
 }

@@ -1,11 +1,15 @@
-// Package planstore keeps each Terraform object's latest plan in Secrets,
-// split into chunks so that no plan is too large to store.
+// Package planstore keeps each Terraform object's latest plan in Secrets
+// tfplan-<name>-<i>: plan file, JSON plan, redacted human plan and lock
+// file as one gzip'd tar, stored and verified by internal/chunkstore, with
+// the plan's id, revision, inputs digest and applied flag on the index.
 package planstore
 
 import (
 	"errors"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/landform-dev/landform/internal/chunkstore"
 )
 
 // Plan is one stored plan.
@@ -62,14 +66,22 @@ const (
 	annApplied  = "infra.landform.dev/plan-applied"
 	annChunk    = "infra.landform.dev/plan-chunk"
 
-	// digestPrefix names the algorithm of Plan.Digest.
-	digestPrefix = "sha256:"
-
 	dataKey = "plan"
-	// fieldOwner is the server-side apply manager of plan Secrets.
+	// fieldOwner is the field manager of plan Secrets.
 	fieldOwner = "landform-planstore"
 )
 
-// chunkSize keeps every Secret far below etcd's 1.5 MiB request limit, with
-// room for base64 in JSON requests and for metadata.
-const chunkSize = 512 << 10
+// layout is where plans are in Secrets.
+var layout = chunkstore.Layout{
+	Kind:             "tfplan",
+	What:             "plan",
+	Type:             SecretType,
+	DataKey:          dataKey,
+	DigestAnnotation: annSHA256,
+	ChunksAnnotation: annChunks,
+	ChunkAnnotation:  annChunk,
+	DigestHex:        true,
+	FieldOwner:       fieldOwner,
+}
+
+func (s Store) chunks() chunkstore.Store { return chunkstore.Store{Client: s.Client, Layout: layout} }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/chunkstore"
 )
 
 func randomBytes(t *testing.T, n int) []byte {
@@ -85,7 +86,7 @@ func TestSaveLoadLargePlan(t *testing.T) {
 		t.Fatalf("5 MiB plan stored in %d Secrets, want at least 10", len(secrets))
 	}
 	for name, s := range secrets {
-		if n := len(s.Data[dataKey]); n > chunkSize {
+		if n := len(s.Data[dataKey]); n > chunkstore.ChunkSize {
 			t.Errorf("%s holds %d bytes, more than a chunk", name, n)
 		}
 		if s.Labels[v1alpha1.ManagedByLabel] != "landform" || s.Labels[v1alpha1.OwnerNameLabel] != "big" || s.Labels[PlanLabel] != want.ID {
@@ -182,6 +183,10 @@ func TestTamperedOrIncompletePlanIsNotFound(t *testing.T) {
 			_, err := store.Load(ctx, owner)
 			if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Load = %v, want ErrNotFound saying %q", err, tt.want)
+			}
+			// The event about a dropped plan quotes this error.
+			if tt.name != "index unreadable" && (err == nil || !strings.Contains(err.Error(), "plan-x-1")) {
+				t.Errorf("Load = %v, want it to name plan plan-x-1", err)
 			}
 		})
 	}
