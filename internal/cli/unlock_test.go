@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
@@ -221,7 +222,7 @@ func TestUnlock(t *testing.T) {
 	template.Annotations = map[string]string{lockInfoAnnotation: fmt.Sprintf(
 		`{"ID":"0b8f3c2e-5d1a-4e6f-8a9b-1c2d3e4f5a6b","Operation":"OperationTypeApply","Info":"","Who":"landform@HOST","Version":"1.12.6","Created":%q,"Path":""}`,
 		now.Add(-12*time.Minute).UTC().Format(time.RFC3339Nano))}
-	template.Spec.HolderIdentity = ptrTo("0b8f3c2e-5d1a-4e6f-8a9b-1c2d3e4f5a6b")
+	template.Spec.HolderIdentity = ptr.To("0b8f3c2e-5d1a-4e6f-8a9b-1c2d3e4f5a6b")
 	for _, tt := range []struct {
 		name    string
 		host    string
@@ -326,8 +327,6 @@ func runnerPod(phase corev1.PodPhase) func(t *testing.T, obj *v1alpha1.Terraform
 		pod(t, obj.Namespace, obj.Name+"-a1b2c", labels, phase)
 	}
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 func TestIsRunnerHost(t *testing.T) {
 	a := strings.Repeat

@@ -36,6 +36,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -45,8 +46,6 @@ const (
 	runnerPodValue  = "landform-runner"
 	runnerContainer = "runner"
 )
-
-func ptr[T any](v T) *T { return &v }
 
 // Options configure a Kubelet.
 type Options struct {
@@ -377,7 +376,7 @@ func (k *Kubelet) admit(ctx context.Context, pod *corev1.Pod, fp *fakePod) {
 				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
 			}
 			s.ContainerStatuses = []corev1.ContainerStatus{{
-				Name: runnerContainer, Image: fp.image, Ready: true, Started: ptr(true),
+				Name: runnerContainer, Image: fp.image, Ready: true, Started: ptr.To(true),
 				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 			}}
 		})

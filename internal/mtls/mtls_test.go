@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/utils/ptr"
 )
 
 func mustCA(t *testing.T, cn string) *CA {
@@ -130,10 +132,10 @@ func TestHandshake(t *testing.T) {
 		{name: "wrong server name", server: server, serverCA: ca, client: &client, clientCA: ca, serverName: "evil.example", wantErr: "certificate is valid for"},
 		// Go's client withholds a certificate that the server's list of
 		// acceptable CAs does not cover, so the server sees none.
-		{name: "client cert from another CA", server: server, serverCA: ca, client: ptr(mustClient(t, other)), clientCA: ca, serverName: "localhost", wantErr: "certificate required"},
-		{name: "client cert from another CA, presented anyway", server: server, serverCA: ca, client: ptr(mustClient(t, other)), clientCA: ca, serverName: "localhost", forceClientCert: true, wantErr: "unknown authority"},
+		{name: "client cert from another CA", server: server, serverCA: ca, client: ptr.To(mustClient(t, other)), clientCA: ca, serverName: "localhost", wantErr: "certificate required"},
+		{name: "client cert from another CA, presented anyway", server: server, serverCA: ca, client: ptr.To(mustClient(t, other)), clientCA: ca, serverName: "localhost", forceClientCert: true, wantErr: "unknown authority"},
 		{name: "server cert from another CA", server: mustServer(t, other, "localhost"), serverCA: ca, client: &client, clientCA: ca, serverName: "localhost", wantErr: "unknown authority"},
-		{name: "expired client cert", server: server, serverCA: ca, client: ptr(expired(t, ca, x509.ExtKeyUsageClientAuth)), clientCA: ca, serverName: "localhost", wantErr: "expired"},
+		{name: "expired client cert", server: server, serverCA: ca, client: ptr.To(expired(t, ca, x509.ExtKeyUsageClientAuth)), clientCA: ca, serverName: "localhost", wantErr: "expired"},
 		{name: "expired server cert", server: expired(t, ca, x509.ExtKeyUsageServerAuth, "localhost"), serverCA: ca, client: &client, clientCA: ca, serverName: "localhost", wantErr: "expired"},
 		{name: "client without certificate", server: server, serverCA: ca, client: nil, clientCA: ca, serverName: "localhost", wantErr: "certificate required"},
 		{name: "server cert used as client cert", server: server, serverCA: ca, client: &server, clientCA: ca, serverName: "localhost", wantErr: "incompatible key usage"},
@@ -254,5 +256,3 @@ func TestLeafNeverOutlivesCA(t *testing.T) {
 		t.Fatalf("leaf expires %s, after its CA %s", cert.NotAfter, ca.cert.NotAfter)
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

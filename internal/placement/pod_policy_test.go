@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
@@ -155,13 +156,13 @@ func TestPodPolicyCheck(t *testing.T) {
 				VolumeMounts: []corev1.VolumeMount{
 					{Name: "cache", MountPath: "/cache"},
 					{Name: "cache", MountPath: "/workspace"},
-					{Name: "cache", MountPath: "/etc/ssl/certs", MountPropagation: ptr(corev1.MountPropagationHostToContainer)},
+					{Name: "cache", MountPath: "/etc/ssl/certs", MountPropagation: ptr.To(corev1.MountPropagationHostToContainer)},
 				},
 			}),
 		},
 		{
 			name: "bidirectional propagation", policy: PodPolicy{},
-			obj:    withTemplate(infrav1.RunnerPodSpec{VolumeMounts: []corev1.VolumeMount{{Name: "cache", MountPath: "/cache", MountPropagation: ptr(corev1.MountPropagationBidirectional)}}}),
+			obj:    withTemplate(infrav1.RunnerPodSpec{VolumeMounts: []corev1.VolumeMount{{Name: "cache", MountPath: "/cache", MountPropagation: ptr.To(corev1.MountPropagationBidirectional)}}}),
 			reason: infrav1.RunnerPodTemplateNotAllowedReason,
 			says:   []string{"Bidirectional mount propagation, which needs a privileged container"},
 		},

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/certs"
@@ -120,15 +121,15 @@ func (p *Pod) podFor(obj *infrav1.Terraform, runID, secretName string) *corev1.P
 		},
 		Spec: corev1.PodSpec{
 			ServiceAccountName:            p.serviceAccountName(obj),
-			AutomountServiceAccountToken:  ptr(true),
+			AutomountServiceAccountToken:  ptr.To(true),
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			TerminationGracePeriodSeconds: &terminationGrace,
-			EnableServiceLinks:            ptr(false),
+			EnableServiceLinks:            ptr.To(false),
 			NodeSelector:                  maps.Clone(tmpl.Spec.NodeSelector),
 			Tolerations:                   tmpl.Spec.Tolerations,
 			Affinity:                      tmpl.Spec.Affinity,
 			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:   ptr(true),
+				RunAsNonRoot:   ptr.To(true),
 				RunAsUser:      &uid,
 				RunAsGroup:     &uid,
 				FSGroup:        &uid,
@@ -151,11 +152,11 @@ func (p *Pod) podFor(obj *infrav1.Terraform, runID, secretName string) *corev1.P
 				// certificate) reach the Pod's status.
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 				SecurityContext: &corev1.SecurityContext{
-					RunAsNonRoot:             ptr(true),
+					RunAsNonRoot:             ptr.To(true),
 					RunAsUser:                &uid,
 					RunAsGroup:               &uid,
-					ReadOnlyRootFilesystem:   ptr(true),
-					AllowPrivilegeEscalation: ptr(false),
+					ReadOnlyRootFilesystem:   ptr.To(true),
+					AllowPrivilegeEscalation: ptr.To(false),
 					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 					SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 				},
@@ -163,7 +164,7 @@ func (p *Pod) podFor(obj *infrav1.Terraform, runID, secretName string) *corev1.P
 			Volumes: append([]corev1.Volume{
 				{Name: workVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 				{Name: homeVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-				{Name: tlsVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secretName, DefaultMode: ptr(int32(0o440))}}},
+				{Name: tlsVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secretName, DefaultMode: ptr.To(int32(0o440))}}},
 			}, tmpl.Spec.Volumes...),
 		},
 	}
@@ -235,5 +236,3 @@ func joinNonEmpty(reason, message string) string {
 	}
 	return reason + ": " + message
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 )
@@ -17,18 +18,18 @@ func TestPodFor(t *testing.T) {
 	p := &Pod{Image: "ghcr.io/landform-dev/landform-runner:v1", Grace: 45 * time.Second, ProviderMirrors: []string{"/providers"}}
 	uid := int64(65532)
 	securePod := &corev1.PodSecurityContext{
-		RunAsNonRoot:   ptr(true),
+		RunAsNonRoot:   ptr.To(true),
 		RunAsUser:      &uid,
 		RunAsGroup:     &uid,
 		FSGroup:        &uid,
 		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
 	secureContainer := &corev1.SecurityContext{
-		RunAsNonRoot:             ptr(true),
+		RunAsNonRoot:             ptr.To(true),
 		RunAsUser:                &uid,
 		RunAsGroup:               &uid,
-		ReadOnlyRootFilesystem:   ptr(true),
-		AllowPrivilegeEscalation: ptr(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		AllowPrivilegeEscalation: ptr.To(false),
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
@@ -45,7 +46,7 @@ func TestPodFor(t *testing.T) {
 	ownVolumes := []corev1.Volume{
 		{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		{Name: "runner-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "landform-runner-tls", DefaultMode: ptr(int32(0o440))}}},
+		{Name: "runner-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "landform-runner-tls", DefaultMode: ptr.To(int32(0o440))}}},
 	}
 	ownMounts := []corev1.VolumeMount{
 		{Name: "work", MountPath: "/work"},
@@ -53,7 +54,7 @@ func TestPodFor(t *testing.T) {
 		{Name: "runner-tls", MountPath: "/etc/landform/tls", ReadOnly: true},
 	}
 	owner := func(name string) []metav1.OwnerReference {
-		return []metav1.OwnerReference{{APIVersion: "infra.landform.dev/v1alpha1", Kind: "Terraform", Name: name, UID: "uid-1", Controller: ptr(true), BlockOwnerDeletion: ptr(true)}}
+		return []metav1.OwnerReference{{APIVersion: "infra.landform.dev/v1alpha1", Kind: "Terraform", Name: name, UID: "uid-1", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
 	}
 	ownLabels := func(name string) map[string]string {
 		return map[string]string{"app.kubernetes.io/name": "landform-runner", "app.kubernetes.io/managed-by": "landform", "infra.landform.dev/terraform": name, "infra.landform.dev/run": "run-1"}
@@ -80,10 +81,10 @@ func TestPodFor(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{GenerateName: "db-runner-", Namespace: "team-a", Labels: ownLabels("db"), OwnerReferences: owner("db")},
 				Spec: corev1.PodSpec{
 					ServiceAccountName:            "landform-runner",
-					AutomountServiceAccountToken:  ptr(true),
+					AutomountServiceAccountToken:  ptr.To(true),
 					RestartPolicy:                 corev1.RestartPolicyNever,
-					TerminationGracePeriodSeconds: ptr(int64(60)),
-					EnableServiceLinks:            ptr(false),
+					TerminationGracePeriodSeconds: ptr.To(int64(60)),
+					EnableServiceLinks:            ptr.To(false),
 					SecurityContext:               securePod,
 					Containers: []corev1.Container{{
 						Name:                     "runner",
@@ -136,10 +137,10 @@ func TestPodFor(t *testing.T) {
 				},
 				Spec: corev1.PodSpec{
 					ServiceAccountName:            "deployer",
-					AutomountServiceAccountToken:  ptr(true),
+					AutomountServiceAccountToken:  ptr.To(true),
 					RestartPolicy:                 corev1.RestartPolicyNever,
-					TerminationGracePeriodSeconds: ptr(int64(60)),
-					EnableServiceLinks:            ptr(false),
+					TerminationGracePeriodSeconds: ptr.To(int64(60)),
+					EnableServiceLinks:            ptr.To(false),
 					NodeSelector:                  map[string]string{"pool": "infra"},
 					Tolerations:                   tolerations,
 					Affinity:                      affinity,

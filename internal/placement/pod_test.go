@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -144,7 +145,7 @@ func TestPodRun(t *testing.T) {
 	}
 	wantOwner := []metav1.OwnerReference{{
 		APIVersion: "infra.landform.dev/v1alpha1", Kind: "Terraform", Name: "files", UID: obj.UID,
-		Controller: ptr(true), BlockOwnerDeletion: ptr(true),
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 	}}
 	if d := cmp.Diff(wantOwner, pod.OwnerReferences); d != "" {
 		t.Fatalf("owner references (-want +got):\n%s", d)
