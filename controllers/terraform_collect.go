@@ -199,7 +199,7 @@ func (r *TerraformReconciler) runFailed(ctx context.Context, obj *infrav1.Terraf
 		return waiting(infrav1.RunLostReason, replanSoon, "%s; planning again from the state", msg)
 	}
 	ferr := h.err
-	if errorReason(h.err, "") == "" {
+	if !decided(h.err) {
 		// Not decided yet (placement failures come with their reason).
 		ferr = runnerError(obj, h.redactor, run.Revision, h.err, failedReason)
 	}
@@ -212,7 +212,7 @@ func (r *TerraformReconciler) runFailed(ctx context.Context, obj *infrav1.Terraf
 				run.Action, obj.GetTimeout())
 		}
 	}
-	reason := errorReason(ferr, failedReason)
+	reason := reasonOf(ferr, failedReason)
 	conditions.MarkFalse(obj, condition, reason, "%s", ferr.Error())
 	r.planEvent(obj, run.Plan, run.Revision, corev1.EventTypeWarning, reason, "%s run %s failed: %s", run.Action, run.ID, ferr.Error())
 	return ferr

@@ -1,58 +1,13 @@
 package controllers
 
 import (
-	"errors"
 	"fmt"
 
-	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 )
-
-// summarize sets Ready, Reconciling and Stalled from the outcome of one
-// reconcile. It is the only place that writes the kstatus conditions.
-func summarize(obj *infrav1.Terraform, err error) {
-	if v, ok := obj.GetAnnotations()[meta.ReconcileRequestAnnotation]; ok {
-		obj.Status.LastHandledReconcileAt = v
-	}
-	if obj.Spec.Suspend && obj.DeletionTimestamp.IsZero() {
-		conditions.Delete(obj, meta.ReconcilingCondition)
-		return
-	}
-	var s *stallingError
-	var w *waitingError
-	var p *inProgressError
-	switch {
-	case errors.As(err, &p):
-		conditions.Delete(obj, meta.StalledCondition)
-		conditions.MarkReconciling(obj, p.reason, "%s", err.Error())
-		conditions.MarkUnknown(obj, meta.ReadyCondition, p.reason, "%s", err.Error())
-	case err == nil:
-		conditions.Delete(obj, meta.ReconcilingCondition)
-		conditions.Delete(obj, meta.StalledCondition)
-		conditions.MarkTrue(obj, meta.ReadyCondition, infrav1.ReconciliationSucceededReason, "%s", readyMessage(obj))
-		obj.Status.ObservedGeneration = obj.Generation
-	case errors.As(err, &s):
-		conditions.Delete(obj, meta.ReconcilingCondition)
-		conditions.MarkStalled(obj, s.reason, "%s", err.Error())
-		conditions.MarkFalse(obj, meta.ReadyCondition, s.reason, "%s", err.Error())
-		obj.Status.ObservedGeneration = obj.Generation
-	case errors.As(err, &w):
-		conditions.Delete(obj, meta.StalledCondition)
-		conditions.Delete(obj, meta.ReconcilingCondition)
-		conditions.MarkFalse(obj, meta.ReadyCondition, w.reason, "%s", err.Error())
-		obj.Status.ObservedGeneration = obj.Generation
-	default:
-		conditions.Delete(obj, meta.StalledCondition)
-		reason := errorReason(err, infrav1.RunnerFailedReason)
-		// Reconciling while a failure is retried: kstatus (and a Flux
-		// health check) sees work in progress, not success.
-		conditions.MarkReconciling(obj, infrav1.ProgressingWithRetryReason, "retrying after: %s", reason)
-		conditions.MarkFalse(obj, meta.ReadyCondition, reason, "%s", err.Error())
-	}
-}
 
 // readyMessage says what a Ready object has done last.
 func readyMessage(obj *infrav1.Terraform) string {

@@ -97,8 +97,9 @@ func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	start := time.Now()
 
 	defer func() {
-		summarize(obj, retErr)
-		recordMetrics(obj, retErr, time.Since(start))
+		o := outcomeOf(retErr, infrav1.RunnerFailedReason)
+		o.summarize(obj)
+		recordMetrics(obj, o, time.Since(start))
 		if err := patcher.Patch(ctx, obj); err != nil {
 			// Removing the finalizer deletes the object before its status is written.
 			if err = kerrors.FilterOut(err, apierrors.IsNotFound); err != nil {
@@ -106,10 +107,10 @@ func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 				return
 			}
 		}
-		if retErr != nil {
-			ctrl.LoggerFrom(ctx).Info("reconcile did not finish", "reason", errorReason(retErr, infrav1.ProgressingReason), "error", retErr.Error())
+		if o.cause != nil {
+			ctrl.LoggerFrom(ctx).Info("reconcile did not finish", "reason", o.reason, "error", o.cause.Error())
 		}
-		result, retErr = resultFor(retErr, result.RequeueAfter, obj.GetRetryInterval())
+		result, retErr = o.result(result.RequeueAfter, obj.GetRetryInterval()), nil
 	}()
 
 	if !obj.DeletionTimestamp.IsZero() {

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -112,12 +111,11 @@ func (r *TerraformReconciler) settleRun(ctx context.Context, obj *infrav1.Terraf
 // runs in, from the source or, when it is gone, the kept artifact.
 func (r *TerraformReconciler) destroyWorkspace(ctx context.Context, obj *infrav1.Terraform) (*workspace, error) {
 	ws, err := r.prepareWorkspace(ctx, obj)
-	var stalled *stallingError
-	switch {
-	case errors.As(err, &stalled):
+	switch o := outcomeOf(err, infrav1.DestroyFailedReason); {
+	case o.kind == stalled:
 		// Retrying cannot help (a bad path, a source gone with nothing
 		// kept): Stalled, and a fixed spec or a source back brings it here.
-		return nil, stalling(stalled.reason, "cannot destroy: %v; or set deletionPolicy: Orphan (or remove the finalizer %s) to let the object go and keep the resources", err, infrav1.Finalizer)
+		return nil, stalling(o.reason, "cannot destroy: %v; or set deletionPolicy: Orphan (or remove the finalizer %s) to let the object go and keep the resources", err, infrav1.Finalizer)
 	case err != nil:
 		return nil, retry(infrav1.DestroyFailedReason, "cannot destroy: %v (or set deletionPolicy: Orphan to keep the resources)", err)
 	}

@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"errors"
 	"strconv"
 	"time"
 
@@ -72,8 +71,8 @@ func eventMetadata(obj *infrav1.Terraform, id, revision string) map[string]strin
 
 // recordMetrics updates the per-object gauges, the reconcile histogram and
 // Flux's gotk_reconcile_* series, at the end of every reconcile.
-func recordMetrics(obj *infrav1.Terraform, err error, d time.Duration) {
-	metrics.ObserveReconcile(outcome(err), d)
+func recordMetrics(obj *infrav1.Terraform, o outcome, d time.Duration) {
+	metrics.ObserveReconcile(o.metric(), d)
 	if !obj.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(obj, infrav1.Finalizer) {
 		metrics.ForgetObject(obj.Namespace, obj.Name)
 		metrics.ForgetFluxObject(infrav1.TerraformKind, obj.Namespace, obj.Name)
@@ -81,23 +80,4 @@ func recordMetrics(obj *infrav1.Terraform, err error, d time.Duration) {
 	}
 	metrics.SetObjectState(obj.Namespace, obj.Name, obj.PendingPlan() != "", conditions.IsTrue(obj, infrav1.DriftedCondition))
 	metrics.RecordFluxReconcile(infrav1.TerraformKind, obj, obj.Spec.Suspend, time.Now().Add(-d))
-}
-
-// outcome names how a reconcile ended, for metrics.
-func outcome(err error) string {
-	var s *stallingError
-	var w *waitingError
-	var p *inProgressError
-	switch {
-	case err == nil:
-		return "success"
-	case errors.As(err, &p):
-		return "progressing"
-	case errors.As(err, &s):
-		return "stalled"
-	case errors.As(err, &w):
-		return "waiting"
-	default:
-		return "retry"
-	}
 }

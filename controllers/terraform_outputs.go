@@ -105,7 +105,7 @@ func (r *TerraformReconciler) refreshOutputsWithRunner(ctx context.Context, obj 
 	metrics.CountRun("outputs", err)
 	if err != nil {
 		ferr := runnerError(obj, ws.redactor, ws.artifact.Revision, err, infrav1.OutputsFailedReason)
-		conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, errorReason(ferr, infrav1.OutputsFailedReason), "%s", ferr.Error())
+		conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, reasonOf(ferr, infrav1.OutputsFailedReason), "%s", ferr.Error())
 		return ferr
 	}
 	return r.writeOutputs(ctx, obj, outs)

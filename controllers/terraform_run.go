@@ -89,7 +89,7 @@ func (r *TerraformReconciler) startRun(ctx context.Context, patcher *objectPatch
 	obj.Status.Run = req.run.DeepCopy()
 	queued := inProgress(infrav1.RunQueuedReason, obj.GetTimeout(), "%s run %s queued for revision %s", req.run.Action, req.run.ID, req.run.Revision)
 	// The conditions the reconcile ends with go in this one write.
-	summarize(obj, queued)
+	outcomeOf(queued, "").summarize(obj)
 	if err := patcher.Patch(ctx, obj); err != nil {
 		obj.Status.Run = nil
 		if req.reuse != nil {

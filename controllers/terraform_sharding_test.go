@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -50,8 +49,7 @@ func TestDependsOnAcrossShards(t *testing.T) {
 
 	b.Spec.DependsOn = append(b.Spec.DependsOn, infrav1.DependencyReference{Name: "missing"})
 	err = r.checkDependencies(ctx, b)
-	var w *waitingError
-	g.Expect(errors.As(err, &w)).To(BeTrue(), "waits: %v", err)
+	g.Expect(outcomeOf(err, "").kind).To(Equal(waitingFor), "waits: %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("Terraform " + ns + "/missing (not found)"))
 	g.Expect(err.Error()).NotTo(ContainSubstring(ns + "/a "))
 }

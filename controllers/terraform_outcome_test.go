@@ -1,0 +1,91 @@
+package controllers
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+// TestOutcome checks, for each way a reconcile ends, the one mapping to
+// what comes next: result, reason, metric, kstatus conditions and whether
+// the generation counts as observed.
+func TestOutcome(t *testing.T) {
+	const success, retryAfter = 10 * time.Minute, 30 * time.Second
+	type cond struct {
+		status metav1.ConditionStatus
+		reason string
+	}
+	cases := []struct {
+		name        string
+		err         error
+		result      ctrl.Result
+		metric      string
+		ready       cond
+		reconciling *cond
+		stalled     *cond
+		observed    bool
+	}{
+		{name: "success", err: nil, result: ctrl.Result{RequeueAfter: success}, metric: "success",
+			ready: cond{metav1.ConditionTrue, infrav1.ReconciliationSucceededReason}, observed: true},
+		{name: "in progress", err: inProgress(infrav1.RunInProgressReason, time.Hour, "plan run r1 in progress"),
+			result: ctrl.Result{RequeueAfter: time.Hour}, metric: "progressing",
+			ready:       cond{metav1.ConditionUnknown, infrav1.RunInProgressReason},
+			reconciling: &cond{metav1.ConditionTrue, infrav1.RunInProgressReason}},
+		{name: "stalled", err: stalling(infrav1.ArtifactFailedReason, "no such path"), result: ctrl.Result{}, metric: "stalled",
+			ready:   cond{metav1.ConditionFalse, infrav1.ArtifactFailedReason},
+			stalled: &cond{metav1.ConditionTrue, infrav1.ArtifactFailedReason}, observed: true},
+		{name: "waiting", err: waiting(infrav1.PlanPendingReason, time.Minute, "approve it"),
+			result: ctrl.Result{RequeueAfter: time.Minute}, metric: "waiting",
+			ready: cond{metav1.ConditionFalse, infrav1.PlanPendingReason}, observed: true},
+		{name: "retry", err: retry(infrav1.ApplyFailedReason, "apply failed"), result: ctrl.Result{RequeueAfter: retryAfter}, metric: "retry",
+			ready:       cond{metav1.ConditionFalse, infrav1.ApplyFailedReason},
+			reconciling: &cond{metav1.ConditionTrue, infrav1.ProgressingWithRetryReason}},
+		{name: "wrapped keeps its kind", err: fmt.Errorf("collecting: %w", waiting(infrav1.StateLockedReason, time.Minute, "locked")),
+			result: ctrl.Result{RequeueAfter: time.Minute}, metric: "waiting",
+			ready: cond{metav1.ConditionFalse, infrav1.StateLockedReason}, observed: true},
+		{name: "untyped error is retried with the fallback reason", err: errors.New("connection refused"),
+			result: ctrl.Result{RequeueAfter: retryAfter}, metric: "retry",
+			ready:       cond{metav1.ConditionFalse, infrav1.RunnerFailedReason},
+			reconciling: &cond{metav1.ConditionTrue, infrav1.ProgressingWithRetryReason}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			obj := &infrav1.Terraform{}
+			obj.Generation = 3
+			obj.Status.ObservedGeneration = -1
+			// Left over from the reconcile before: summarize replaces them.
+			conditions.MarkStalled(obj, "Old", "old")
+			conditions.MarkReconciling(obj, "Old", "old")
+
+			o := outcomeOf(tc.err, infrav1.RunnerFailedReason)
+			g.Expect(o.result(success, retryAfter)).To(Equal(tc.result))
+			g.Expect(o.metric()).To(Equal(tc.metric))
+			o.summarize(obj)
+
+			expect := func(t string, want *cond) {
+				c := conditions.Get(obj, t)
+				if want == nil {
+					g.Expect(c).To(BeNil(), t)
+					return
+				}
+				g.Expect(c).NotTo(BeNil(), t)
+				g.Expect(c.Status).To(Equal(want.status), t)
+				g.Expect(c.Reason).To(Equal(want.reason), t)
+			}
+			expect(meta.ReadyCondition, &tc.ready)
+			expect(meta.ReconcilingCondition, tc.reconciling)
+			expect(meta.StalledCondition, tc.stalled)
+			g.Expect(obj.Status.ObservedGeneration == obj.Generation).To(Equal(tc.observed), "observedGeneration")
+		})
+	}
+}
