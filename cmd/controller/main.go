@@ -2,37 +2,19 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
-	helper "github.com/fluxcd/pkg/runtime/controller"
-	"github.com/fluxcd/pkg/runtime/events"
-	"github.com/fluxcd/pkg/runtime/jitter"
-	"github.com/fluxcd/pkg/runtime/leaderelection"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/controllers"
-	"github.com/landform-dev/landform/internal/certs"
 	"github.com/landform-dev/landform/internal/keptartifact"
-	"github.com/landform-dev/landform/internal/mtls"
 	"github.com/landform-dev/landform/internal/placement"
-	"github.com/landform-dev/landform/internal/planstore"
 	"github.com/landform-dev/landform/internal/source"
 	"github.com/landform-dev/landform/internal/version"
 	"github.com/landform-dev/landform/runner"
@@ -114,167 +96,56 @@ func main() {
 func run(f flags) error {
 	log := ctrl.Log.WithName("setup")
 	log.Info("starting landform-controller", "version", version.Version, "runner", f.runnerMode)
-
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, infrav1.AddToScheme, sourcev1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return err
-		}
-	}
-	// Sharding as Flux's controllers do it: the cache holds (and the
-	// controller watches) only the shard's Terraform objects, and each
-	// shard elects its own leader.
-	if f.intervalJitter >= 100 {
-		return fmt.Errorf("--interval-jitter-percentage=%d: must be below 100", f.intervalJitter)
-	}
-	watchOpts := helper.WatchOptions{LabelSelector: f.watchLabelSelector}
-	watchSelector, err := helper.GetWatchSelector(watchOpts)
-	if err != nil {
-		return fmt.Errorf("--watch-label-selector=%q is not a valid label selector: %w", f.watchLabelSelector, err)
-	}
-	leaderElectionID := "landform-controller.infra.landform.dev"
-	if f.watchLabelSelector != "" {
-		leaderElectionID = leaderelection.GenerateID(leaderElectionID, f.watchLabelSelector)
-		log.Info("reconciling one shard", "watchLabelSelector", f.watchLabelSelector, "leaderElectionID", leaderElectionID)
-	}
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("no kubeconfig: %w", err)
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme,
-		// Secrets and ConfigMaps are read straight from the API server: the
-		// controller never caches (or watches) every Secret in the cluster, and
-		// a plan it just stored is never read back stale.
-		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&infrav1.Terraform{}: {Label: watchSelector},
-		}},
-		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
-		HealthProbeBindAddress: f.healthAddr,
-		LeaderElection:         f.leaderElect,
-		LeaderElectionID:       leaderElectionID,
-		// In a cluster the Pod's namespace (the default); outside one,
-		// POD_NAMESPACE names it (controller-runtime finds none).
-		LeaderElectionNamespace: os.Getenv("POD_NAMESPACE"),
-		// Hold the leader lease until local runs drained: no other
-		// replica starts runs for an object while this one still has one.
-		LeaderElectionReleaseOnCancel: true,
-		GracefulShutdownTimeout:       ptrTo(f.drainTimeout + runner.DefaultInterruptGrace + 30*time.Second),
-	})
-	if err != nil {
-		return fmt.Errorf("creating manager: %w", err)
-	}
 	ctx := ctrl.SetupSignalHandler()
-	placer, err := newPlacer(ctx, f, cfg, scheme)
-	if err != nil {
-		return err
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("creating the Kubernetes client: %w", err)
-	}
-	fetcher := source.NewFetcher(filepath.Join(f.workDir, "artifacts"))
-	fetcher.DownloadTimeout = f.downloadTimeout
-	if err := mgr.Add(&source.Pruner{
-		Fetcher: fetcher,
-		Options: source.PruneOptions{MaxAge: f.artifactMaxAge, MaxSize: f.artifactMaxSize},
-		Log:     mgr.GetLogger().WithName("artifact-cache"),
-	}); err != nil {
-		return err
-	}
-	recorder, err := events.NewRecorder(mgr, ctrl.Log.WithName("events"), f.eventsAddr, controllers.ControllerName)
-	if err != nil {
-		return fmt.Errorf("--events-addr: %w", err)
-	}
-	r := &controllers.TerraformReconciler{
-		Client:        mgr.GetClient(),
-		EventRecorder: recorder,
-		Fetcher:       fetcher,
-		Plans:         planstore.Store{Client: mgr.GetClient()},
-		Placer:        placer,
-		Leases:        kube.CoordinationV1().Leases,
-
-		AllowCrossNamespaceRefs: f.allowCrossNamespace,
-		KeptArtifactMaxSize:     f.keptArtifactMaxSize,
-	}
-	if f.intervalJitter > 0 {
-		jitter.SetGlobalIntervalJitter(float64(f.intervalJitter)/100, nil)
-		r.Jitter = jitter.JitteredIntervalDuration
-	}
-	if err := r.SetupWithManager(ctx, mgr, controllers.Options{
-		MaxConcurrentReconciles: f.concurrent,
-		MaxConcurrentRuns:       f.concurrentRuns,
-		DrainTimeout:            f.drainTimeout,
-	}); err != nil {
-		return err
-	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
-		return err
-	}
-	return mgr.Start(ctx)
-}
-
-// newPlacer builds the runner placement the flags ask for.
-func newPlacer(ctx context.Context, f flags, cfg *rest.Config, scheme *runtime.Scheme) (placement.Placer, error) {
-	switch f.runnerMode {
-	case "pod":
-		// Not the manager's client: a cache would watch every Pod and
-		// ServiceAccount in the cluster; runner Pods are read one by one.
-		c, err := client.New(cfg, client.Options{Scheme: scheme})
-		if err != nil {
-			return nil, err
-		}
-		cm, err := certs.New(ctx, c, certs.Options{Namespace: f.namespace})
-		if err != nil {
-			return nil, fmt.Errorf("loading the runner CA: %w", err)
-		}
-		return &placement.Pod{
-			Client:          c,
-			Certs:           cm,
-			Image:           f.runnerImage,
-			KeepPods:        f.keepRunnerPods,
-			StartTimeout:    f.runnerStartTimeout,
-			ProviderMirrors: f.providerMirrors,
+	mgr, err := controllers.NewManager(ctx, cfg, controllers.Config{
+		Options: controllers.Options{
+			MaxConcurrentReconciles: f.concurrent,
+			MaxConcurrentRuns:       f.concurrentRuns,
+			DrainTimeout:            f.drainTimeout,
+		},
+		Runner: f.runnerMode,
+		Local: runner.LocalOptions{
+			Binary: f.runnerBinary,
+			Engine: f.engine,
+			Stdout: os.Stderr,
+			Stderr: os.Stderr,
+		},
+		Pod: controllers.PodRunners{
+			Namespace:    f.namespace,
+			Image:        f.runnerImage,
+			KeepPods:     f.keepRunnerPods,
+			StartTimeout: f.runnerStartTimeout,
 			Policy: placement.PodPolicy{
 				DefaultServiceAccount:        f.defaultServiceAccount,
 				EnforceDefaultServiceAccount: f.enforceDefaultServiceAccount,
 				AllowedImages:                placement.ParseImagePrefixes(f.allowedRunnerImages),
 			},
-		}, nil
-	case "local":
-		// The CA lives only in this process: local runners are its children.
-		ca, err := mtls.NewCA("landform-local-runners", 365*24*time.Hour)
-		if err != nil {
-			return nil, fmt.Errorf("creating the runner CA: %w", err)
-		}
-		kubeconfig := filepath.Join(f.workDir, "runner-kubeconfig")
-		if err := placement.WriteKubeconfig(cfg, kubeconfig); err != nil {
-			return nil, fmt.Errorf("writing the runners' kubeconfig: %w", err)
-		}
-		local := &placement.Local{
-			CA:         ca,
-			Kubeconfig: kubeconfig,
-			Options: runner.LocalOptions{
-				Binary:          f.runnerBinary,
-				Engine:          f.engine,
-				WorkDir:         filepath.Join(f.workDir, "runners"),
-				ProviderMirrors: f.providerMirrors,
-				Stdout:          os.Stderr,
-				Stderr:          os.Stderr,
-			},
-		}
-		// Runners of an earlier controller process ended with it.
-		if err := local.RemoveStale(); err != nil {
-			ctrl.Log.Error(err, "removing the directories of earlier local runners")
-		}
-		return local, nil
-	default:
-		return nil, fmt.Errorf("--runner=%s is not supported: use --runner=pod or --runner=local", f.runnerMode)
+		},
+		ProviderMirrors:          f.providerMirrors,
+		WorkDir:                  f.workDir,
+		ArtifactCache:            source.PruneOptions{MaxAge: f.artifactMaxAge, MaxSize: f.artifactMaxSize},
+		DownloadTimeout:          f.downloadTimeout,
+		KeptArtifactMaxSize:      f.keptArtifactMaxSize,
+		AllowCrossNamespaceRefs:  f.allowCrossNamespace,
+		IntervalJitterPercentage: f.intervalJitter,
+		EventsAddr:               f.eventsAddr,
+		MetricsAddr:              f.metricsAddr,
+		HealthAddr:               f.healthAddr,
+		LeaderElection:           f.leaderElect,
+		// In a cluster the Pod's namespace (the default); outside one,
+		// POD_NAMESPACE names it (controller-runtime finds none).
+		LeaderElectionNamespace: os.Getenv("POD_NAMESPACE"),
+		WatchLabelSelector:      f.watchLabelSelector,
+		Logger:                  ctrl.Log,
+	})
+	if err != nil {
+		return err
 	}
+	return mgr.Start(ctx)
 }
 
 // defaultRunnerMode runs runners in Pods when the controller itself runs in
@@ -285,8 +156,6 @@ func defaultRunnerMode() string {
 	}
 	return "local"
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {

@@ -1,6 +1,7 @@
 package devenv
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -8,27 +9,12 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/fluxcd/pkg/runtime/events"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/controllers"
-	"github.com/landform-dev/landform/internal/mtls"
-	"github.com/landform-dev/landform/internal/placement"
-	"github.com/landform-dev/landform/internal/planstore"
-	"github.com/landform-dev/landform/internal/source"
 	"github.com/landform-dev/landform/runner"
 )
 
@@ -56,76 +42,27 @@ type ControllerOptions struct {
 	Logger logr.Logger
 }
 
-// NewLocalManager returns a manager running the Terraform reconciler with
-// local runners (child processes on loopback, with mTLS), without metrics,
-// probes or leader election: the construction of cmd/controller for
-// `--runner=local`, for `landform dev` and tests.
+// NewLocalManager returns the controller with local runners (child
+// processes on loopback, with mTLS), without metrics, probes or leader
+// election: controllers.NewManager, as cmd/controller calls it with
+// --runner=local, for `landform dev` and tests.
 func NewLocalManager(ctx context.Context, cfg *rest.Config, o ControllerOptions) (ctrl.Manager, error) {
-	scheme := k8sruntime.NewScheme()
-	for _, add := range []func(*k8sruntime.Scheme) error{clientgoscheme.AddToScheme, infrav1.AddToScheme, sourcev1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, err
-		}
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme,
-		Logger: o.Logger,
-		// As cmd/controller: Secrets and ConfigMaps are read uncached.
-		Client:                 client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// A process may start and stop the environment more than once
-		// (tests, `make demo`); controller names are checked process-wide.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("creating manager: %w", err)
-	}
-	// The CA lives only in this process: local runners are its children.
-	ca, err := mtls.NewCA("landform-local-runners", 365*24*time.Hour)
-	if err != nil {
-		return nil, fmt.Errorf("creating the runner CA: %w", err)
-	}
-	kubeconfig := filepath.Join(o.WorkDir, "runner-kubeconfig")
-	if err := placement.WriteKubeconfig(cfg, kubeconfig); err != nil {
-		return nil, fmt.Errorf("writing the runners' kubeconfig: %w", err)
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
-	}
-	recorder, err := events.NewRecorder(mgr, o.Logger.WithName("events"), o.EventsAddr, controllers.ControllerName)
-	if err != nil {
-		return nil, fmt.Errorf("events address: %w", err)
-	}
-	r := &controllers.TerraformReconciler{
-		Leases:        kube.CoordinationV1().Leases,
-		Client:        mgr.GetClient(),
-		EventRecorder: recorder,
-		Fetcher:       source.NewFetcher(filepath.Join(o.WorkDir, "artifacts")),
-		Plans:         planstore.Store{Client: mgr.GetClient()},
-		Placer: &placement.Local{
-			CA:         ca,
-			Kubeconfig: kubeconfig,
-			Options: runner.LocalOptions{
-				Binary:          o.RunnerBinary,
-				Engine:          o.Engine,
-				WorkDir:         filepath.Join(o.WorkDir, "runners"),
-				ProviderMirrors: o.ProviderMirrors,
-				Env:             o.RunnerEnv,
-				Stdout:          o.RunnerOutput,
-				Stderr:          o.RunnerOutput,
-			},
+	return controllers.NewManager(ctx, cfg, controllers.Config{
+		Options: controllers.Options{MaxConcurrentReconciles: cmp.Or(o.Concurrent, 4)},
+		Runner:  controllers.RunnerLocal,
+		Local: runner.LocalOptions{
+			Binary: o.RunnerBinary,
+			Engine: o.Engine,
+			Env:    o.RunnerEnv,
+			Stdout: o.RunnerOutput,
+			Stderr: o.RunnerOutput,
 		},
-	}
-	concurrent := o.Concurrent
-	if concurrent == 0 {
-		concurrent = 4
-	}
-	if err := r.SetupWithManager(ctx, mgr, controllers.Options{MaxConcurrentReconciles: concurrent}); err != nil {
-		return nil, err
-	}
-	return mgr, nil
+		ProviderMirrors:    o.ProviderMirrors,
+		WorkDir:            o.WorkDir,
+		EventsAddr:         o.EventsAddr,
+		Logger:             o.Logger,
+		SkipNameValidation: true,
+	})
 }
 
 // startController runs the Landform controller in this process, its log in

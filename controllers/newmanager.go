@@ -1,0 +1,269 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	helper "github.com/fluxcd/pkg/runtime/controller"
+	"github.com/fluxcd/pkg/runtime/events"
+	"github.com/fluxcd/pkg/runtime/jitter"
+	"github.com/fluxcd/pkg/runtime/leaderelection"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/certs"
+	"github.com/landform-dev/landform/internal/mtls"
+	"github.com/landform-dev/landform/internal/placement"
+	"github.com/landform-dev/landform/internal/planstore"
+	"github.com/landform-dev/landform/internal/source"
+	"github.com/landform-dev/landform/runner"
+)
+
+// Runner placements (--runner).
+const (
+	RunnerPod   = "pod"
+	RunnerLocal = "local"
+)
+
+// Config is what a controller process is built from: cmd/controller's
+// flags, or what `landform dev` and the tests set. NewManager is the one
+// constructor both use, so that the in-process controller of `landform dev`
+// is the binary's, defaults included.
+type Config struct {
+	Options
+	// Runner is where runners run: RunnerPod or RunnerLocal.
+	Runner string
+	// Local configures local runners; its WorkDir defaults to
+	// <WorkDir>/runners and its ProviderMirrors to ProviderMirrors.
+	Local runner.LocalOptions
+	// Pod configures runner Pods.
+	Pod PodRunners
+	// ProviderMirrors are the runners' read-only provider mirrors (for
+	// Pods, paths inside the runner image).
+	ProviderMirrors []string
+	// WorkDir holds the artifact cache, and local runners' kubeconfig and
+	// directories.
+	WorkDir string
+	// ArtifactCache bounds the artifact cache (pruned in the background).
+	ArtifactCache source.PruneOptions
+	// DownloadTimeout bounds one artifact download (0: the default).
+	DownloadTimeout time.Duration
+	// KeptArtifactMaxSize: see TerraformReconciler.
+	KeptArtifactMaxSize int64
+	// AllowCrossNamespaceRefs: see TerraformReconciler.
+	AllowCrossNamespaceRefs bool
+	// IntervalJitterPercentage spreads drift checks (0: none; below 100).
+	IntervalJitterPercentage uint
+	// EventsAddr is notification-controller's event endpoint; empty:
+	// Kubernetes events only.
+	EventsAddr string
+	// MetricsAddr and HealthAddr serve metrics and probes ("0": none).
+	MetricsAddr, HealthAddr string
+	// LeaderElection elects one leader per WatchLabelSelector.
+	LeaderElection bool
+	// LeaderElectionNamespace holds the lease; empty: the Pod's own.
+	LeaderElectionNamespace string
+	// WatchLabelSelector restricts the cache to a shard's objects.
+	WatchLabelSelector string
+	// Logger is the manager's logger.
+	Logger logr.Logger
+	// SkipNameValidation lets one process build more than one manager
+	// (tests, `make demo`): controller names are checked process-wide.
+	SkipNameValidation bool
+}
+
+// PodRunners configure runner Pods.
+type PodRunners struct {
+	// Namespace is the controller's, which holds the runner CA Secret.
+	Namespace string
+	// Image is the runner image unless the object's template sets one.
+	Image string
+	// KeepPods keeps finished and failed runner Pods for debugging.
+	KeepPods bool
+	// StartTimeout bounds a runner Pod's start.
+	StartTimeout time.Duration
+	// Policy narrows what objects may ask of their runner Pods.
+	Policy placement.PodPolicy
+}
+
+// leaderElectionID is the lease of the main controller; a shard's is
+// derived from it and its selector, as Flux's controllers do.
+const leaderElectionID = "landform-controller.infra.landform.dev"
+
+// NewManager builds the controller process: the scheme, a manager whose
+// client reads Secrets and ConfigMaps uncached, the runner placement, the
+// artifact cache and its pruner, the event recorder, and the reconciler
+// set up with its watches and probes. The manager is started by the caller.
+func NewManager(ctx context.Context, cfg *rest.Config, c Config) (ctrl.Manager, error) {
+	log := c.Logger
+	if log.GetSink() == nil {
+		log = ctrl.Log
+	}
+	if c.IntervalJitterPercentage >= 100 {
+		return nil, fmt.Errorf("--interval-jitter-percentage=%d: must be below 100", c.IntervalJitterPercentage)
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, infrav1.AddToScheme, sourcev1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	// Sharding as Flux's controllers do it: the cache holds (and the
+	// controller watches) only the shard's Terraform objects, and each
+	// shard elects its own leader.
+	watchSelector, err := helper.GetWatchSelector(helper.WatchOptions{LabelSelector: c.WatchLabelSelector})
+	if err != nil {
+		return nil, fmt.Errorf("--watch-label-selector=%q is not a valid label selector: %w", c.WatchLabelSelector, err)
+	}
+	electionID := leaderElectionID
+	if c.WatchLabelSelector != "" {
+		electionID = leaderelection.GenerateID(electionID, c.WatchLabelSelector)
+		log.Info("reconciling one shard", "watchLabelSelector", c.WatchLabelSelector, "leaderElectionID", electionID)
+	}
+	drain := c.DrainTimeout
+	if drain <= 0 {
+		drain = DefaultDrainTimeout
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: scheme,
+		Logger: log,
+		// Secrets and ConfigMaps are read straight from the API server: the
+		// controller never caches (or watches) every Secret in the cluster, and
+		// a plan it just stored is never read back stale.
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&infrav1.Terraform{}: {Label: watchSelector},
+		}},
+		Metrics:                 metricsserver.Options{BindAddress: orNone(c.MetricsAddr)},
+		HealthProbeBindAddress:  orNone(c.HealthAddr),
+		LeaderElection:          c.LeaderElection,
+		LeaderElectionID:        electionID,
+		LeaderElectionNamespace: c.LeaderElectionNamespace,
+		// Hold the leader lease until local runs drained: no other
+		// replica starts runs for an object while this one still has one.
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       ptr.To(drain + runner.DefaultInterruptGrace + 30*time.Second),
+		Controller:                    config.Controller{SkipNameValidation: ptr.To(c.SkipNameValidation)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	placer, err := newPlacer(ctx, c, cfg, scheme, log)
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	fetcher := source.NewFetcher(filepath.Join(c.WorkDir, "artifacts"))
+	fetcher.DownloadTimeout = c.DownloadTimeout
+	if err := mgr.Add(&source.Pruner{Fetcher: fetcher, Options: c.ArtifactCache, Log: log.WithName("artifact-cache")}); err != nil {
+		return nil, err
+	}
+	recorder, err := events.NewRecorder(mgr, log.WithName("events"), c.EventsAddr, ControllerName)
+	if err != nil {
+		return nil, fmt.Errorf("--events-addr: %w", err)
+	}
+	r := &TerraformReconciler{
+		Client:                  mgr.GetClient(),
+		EventRecorder:           recorder,
+		Fetcher:                 fetcher,
+		Plans:                   planstore.Store{Client: mgr.GetClient()},
+		Placer:                  placer,
+		Leases:                  kube.CoordinationV1().Leases,
+		AllowCrossNamespaceRefs: c.AllowCrossNamespaceRefs,
+		KeptArtifactMaxSize:     c.KeptArtifactMaxSize,
+	}
+	if c.IntervalJitterPercentage > 0 {
+		jitter.SetGlobalIntervalJitter(float64(c.IntervalJitterPercentage)/100, nil)
+		r.Jitter = jitter.JitteredIntervalDuration
+	}
+	if err := r.SetupWithManager(ctx, mgr, c.Options); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// newPlacer builds the runner placement c asks for.
+func newPlacer(ctx context.Context, c Config, cfg *rest.Config, scheme *runtime.Scheme, log logr.Logger) (placement.Placer, error) {
+	switch c.Runner {
+	case RunnerPod:
+		// Not the manager's client: a cache would watch every Pod and
+		// ServiceAccount in the cluster; runner Pods are read one by one.
+		kc, err := client.New(cfg, client.Options{Scheme: scheme})
+		if err != nil {
+			return nil, err
+		}
+		cm, err := certs.New(ctx, kc, certs.Options{Namespace: c.Pod.Namespace})
+		if err != nil {
+			return nil, fmt.Errorf("loading the runner CA: %w", err)
+		}
+		return &placement.Pod{
+			Client:          kc,
+			Certs:           cm,
+			Image:           c.Pod.Image,
+			KeepPods:        c.Pod.KeepPods,
+			StartTimeout:    c.Pod.StartTimeout,
+			ProviderMirrors: c.ProviderMirrors,
+			Policy:          c.Pod.Policy,
+		}, nil
+	case RunnerLocal:
+		// The CA lives only in this process: local runners are its children.
+		ca, err := mtls.NewCA("landform-local-runners", 365*24*time.Hour)
+		if err != nil {
+			return nil, fmt.Errorf("creating the runner CA: %w", err)
+		}
+		if err := os.MkdirAll(c.WorkDir, 0o700); err != nil {
+			return nil, err
+		}
+		kubeconfig := filepath.Join(c.WorkDir, "runner-kubeconfig")
+		if err := placement.WriteKubeconfig(cfg, kubeconfig); err != nil {
+			return nil, fmt.Errorf("writing the runners' kubeconfig: %w", err)
+		}
+		opts := c.Local
+		if opts.WorkDir == "" {
+			opts.WorkDir = filepath.Join(c.WorkDir, "runners")
+		}
+		if opts.ProviderMirrors == nil {
+			opts.ProviderMirrors = c.ProviderMirrors
+		}
+		local := &placement.Local{CA: ca, Kubeconfig: kubeconfig, Options: opts}
+		// Runners of an earlier controller process ended with it.
+		if err := local.RemoveStale(); err != nil {
+			log.Error(err, "removing the directories of earlier local runners")
+		}
+		return local, nil
+	}
+	return nil, fmt.Errorf("--runner=%s is not supported: use --runner=%s or --runner=%s", c.Runner, RunnerPod, RunnerLocal)
+}
+
+// orNone is addr, or "0" (no listener) when empty.
+func orNone(addr string) string {
+	if addr == "" {
+		return "0"
+	}
+	return addr
+}
