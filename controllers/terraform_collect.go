@@ -12,8 +12,8 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/metrics"
-	"github.com/landform-dev/landform/internal/placement"
 	"github.com/landform-dev/landform/internal/planstore"
+	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/runner"
 )
 
@@ -25,7 +25,7 @@ const replanSoon = time.Second
 type collected struct {
 	// idle is the runner of a plan run, kept for an apply that may follow
 	// at once; the reconcile must use it or stop it.
-	idle *idleRunner
+	idle *runs.Idle
 	// plan is the plan that run made, as it was just stored: the same
 	// reconcile needs not read it back.
 	plan *planstore.Plan
@@ -38,23 +38,6 @@ type collected struct {
 	failed *infrav1.RunStatus
 }
 
-// idleRunner is a runner with no run, and the slot it holds.
-type idleRunner struct {
-	rn           *placement.Run
-	release      func()
-	inputsDigest string
-	taken        bool
-}
-
-// take hands the runner to the next run when it has the same inputs.
-func (i *idleRunner) take(inputsDigest string) (*placement.Run, func()) {
-	if i == nil || i.taken || i.inputsDigest != inputsDigest {
-		return nil, nil
-	}
-	i.taken = true
-	return i.rn, i.release
-}
-
 // inspectRun handles the run recorded in status.run: it follows it when
 // this process does not yet (a restart, a new leader), reports it in
 // progress while it runs, and once it ended records its outcome and
@@ -63,63 +46,63 @@ func (i *idleRunner) take(inputsDigest string) (*placement.Run, func()) {
 func (r *TerraformReconciler) inspectRun(ctx context.Context, obj *infrav1.Terraform) (*collected, error) {
 	key := client.ObjectKeyFromObject(obj)
 	run := obj.Status.Run
-	h := r.runs.get(key)
-	if h == nil || h.id != run.ID {
+	h := r.runs.Get(key)
+	if h == nil || h.ID() != run.ID {
 		var err error
 		if h, err = r.attachRun(ctx, obj); err != nil {
-			if errors.Is(err, errShuttingDown) {
+			if errors.Is(err, runs.ErrShuttingDown) {
 				return nil, waiting(infrav1.ShuttingDownReason, time.Minute, "%s run %s is followed again when the controller is back", run.Action, run.ID)
 			}
 			return nil, err
 		}
 	}
 	select {
-	case <-h.done:
+	case <-h.Done():
 	default:
 		return nil, r.runProgress(obj, h)
 	}
-	var attachErr *attachError
+	res, runErr := h.Result()
+	var attachErr *runs.AttachError
 	switch {
-	case errors.Is(h.err, errDetached):
-		r.runs.finish(h, false)
+	case errors.Is(runErr, runs.ErrDetached):
+		r.runs.Finish(h, false, "")
 		return nil, waiting(infrav1.ShuttingDownReason, time.Minute, "%s run %s goes on in its runner; the next controller collects it", run.Action, run.ID)
-	case errors.As(h.err, &attachErr):
+	case errors.As(runErr, &attachErr):
 		// Not known to be gone: keep status.run and look again.
-		r.runs.finish(h, false)
-		return nil, retry(infrav1.RunnerFailedReason, "following %s run %s again: %v", run.Action, run.ID, attachErr.err)
+		r.runs.Finish(h, false, "")
+		return nil, retry(infrav1.RunnerFailedReason, "following %s run %s again: %v", run.Action, run.ID, attachErr.Err)
 	}
 	obj.Status.Run = nil
-	metrics.CountRun(run.Action, h.err)
+	metrics.CountRun(run.Action, runErr)
 	switch run.Action {
 	case runApply:
-		r.runs.finish(h, false)
+		r.runs.Finish(h, false, "")
 		if err := r.collectApply(ctx, obj, run, h); err != nil {
 			return &collected{failed: run}, err
 		}
 		return &collected{}, nil
 	case runDestroy:
-		r.runs.finish(h, false)
+		r.runs.Finish(h, false, "")
 		if err := r.collectDestroy(ctx, obj, run, h); err != nil {
 			return nil, err
 		}
 		return &collected{destroyed: true}, nil
 	}
-	if h.err != nil {
-		r.runs.finish(h, false)
+	if runErr != nil {
+		r.runs.Finish(h, false, "")
 		return &collected{failed: run}, r.runFailed(ctx, obj, run, h, infrav1.PlannedCondition, infrav1.PlanFailedReason, infrav1.PlanTimeoutReason)
 	}
-	rn, release := r.runs.finish(h, true)
-	idle := &idleRunner{rn: rn, release: release, inputsDigest: run.InputsDigest}
-	p, err := r.recordPlan(ctx, obj, run, h.result.Plan, h.redactor)
+	idle := r.runs.Finish(h, true, run.InputsDigest)
+	p, err := r.recordPlan(ctx, obj, run, res.Plan, h.Redactor())
 	if err != nil {
-		r.stopIdle(rn, release)
+		idle.Stop()
 		return nil, err
 	}
 	return &collected{idle: idle, plan: p}, nil
 }
 
 // runProgress says what the run is doing, for status while it goes on.
-func (r *TerraformReconciler) runProgress(obj *infrav1.Terraform, h *runHandle) error {
+func (r *TerraformReconciler) runProgress(obj *infrav1.Terraform, h *runs.Handle) error {
 	run := obj.Status.Run
 	what := run.Action + " run " + run.ID
 	if run.Plan != "" {
@@ -128,7 +111,7 @@ func (r *TerraformReconciler) runProgress(obj *infrav1.Terraform, h *runHandle) 
 	// Look again once the phase's deadline has certainly passed, in case
 	// the run's end does not wake the object.
 	after := obj.GetTimeout() + runner.DefaultInterruptGrace + time.Minute
-	id := r.runs.runner(h)
+	id := r.runs.Runner(h)
 	if id == "" {
 		return inProgress(infrav1.RunQueuedReason, after, "%s waits for a runner (revision %s)", what, run.Revision)
 	}
@@ -140,17 +123,18 @@ func (r *TerraformReconciler) runProgress(obj *infrav1.Terraform, h *runHandle) 
 // be applied, or whose apply may have been cut short, is dropped: the next
 // plan starts from the state as it really is, and an apply is never
 // repeated from an old plan.
-func (r *TerraformReconciler) collectApply(ctx context.Context, obj *infrav1.Terraform, run *infrav1.RunStatus, h *runHandle) error {
-	if h.err == nil {
+func (r *TerraformReconciler) collectApply(ctx context.Context, obj *infrav1.Terraform, run *infrav1.RunStatus, h *runs.Handle) error {
+	res, runErr := h.Result()
+	if runErr == nil {
 		r.keepApplied(ctx, obj, run)
-		return r.recordApply(ctx, obj, run, h.result.Outputs)
+		return r.recordApply(ctx, obj, run, res.Outputs)
 	}
-	rerr, typed := runner.AsError(h.err)
+	rerr, typed := runner.AsError(runErr)
 	if typed && (rerr.Reason == runner.ReasonStalePlan || rerr.Reason == runner.ReasonPlanUnusable) {
 		if err := r.dropPlan(ctx, obj); err != nil {
 			return err
 		}
-		msg := fmt.Sprintf("plan %s can no longer be applied (%s); planning again", run.Plan, h.redactor.String(rerr.Message))
+		msg := fmt.Sprintf("plan %s can no longer be applied (%s); planning again", run.Plan, h.Redactor().String(rerr.Message))
 		conditions.MarkFalse(obj, infrav1.AppliedCondition, infrav1.PlanUnusableReason, "%s", msg)
 		r.event(obj, run.Revision, corev1.EventTypeWarning, infrav1.PlanUnusableReason, "%s", msg)
 		return waiting(infrav1.PlanUnusableReason, replanSoon, "%s", msg)
@@ -166,8 +150,8 @@ func (r *TerraformReconciler) collectApply(ctx context.Context, obj *infrav1.Ter
 }
 
 // collectDestroy records the outcome of a destroy run.
-func (r *TerraformReconciler) collectDestroy(ctx context.Context, obj *infrav1.Terraform, run *infrav1.RunStatus, h *runHandle) error {
-	if h.err != nil {
+func (r *TerraformReconciler) collectDestroy(ctx context.Context, obj *infrav1.Terraform, run *infrav1.RunStatus, h *runs.Handle) error {
+	if _, err := h.Result(); err != nil {
 		return r.runFailed(ctx, obj, run, h, infrav1.AppliedCondition, infrav1.DestroyFailedReason, infrav1.DestroyTimeoutReason)
 	}
 	markUnlocked(obj)
@@ -180,17 +164,18 @@ func (r *TerraformReconciler) collectDestroy(ctx context.Context, obj *infrav1.T
 
 // runFailed turns a run's failure into conditions, an event and the typed
 // error that decides what happens next.
-func (r *TerraformReconciler) runFailed(ctx context.Context, obj *infrav1.Terraform, run *infrav1.RunStatus, h *runHandle, condition, failedReason, timeoutReason string) error {
+func (r *TerraformReconciler) runFailed(ctx context.Context, obj *infrav1.Terraform, run *infrav1.RunStatus, h *runs.Handle, condition, failedReason, timeoutReason string) error {
 	// Whatever failed, the next run applies the state identity and
 	// creates the state Secret and Lease again, in case one of them was
 	// deleted (the identity cannot create what it may use).
 	r.forgetStateIdentity(obj)
-	var lost *runnerLost
+	_, runErr := h.Result()
+	var lost *runs.LostError
 	switch {
-	case errors.Is(h.err, errAbandoned):
+	case errors.Is(runErr, runs.ErrAbandoned):
 		return waiting(infrav1.ProgressingReason, replanSoon, "%s run %s was given up before it started", run.Action, run.ID)
-	case errors.As(h.err, &lost):
-		msg := fmt.Sprintf("the runner of %s run %s is gone (%s)", run.Action, run.ID, h.redactor.String(lost.why))
+	case errors.As(runErr, &lost):
+		msg := fmt.Sprintf("the runner of %s run %s is gone (%s)", run.Action, run.ID, h.Redactor().String(lost.Why))
 		r.event(obj, run.Revision, corev1.EventTypeWarning, infrav1.RunLostReason, "%s; planning again from the state", msg)
 		conditions.MarkFalse(obj, condition, infrav1.RunLostReason, "%s", msg)
 		if err := r.recoverLock(ctx, obj); err != nil {
@@ -198,12 +183,8 @@ func (r *TerraformReconciler) runFailed(ctx context.Context, obj *infrav1.Terraf
 		}
 		return waiting(infrav1.RunLostReason, replanSoon, "%s; planning again from the state", msg)
 	}
-	ferr := h.err
-	if !decided(h.err) {
-		// Not decided yet (placement failures come with their reason).
-		ferr = runnerError(obj, h.redactor, run.Revision, h.err, failedReason)
-	}
-	if rerr, ok := runner.AsError(h.err); ok {
+	ferr := r.runFailure(obj, h.Redactor(), run.Revision, runErr, failedReason)
+	if rerr, ok := runner.AsError(runErr); ok {
 		switch rerr.Reason {
 		case runner.ReasonStateLocked:
 			return r.lockHeld(ctx, obj, rerr.Metadata)
@@ -217,9 +198,3 @@ func (r *TerraformReconciler) runFailed(ctx context.Context, obj *infrav1.Terraf
 	r.planEvent(obj, run.Plan, run.Revision, corev1.EventTypeWarning, reason, "%s run %s failed: %s", run.Action, run.ID, ferr.Error())
 	return ferr
 }
-
-// attachError is a failure to follow a recorded run that does not prove
-// its runner gone (the API server unreachable, say).
-type attachError struct{ err error }
-
-func (e *attachError) Error() string { return e.err.Error() }

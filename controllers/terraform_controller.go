@@ -22,7 +22,7 @@ import (
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/placement"
 	"github.com/landform-dev/landform/internal/planstore"
-	"github.com/landform-dev/landform/internal/runqueue"
+	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/internal/source"
 	"github.com/landform-dev/landform/runner"
 )
@@ -55,7 +55,7 @@ type TerraformReconciler struct {
 	// jitter). Nil: none.
 	Jitter func(time.Duration) time.Duration
 
-	runs *runTracker
+	runs *runs.Tracker
 	// sourceKinds are the Flux source kinds the API server serves
 	// (terraform_sourcekinds.go).
 	sourceKinds *source.Served
@@ -81,7 +81,7 @@ func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Gone without its finalizer: nobody collects its run.
-			r.runs.abandon(req.NamespacedName)
+			r.runs.Abandon(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -133,7 +133,7 @@ func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // inputs, decide, act. Acting on a plan or an apply starts a run and
 // returns; the run's end brings the object back.
 func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform) (ctrl.Result, error) {
-	var idle *idleRunner
+	var idle *runs.Idle
 	var stored *planstore.Plan
 	var failedRun *infrav1.RunStatus
 	var failure error
@@ -144,11 +144,7 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 		}
 		failedRun, failure = c.failed, err
 		idle, stored = c.idle, c.plan
-		defer func() {
-			if idle != nil && !idle.taken {
-				r.stopIdle(idle.rn, idle.release)
-			}
-		}()
+		defer idle.Stop()
 	}
 	if err := r.checkNamespaces(obj); err != nil {
 		return ctrl.Result{}, err
@@ -198,12 +194,12 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 	case actionApply:
 		return ctrl.Result{}, r.startApply(ctx, patcher, obj, ws, idle, stored)
 	}
-	req := runRequest{
-		run:      infrav1.RunStatus{Action: runPlan, Revision: ws.artifact.Revision, InputsDigest: ws.inputsDigest, Drift: d.drift, Destroy: obj.Spec.Destroy},
-		spec:     runner.RunSpec{Action: runner.RunPlan, Destroy: obj.Spec.Destroy},
-		priority: priorityOf(obj, d),
-		ws:       ws,
-		redactor: ws.redactor,
+	req := runs.Request{
+		Run:       infrav1.RunStatus{Action: runPlan, Revision: ws.artifact.Revision, InputsDigest: ws.inputsDigest, Drift: d.drift, Destroy: obj.Spec.Destroy},
+		Spec:      runner.RunSpec{Action: runner.RunPlan, Destroy: obj.Spec.Destroy},
+		Priority:  priorityOf(obj, d),
+		Workspace: ws.forRunner(),
+		Redactor:  ws.redactor,
 	}
 	return ctrl.Result{}, r.startRun(ctx, patcher, obj, req)
 }
@@ -212,7 +208,7 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 // that made it when it is still at hand. A stored plan that cannot be read
 // back intact is dropped, and the module planned again. just is the plan
 // this reconcile stored, if any: it needs no reading back.
-func (r *TerraformReconciler) startApply(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform, ws *workspace, idle *idleRunner, just *planstore.Plan) error {
+func (r *TerraformReconciler) startApply(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform, ws *workspace, idle *runs.Idle, just *planstore.Plan) error {
 	if just != nil && just.ID == obj.PendingPlan() {
 		return r.applyPlan(ctx, patcher, obj, ws, idle, just)
 	}
@@ -234,30 +230,30 @@ func (r *TerraformReconciler) startApply(ctx context.Context, patcher *objectPat
 
 // applyPlan starts the apply of p once its bytes are those recorded when
 // it was made.
-func (r *TerraformReconciler) applyPlan(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform, ws *workspace, idle *idleRunner, p *planstore.Plan) error {
+func (r *TerraformReconciler) applyPlan(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform, ws *workspace, idle *runs.Idle, p *planstore.Plan) error {
 	if err := r.verifyPlan(ctx, obj, ws, p); err != nil {
 		return err
 	}
-	req := runRequest{
-		run:      infrav1.RunStatus{Action: runApply, Plan: p.ID, Revision: p.Revision, InputsDigest: p.InputsDigest, ArtifactDigest: ws.artifact.Digest},
-		spec:     runner.RunSpec{Action: runner.RunApply, PlanFile: p.PlanFile, LockFile: p.LockFile},
-		priority: runqueue.User,
-		ws:       ws,
-		redactor: ws.redactor,
+	req := runs.Request{
+		Run:       infrav1.RunStatus{Action: runApply, Plan: p.ID, Revision: p.Revision, InputsDigest: p.InputsDigest, ArtifactDigest: ws.artifact.Digest},
+		Spec:      runner.RunSpec{Action: runner.RunApply, PlanFile: p.PlanFile, LockFile: p.LockFile},
+		Priority:  runs.User,
+		Workspace: ws.forRunner(),
+		Redactor:  ws.redactor,
 	}
-	if rn, release := idle.take(ws.inputsDigest); rn != nil {
-		req.reuse, req.release, req.ws = rn, release, nil
+	if req.Reuse = idle.For(ws.inputsDigest); req.Reuse != nil {
+		req.Workspace = nil
 	}
 	return r.startRun(ctx, patcher, obj, req)
 }
 
 // priorityOf puts drift checks behind everything a person or a change is
 // waiting for.
-func priorityOf(obj *infrav1.Terraform, d decision) runqueue.Priority {
+func priorityOf(obj *infrav1.Terraform, d decision) runs.Priority {
 	if d.drift && !requestedReconcile(obj) {
-		return runqueue.Background
+		return runs.Background
 	}
-	return runqueue.User
+	return runs.User
 }
 
 func (r *TerraformReconciler) now() time.Time {

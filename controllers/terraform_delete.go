@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
-	"github.com/landform-dev/landform/internal/runqueue"
+	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/runner"
 )
 
@@ -91,7 +91,7 @@ func (r *TerraformReconciler) settleRun(ctx context.Context, obj *infrav1.Terraf
 		return false, nil
 	}
 	if obj.GetDeletionPolicy() == infrav1.DeletionPolicyOrphan {
-		r.runs.abandon(client.ObjectKeyFromObject(obj))
+		r.runs.Abandon(client.ObjectKeyFromObject(obj))
 		obj.Status.Run = nil
 		r.event(obj, run.Revision, corev1.EventTypeNormal, infrav1.DeletingReason,
 			"interrupting %s run %s: deletionPolicy Orphan keeps the resources as the run leaves them", run.Action, run.ID)
@@ -101,9 +101,7 @@ func (r *TerraformReconciler) settleRun(ctx context.Context, obj *infrav1.Terraf
 	if err != nil {
 		return false, err
 	}
-	if c.idle != nil {
-		r.stopIdle(c.idle.rn, c.idle.release)
-	}
+	c.idle.Stop()
 	return c.destroyed, nil
 }
 
@@ -129,12 +127,12 @@ func (r *TerraformReconciler) startDestroy(ctx context.Context, patcher *objectP
 	if err != nil {
 		return err
 	}
-	req := runRequest{
-		run:      infrav1.RunStatus{Action: runDestroy, Revision: ws.artifact.Revision, InputsDigest: ws.inputsDigest},
-		spec:     runner.RunSpec{Action: runner.RunDestroy},
-		priority: runqueue.User,
-		ws:       ws,
-		redactor: ws.redactor,
+	req := runs.Request{
+		Run:       infrav1.RunStatus{Action: runDestroy, Revision: ws.artifact.Revision, InputsDigest: ws.inputsDigest},
+		Spec:      runner.RunSpec{Action: runner.RunDestroy},
+		Priority:  runs.User,
+		Workspace: ws.forRunner(),
+		Redactor:  ws.redactor,
 	}
 	return r.startRun(ctx, patcher, obj, req)
 }

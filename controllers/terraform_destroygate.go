@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
-	"github.com/landform-dev/landform/internal/runqueue"
+	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/runner"
 )
 
@@ -42,12 +42,12 @@ func (r *TerraformReconciler) gatedDestroy(ctx context.Context, patcher *objectP
 		conditions.MarkTrue(obj, infrav1.PlannedCondition, infrav1.PlannedWithChangesReason, "destroy plan %s for revision %s: %s", p.Pending, p.Revision, planCounts(p))
 		return false, waiting(infrav1.PlanPendingReason, obj.GetInterval(), "%s", msg)
 	}
-	req := runRequest{
-		run:      infrav1.RunStatus{Action: runPlan, Destroy: true, Revision: ws.artifact.Revision, InputsDigest: ws.inputsDigest},
-		spec:     runner.RunSpec{Action: runner.RunPlan, Destroy: true},
-		priority: runqueue.User,
-		ws:       ws,
-		redactor: ws.redactor,
+	req := runs.Request{
+		Run:       infrav1.RunStatus{Action: runPlan, Destroy: true, Revision: ws.artifact.Revision, InputsDigest: ws.inputsDigest},
+		Spec:      runner.RunSpec{Action: runner.RunPlan, Destroy: true},
+		Priority:  runs.User,
+		Workspace: ws.forRunner(),
+		Redactor:  ws.redactor,
 	}
 	return false, r.startRun(ctx, patcher, obj, req)
 }

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -21,6 +22,7 @@ import (
 	ctrlsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/internal/source"
 )
 
@@ -69,17 +71,17 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
-	runs, drain := opts.MaxConcurrentRuns, opts.DrainTimeout
-	if runs <= 0 {
-		runs = DefaultConcurrentRuns
-	}
-	if drain <= 0 {
-		drain = DefaultDrainTimeout
-	}
-	r.runs = newRunTracker(r.Placer, runs, drain, mgr.GetLogger().WithName("runs"))
-	r.runs.collect = func(ctx context.Context, key types.NamespacedName) {
-		_, _ = r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
-	}
+	r.runs = runs.New(runs.Config{
+		Placer: r.Placer,
+		Tokens: stateTokens{r},
+		Client: r.Client,
+		Slots:  cmp.Or(max(opts.MaxConcurrentRuns, 0), DefaultConcurrentRuns),
+		Drain:  cmp.Or(max(opts.DrainTimeout, 0), DefaultDrainTimeout),
+		Collect: func(ctx context.Context, key types.NamespacedName) {
+			_, _ = r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+		},
+		Log: mgr.GetLogger().WithName("runs"),
+	})
 	if err := mgr.Add(r.runs); err != nil {
 		return fmt.Errorf("adding the run tracker: %w", err)
 	}
@@ -117,7 +119,7 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.requestsForVars("ConfigMap")),
 			builder.OnlyMetadata, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		// A run's progress and end bring its object back.
-		WatchesRawSource(ctrlsource.Channel(r.runs.notify, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(ctrlsource.Channel(r.runs.Events(), &handler.EnqueueRequestForObject{})).
 		// A source kind that became served wakes the objects using it.
 		WatchesRawSource(ctrlsource.Channel(kinds.wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)}).

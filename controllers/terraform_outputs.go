@@ -9,11 +9,13 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/metrics"
 	"github.com/landform-dev/landform/internal/outputs"
+	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/internal/tfstate"
 	"github.com/landform-dev/landform/runner"
 	runnerpb "github.com/landform-dev/landform/runner/proto"
@@ -93,14 +95,18 @@ func stateOutputs(ctx context.Context, c client.Reader, namespace, name string) 
 // refreshOutputsWithRunner reads the outputs through a short-lived runner,
 // bounded by the runner start deadline plus a minute.
 func (r *TerraformReconciler) refreshOutputsWithRunner(ctx context.Context, obj *infrav1.Terraform, ws *workspace) error {
-	ctx, cancel := context.WithTimeout(ctx, localStartTimeout+time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	req := runRequest{obj: obj, run: infrav1.RunStatus{ID: runner.NewRunID()}, ws: ws, redactor: ws.redactor}
-	rn, err := r.placeRunner(ctx, req)
+	req := runs.Request{Object: obj, Run: infrav1.RunStatus{ID: runner.NewRunID()}, Workspace: ws.forRunner(), Redactor: ws.redactor}
+	rn, err := r.runs.Place(ctx, req)
 	if err != nil {
-		return err
+		return r.runFailure(obj, ws.redactor, ws.artifact.Revision, err, infrav1.OutputsFailedReason)
 	}
-	defer r.stopIdle(rn, nil)
+	defer func() {
+		if err := rn.Stop(); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "stopping a runner")
+		}
+	}()
 	outs, err := rn.Client.Outputs(ctx)
 	metrics.CountRun("outputs", err)
 	if err != nil {

@@ -48,7 +48,7 @@ func TestAttachCollectsARunItDidNotStart(t *testing.T) {
 	if err := first.Client.UploadWorkspace(ctx, workspaceSpec(t, obj, tb, map[string]any{"effects": effects}), bytes.NewReader(tb.data)); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := first.Client.Plan(ctx, false, nil)
+	plan, err := runnerClient(first).Plan(ctx, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,16 +6,18 @@ package placement
 import (
 	"context"
 	"errors"
+	"io"
 	"time"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/runner"
+	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
 // Run is one started runner, dedicated to one run of one object.
 type Run struct {
 	// Client talks to the runner over mTLS.
-	Client *runner.Client
+	Client RunnerClient
 	// Backend holds the kubernetes backend settings that depend on where the
 	// runner runs: a kubeconfig path locally, in-cluster config in a Pod.
 	Backend map[string]string
@@ -30,6 +32,23 @@ type Run struct {
 	stop  func(grace time.Duration) error
 	grace time.Duration
 	alive func(ctx context.Context) (bool, string)
+}
+
+// RunnerClient is what the controller asks of a runner: *runner.Client,
+// or a test's fake behind a Placer of its own.
+type RunnerClient interface {
+	UploadWorkspace(ctx context.Context, spec *runnerpb.WorkspaceSpec, tarball io.Reader) error
+	StartRun(ctx context.Context, spec runner.RunSpec) error
+	WatchRun(ctx context.Context, id string, fromLine int64, logf func(index int64, line string)) (*runner.RunResult, error)
+	CancelRun(ctx context.Context, id string) error
+	Outputs(ctx context.Context) ([]*runnerpb.Output, error)
+	Close() error
+}
+
+// NewRun is a runner started by a Placer outside this package (a test's):
+// stop ends it, alive reports whether it may still run (nil: always).
+func NewRun(c RunnerClient, identity string, backend map[string]string, stop func() error, alive func(context.Context) (bool, string)) *Run {
+	return &Run{Client: c, Identity: identity, Backend: backend, stop: func(time.Duration) error { return stop() }, alive: alive}
 }
 
 // Alive reports whether the runner may still be running, and if not, why:

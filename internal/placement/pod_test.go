@@ -161,14 +161,14 @@ func TestPodRun(t *testing.T) {
 	if err := rn.Client.UploadWorkspace(ctx, spec, bytes.NewReader(tb.data)); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := rn.Client.Plan(ctx, false, nil)
+	plan, err := runnerClient(rn).Plan(ctx, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if plan.Result.GetAdd() != 1 || !plan.Result.GetHasChanges() {
 		t.Fatalf("plan %+v", plan.Result)
 	}
-	outs, err := rn.Client.Apply(ctx, plan.PlanFile, nil)
+	outs, err := runnerClient(rn).Apply(ctx, plan.PlanFile, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func applySlowly(t *testing.T, ctx, applyCtx context.Context, rn *Run, obj *infr
 	if err := rn.Client.UploadWorkspace(ctx, workspaceSpec(t, obj, tb, map[string]any{}), bytes.NewReader(tb.data)); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := rn.Client.Plan(ctx, false, nil)
+	plan, err := runnerClient(rn).Plan(ctx, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func applySlowly(t *testing.T, ctx, applyCtx context.Context, rn *Run, obj *infr
 	var once sync.Once
 	applied := make(chan error, 1)
 	go func() {
-		_, err := rn.Client.Apply(applyCtx, plan.PlanFile, func(line string) {
+		_, err := runnerClient(rn).Apply(applyCtx, plan.PlanFile, func(line string) {
 			if strings.Contains(line, "Executing:") {
 				once.Do(func() { close(executing) })
 			}
@@ -314,7 +314,7 @@ func TestPodStoppedMidRun(t *testing.T) {
 	if err := next.Client.UploadWorkspace(ctx, workspaceSpec(t, obj, tb, map[string]any{}), bytes.NewReader(tb.data)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := next.Client.Plan(ctx, false, nil); err != nil {
+	if _, err := runnerClient(next).Plan(ctx, false, nil); err != nil {
 		t.Fatalf("the next run cannot plan, is the lock left behind? %v", err)
 	}
 }
@@ -613,3 +613,7 @@ func TestLeftoverPodsDeleted(t *testing.T) {
 	}
 	_ = rn
 }
+
+// runnerClient is rn's client with the convenience calls of *runner.Client
+// (Plan, Apply) that the controller does not use.
+func runnerClient(rn *Run) *runner.Client { return rn.Client.(*runner.Client) }

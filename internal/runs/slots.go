@@ -1,13 +1,4 @@
-// Package runqueue bounds the runs in flight. A run takes a slot before its
-// runner starts and gives it back when its result is collected; runs beyond
-// the budget wait, user actions (approvals, requested reconciles, new
-// objects, deletions) ahead of drift checks, first come first served within
-// each class.
-//
-// The budget is separate from the reconcile workers (--concurrent): a
-// reconcile only starts or inspects a run and returns, so objects that need
-// only a decision are never queued behind long applies.
-package runqueue
+package runs
 
 import (
 	"context"
@@ -24,8 +15,16 @@ const (
 	User
 )
 
-// Queue hands out a fixed number of slots.
-type Queue struct {
+// Slots bound the runs in flight. A run takes a slot before its runner
+// starts and gives it back when its result is collected; runs beyond the
+// budget wait, user actions (approvals, requested reconciles, new objects,
+// deletions) ahead of drift checks, first come first served within each
+// class.
+//
+// The budget is separate from the reconcile workers (--concurrent): a
+// reconcile only starts or inspects a run and returns, so objects that need
+// only a decision are never queued behind long applies.
+type Slots struct {
 	mu      sync.Mutex
 	free    int
 	size    int
@@ -37,15 +36,15 @@ type waiter struct {
 	granted bool
 }
 
-// New returns a queue with size slots (at least one).
-func New(size int) *Queue {
+// NewSlots returns size slots (at least one).
+func NewSlots(size int) *Slots {
 	size = max(size, 1)
-	return &Queue{free: size, size: size}
+	return &Slots{free: size, size: size}
 }
 
 // Acquire waits for a slot and returns the function that gives it back
 // (safe to call more than once). It fails only when ctx ends first.
-func (q *Queue) Acquire(ctx context.Context, p Priority) (func(), error) {
+func (q *Slots) Acquire(ctx context.Context, p Priority) (func(), error) {
 	p = min(max(p, Background), User)
 	q.mu.Lock()
 	if q.free > 0 && len(q.waiting[User]) == 0 && (p == User || len(q.waiting[Background]) == 0) {
@@ -74,13 +73,13 @@ func (q *Queue) Acquire(ctx context.Context, p Priority) (func(), error) {
 }
 
 // Stats reports the slots in use and the runs waiting.
-func (q *Queue) Stats() (inUse, waiting int) {
+func (q *Slots) Stats() (inUse, waiting int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.size - q.free, len(q.waiting[User]) + len(q.waiting[Background])
 }
 
-func (q *Queue) releaser() func() {
+func (q *Slots) releaser() func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -93,7 +92,7 @@ func (q *Queue) releaser() func() {
 
 // releaseLocked gives a slot to the first waiter of the highest priority,
 // or back to the pool.
-func (q *Queue) releaseLocked() {
+func (q *Slots) releaseLocked() {
 	for p := User; p >= Background; p-- {
 		if len(q.waiting[p]) > 0 {
 			w := q.waiting[p][0]
@@ -106,7 +105,7 @@ func (q *Queue) releaseLocked() {
 	q.free++
 }
 
-func (q *Queue) remove(p Priority, w *waiter) {
+func (q *Slots) remove(p Priority, w *waiter) {
 	for i, x := range q.waiting[p] {
 		if x == w {
 			q.waiting[p] = append(q.waiting[p][:i], q.waiting[p][i+1:]...)

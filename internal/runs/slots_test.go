@@ -1,4 +1,4 @@
-package runqueue
+package runs
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 )
 
 func TestUserRunsGoBeforeDriftChecks(t *testing.T) {
-	q := New(1)
+	q := NewSlots(1)
 	release, err := q.Acquire(context.Background(), User)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func TestUserRunsGoBeforeDriftChecks(t *testing.T) {
 }
 
 func TestBudgetBoundsRunsInFlight(t *testing.T) {
-	q := New(2)
+	q := NewSlots(2)
 	ctx := context.Background()
 	r1, _ := q.Acquire(ctx, User)
 	_, _ = q.Acquire(ctx, Background)
@@ -69,7 +69,7 @@ func TestBudgetBoundsRunsInFlight(t *testing.T) {
 	}
 }
 
-func waitWaiting(t *testing.T, q *Queue, n int) {
+func waitWaiting(t *testing.T, q *Slots, n int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
