@@ -75,8 +75,9 @@ type Config struct {
 	EventsAddr string
 	// MetricsAddr and HealthAddr serve metrics and probes ("0": none).
 	MetricsAddr, HealthAddr string
-	// LeaderElection elects one leader per WatchLabelSelector.
-	LeaderElection bool
+	// LeaderElection elects one leader per WatchLabelSelector (Flux's
+	// --enable-leader-election and --leader-election-* flags).
+	LeaderElection leaderelection.Options
 	// LeaderElectionNamespace holds the lease; empty: the Pod's own.
 	LeaderElectionNamespace string
 	// WatchLabelSelector restricts the cache to a shard's objects.
@@ -152,12 +153,17 @@ func NewManager(ctx context.Context, cfg *rest.Config, c Config) (ctrl.Manager, 
 		}},
 		Metrics:                 metricsserver.Options{BindAddress: orNone(c.MetricsAddr)},
 		HealthProbeBindAddress:  orNone(c.HealthAddr),
-		LeaderElection:          c.LeaderElection,
+		LeaderElection:          c.LeaderElection.Enable,
 		LeaderElectionID:        electionID,
 		LeaderElectionNamespace: c.LeaderElectionNamespace,
-		// Hold the leader lease until local runs drained: no other
-		// replica starts runs for an object while this one still has one.
-		LeaderElectionReleaseOnCancel: true,
+		// The manager stops after the run tracker drained (the tracker
+		// needs leader election): the lease is held until local runs
+		// drained, so no other replica starts runs for an object while
+		// this one still has one.
+		LeaderElectionReleaseOnCancel: c.LeaderElection.ReleaseOnCancel,
+		LeaseDuration:                 nonZero(c.LeaderElection.LeaseDuration),
+		RenewDeadline:                 nonZero(c.LeaderElection.RenewDeadline),
+		RetryPeriod:                   nonZero(c.LeaderElection.RetryPeriod),
 		GracefulShutdownTimeout:       ptr.To(drain + runner.DefaultInterruptGrace + 30*time.Second),
 		Controller:                    config.Controller{SkipNameValidation: ptr.To(c.SkipNameValidation)},
 	})
@@ -258,6 +264,14 @@ func newPlacer(ctx context.Context, c Config, cfg *rest.Config, scheme *runtime.
 		return local, nil
 	}
 	return nil, fmt.Errorf("--runner=%s is not supported: use --runner=%s or --runner=%s", c.Runner, RunnerPod, RunnerLocal)
+}
+
+// nonZero is d, or nil (the manager's default) when zero.
+func nonZero(d time.Duration) *time.Duration {
+	if d == 0 {
+		return nil
+	}
+	return &d
 }
 
 // orNone is addr, or "0" (no listener) when empty.

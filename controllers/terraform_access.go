@@ -28,6 +28,6 @@ func (r *TerraformReconciler) checkNamespaces(obj *infrav1.Terraform) error {
 		return nil
 	}
 	return stalling(infrav1.CrossNamespaceRefDeniedReason,
-		"references to other namespaces are not allowed: %s; move them into namespace %s (or run the controller with --allow-cross-namespace-refs)",
+		"references to other namespaces are not allowed: %s; move them into namespace %s (or run the controller with --no-cross-namespace-refs=false)",
 		strings.Join(refused, ", "), obj.Namespace)
 }

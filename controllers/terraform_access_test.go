@@ -35,7 +35,7 @@ func TestCrossNamespaceReferencesAreRefused(t *testing.T) {
 				mutate(tf)
 			})
 			obj := waitNotReady(t, tf, infrav1.CrossNamespaceRefDeniedReason)
-			g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(And(ContainSubstring(other), ContainSubstring("--allow-cross-namespace-refs")))
+			g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(And(ContainSubstring(other), ContainSubstring("--no-cross-namespace-refs=false")))
 			g.Expect(conditions.IsStalled(obj)).To(BeTrue())
 			g.Expect(readFile(path)).To(Equal("<missing>"))
 

@@ -181,7 +181,7 @@ func TestCrossNamespaceSourceRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
-		if a == "--allow-cross-namespace-refs" {
+		if a == "--no-cross-namespace-refs=false" || a == "--allow-cross-namespace-refs" {
 			t.Skip("this installation allows cross-namespace references")
 		}
 	}

@@ -83,7 +83,7 @@ const (
 	// DestroyFailedReason: destroying on deletion failed.
 	DestroyFailedReason = "DestroyFailed"
 	// CrossNamespaceRefDeniedReason: a reference to another namespace was
-	// refused (the controller runs without --allow-cross-namespace-refs).
+	// refused (the controller runs with --no-cross-namespace-refs, the default).
 	CrossNamespaceRefDeniedReason = "CrossNamespaceRefDenied"
 	// DeletingReason: the object is being deleted.
 	DeletingReason = "Deleting"

@@ -118,11 +118,11 @@ func TestChartDefaults(t *testing.T) {
 	wantArgs := []string{
 		"--metrics-addr=:8080",
 		"--health-addr=:8081",
-		"--leader-elect",
+		"--enable-leader-election",
 		"--concurrent=4",
 		"--concurrent-runs=10",
 		"--drain-timeout=900s",
-		"--zap-log-level=info",
+		"--log-level=info",
 		"--runner=pod",
 		"--runner-image=ghcr.io/landform-dev/landform-runner:" + chartAppVersion(t),
 	}
@@ -171,13 +171,13 @@ func TestChartAllFeatures(t *testing.T) {
 	wantArgs := []string{
 		"--metrics-addr=:9090",
 		"--health-addr=:9091",
-		"--leader-elect",
+		"--enable-leader-election",
 		"--watch-label-selector=!sharding.fluxcd.io/key",
 		"--concurrent=8",
 		"--concurrent-runs=20",
 		"--drain-timeout=300s",
 		"--kept-artifact-max-size=8388608",
-		"--zap-log-level=debug",
+		"--log-level=debug",
 		"--events-addr=http://notification-controller.flux-system.svc.cluster.local./",
 		"--runner=pod",
 		"--runner-image=registry.example/landform-runner:v9.9.9-terraform",
@@ -186,7 +186,7 @@ func TestChartAllFeatures(t *testing.T) {
 		"--default-service-account=tenant-runner",
 		"--enforce-default-service-account",
 		"--allowed-runner-images=registry.example/,ghcr.io/acme/runner",
-		"--allow-cross-namespace-refs",
+		"--no-cross-namespace-refs=false",
 		"--provider-mirror=/usr/local/share/landform/providers",
 		"--provider-mirror=/opt/providers",
 		"--work-dir=/tmp/cache",
@@ -436,11 +436,11 @@ func TestChartControllerRBACIsTheGeneratedOne(t *testing.T) {
 // so a renamed flag cannot crash-loop an installation.
 func TestChartArgsAreControllerFlags(t *testing.T) {
 	bin := tool(t, "LANDFORM_CONTROLLER_BIN", "landform-controller", "make build")
-	// The flag package prints the flags on stderr; the exit code does not matter.
-	out, _ := exec.Command(bin, "-h").CombinedOutput()
+	// pflag prints the flags on stderr; the exit code does not matter.
+	out, _ := exec.Command(bin, "--help").CombinedOutput()
 	help := string(out)
 	defined := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^\s+-([a-z0-9-]+)`).FindAllStringSubmatch(help, -1) {
+	for _, m := range regexp.MustCompile(`(?m)^\s+--([a-z0-9-]+)`).FindAllStringSubmatch(help, -1) {
 		defined[m[1]] = true
 	}
 	if !defined["metrics-addr"] {

@@ -13,6 +13,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fluxcd/pkg/runtime/acl"
+	runtimeclient "github.com/fluxcd/pkg/runtime/client"
+	"github.com/fluxcd/pkg/runtime/jitter"
+	"github.com/fluxcd/pkg/runtime/leaderelection"
+	"github.com/fluxcd/pkg/runtime/logger"
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -20,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	_ "sigs.k8s.io/controller-runtime/pkg/client/config" // registers --kubeconfig, as in the controller
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/landform-dev/landform/internal/cli"
 	"github.com/landform-dev/landform/internal/demo"
@@ -68,10 +72,11 @@ func docFiles(t *testing.T) map[string]string {
 	return docs
 }
 
-// sourceFlags reads the flags a command's main.go registers with the
-// standard flag package: flag.XxxVar(&v, "name", ...), flag.Var(&v,
-// "name", ...) and flag.Xxx("name", ...).
-func sourceFlags(t *testing.T, file string) map[string]bool {
+// sourceFlags reads the flags a command's file registers on the flag set
+// named set (the standard flag package, "flag", or a pflag.FlagSet
+// variable): set.XxxVar(&v, "name", ...), set.Var(&v, "name", ...) and
+// set.Xxx("name", ...).
+func sourceFlags(t *testing.T, file, set string) map[string]bool {
 	t.Helper()
 	f, err := parser.ParseFile(token.NewFileSet(), path(strings.Split(file, "/")...), nil, 0)
 	if err != nil {
@@ -87,7 +92,7 @@ func sourceFlags(t *testing.T, file string) map[string]bool {
 		if !ok || len(call.Args) < 2 {
 			return true
 		}
-		if pkg, ok := sel.X.(*ast.Ident); !ok || pkg.Name != "flag" {
+		if pkg, ok := sel.X.(*ast.Ident); !ok || pkg.Name != set {
 			return true
 		}
 		i := 0
@@ -109,22 +114,35 @@ func sourceFlags(t *testing.T, file string) map[string]bool {
 	return flags
 }
 
-// controllerFlags are the flags landform-controller registers: its own,
-// controller-runtime's zap options (opts.BindFlags) and --kubeconfig
-// (ctrl.GetConfig's package registers it).
+// controllerFlags are the flags landform-controller registers: its own
+// (cmd/controller/flags.go), those of the fluxcd/pkg/runtime option types
+// it binds, and --kubeconfig (ctrl.GetConfig's package registers it on the
+// standard flag set, which main adds).
 func controllerFlags(t *testing.T) map[string]bool {
 	t.Helper()
-	flags := sourceFlags(t, "cmd/controller/main.go")
+	flags := sourceFlags(t, "cmd/controller/flags.go", "fs")
+	src, err := os.ReadFile(path("cmd", "controller", "flags.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := pflag.NewFlagSet("flux", pflag.ContinueOnError)
+	for bound, bind := range map[string]func(*pflag.FlagSet){
+		"f.log.BindFlags(fs)":            (&logger.Options{}).BindFlags,
+		"f.leaderElection.BindFlags(fs)": (&leaderelection.Options{}).BindFlags,
+		"f.client.BindFlags(fs)":         (&runtimeclient.Options{}).BindFlags,
+		"f.acl.BindFlags(fs)":            (&acl.Options{}).BindFlags,
+		"f.jitter.BindFlags(fs)":         (&jitter.IntervalOptions{}).BindFlags,
+	} {
+		if strings.Contains(string(src), bound) {
+			bind(fs)
+		}
+	}
+	fs.VisitAll(func(f *pflag.Flag) { flags[f.Name] = true })
 	main, err := os.ReadFile(path("cmd", "controller", "main.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(main), "opts.BindFlags(flag.CommandLine)") {
-		fs := flag.NewFlagSet("zap", flag.ContinueOnError)
-		(&zap.Options{}).BindFlags(fs)
-		fs.VisitAll(func(f *flag.Flag) { flags[f.Name] = true })
-	}
-	if strings.Contains(string(main), "ctrl.GetConfig()") && flag.CommandLine.Lookup("kubeconfig") != nil {
+	if strings.Contains(string(main), "AddGoFlagSet(goflag.CommandLine)") && flag.CommandLine.Lookup("kubeconfig") != nil {
 		flags["kubeconfig"] = true
 	}
 	return flags
@@ -156,7 +174,7 @@ func cliFlags() map[string]bool {
 // README names every controller flag.
 func TestDocumentedFlagsExist(t *testing.T) {
 	controller := controllerFlags(t)
-	runner := sourceFlags(t, "cmd/runner/main.go")
+	runner := sourceFlags(t, "cmd/runner/main.go", "flag")
 	landform := cliFlags()
 	docs := docFiles(t)
 	for name, text := range docs {

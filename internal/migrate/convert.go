@@ -211,7 +211,7 @@ var fields = map[string]handler{
 		}
 		c.out.Spec.SourceRef = v1alpha1.SourceReference{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, Namespace: ref.Namespace}
 		if ref.Namespace != "" && ref.Namespace != c.src.Namespace {
-			c.note("sourceRef names namespace %s: Landform refuses references to other namespaces (CrossNamespaceRefDenied) unless the controller runs with --allow-cross-namespace-refs", ref.Namespace)
+			c.note("sourceRef names namespace %s: Landform refuses references to other namespaces (CrossNamespaceRefDenied) unless the controller runs with --no-cross-namespace-refs=false", ref.Namespace)
 		}
 		return nil
 	},
@@ -568,7 +568,7 @@ func dependsOn(c *converter, field string, raw json.RawMessage) error {
 		c.out.Spec.DependsOn = append(c.out.Spec.DependsOn, v1alpha1.DependencyReference{Name: d.Name, Namespace: d.Namespace})
 		names = append(names, d.Name)
 		if d.Namespace != "" && d.Namespace != c.src.Namespace {
-			c.note("dependsOn %s/%s is in another namespace: Landform refuses that (CrossNamespaceRefDenied) unless the controller runs with --allow-cross-namespace-refs", d.Namespace, d.Name)
+			c.note("dependsOn %s/%s is in another namespace: Landform refuses that (CrossNamespaceRefDenied) unless the controller runs with --no-cross-namespace-refs=false", d.Namespace, d.Name)
 		}
 	}
 	if len(names) > 0 {
