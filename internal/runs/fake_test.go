@@ -196,7 +196,7 @@ func (fr *fakeRunner) CancelRun(ctx context.Context, id string) error {
 }
 
 func (fr *fakeRunner) Outputs(context.Context) ([]*runnerpb.Output, error) { return nil, nil }
-func (fr *fakeRunner) Close() error                                       { return nil }
+func (fr *fakeRunner) Close() error                                        { return nil }
 
 func (r *fakeRun) log(line string) {
 	r.mu.Lock()
@@ -247,4 +247,3 @@ func (t *fakeTokens) count() int {
 	defer t.mu.Unlock()
 	return t.issued
 }
-
