@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -216,7 +217,7 @@ func (s *artifactServer) publish(files map[string]string) *meta.Artifact {
 		Revision:       "main@sha1:" + hex.EncodeToString(rev[:]),
 		Digest:         "sha256:" + hex.EncodeToString(sum[:]),
 		LastUpdateTime: metav1.Now(),
-		Size:           ptrTo(int64(len(data))),
+		Size:           ptr.To(int64(len(data))),
 	}
 }
 

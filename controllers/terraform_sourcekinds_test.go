@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -72,7 +73,7 @@ func startKindsEnv(t *testing.T, crds ...string) *kindsEnv {
 		Client:  client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// The suite's manager runs a controller of the same name.
-		Controller: config.Controller{SkipNameValidation: ptrTo(true)},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	ca, err := mtls.NewCA("landform-kinds-test", time.Hour)
