@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
@@ -31,9 +33,11 @@ const (
 	// stopTimeout bounds the API calls made when a run ends, which may
 	// happen after the caller's context ended.
 	stopTimeout = 30 * time.Second
-	// maxPollInterval caps the backoff while waiting for a Pod.
-	maxPollInterval = 2 * time.Second
 )
+
+// podPoll spaces the reads of a Pod being started: from 100ms, doubling up
+// to 2s.
+var podPoll = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: math.MaxInt32, Cap: 2 * time.Second}
 
 // errStartTimeout is the cause of a start that ran out of StartTimeout.
 var errStartTimeout = errors.New("runner start timeout")
@@ -205,25 +209,25 @@ func (e *podFailedError) Error() string {
 // await waits until pod runs with an IP, then dials its runner, watching
 // the Pod meanwhile so that a Pod that fails ends the wait at once.
 func (p *Pod) await(ctx context.Context, pod *corev1.Pod, tlsConfig *tls.Config, timeout time.Duration) (*runner.Client, error) {
-	poll := 100 * time.Millisecond
-	for {
+	var notStarting error
+	err := podPoll.DelayFunc().Until(ctx, true, true, func(ctx context.Context) (bool, error) {
 		cur, err := p.getPod(ctx, pod)
 		if err != nil {
-			return nil, p.waitError(ctx, pod, err, timeout)
+			notStarting = p.waitError(ctx, pod, err, timeout)
+			return true, nil
 		}
 		*pod = *cur
 		if pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" {
-			break
+			return true, nil
 		}
-		if err := cannotStart(pod); err != nil {
-			return nil, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, p.waitError(ctx, pod, context.Cause(ctx), timeout)
-		case <-time.After(poll):
-		}
-		poll = min(2*poll, maxPollInterval)
+		notStarting = cannotStart(pod)
+		return notStarting != nil, nil
+	})
+	switch {
+	case notStarting != nil:
+		return nil, notStarting
+	case err != nil:
+		return nil, p.waitError(ctx, pod, context.Cause(ctx), timeout)
 	}
 
 	dialCtx, cancelDial := context.WithCancelCause(ctx)

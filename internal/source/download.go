@@ -9,9 +9,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/opencontainers/go-digest"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // download fetches a into dst, retrying transient failures with a doubling
@@ -24,23 +24,15 @@ func (f *Fetcher) download(ctx context.Context, a Artifact, d digest.Digest, dst
 	if f.Host != "" {
 		u.Host = f.Host
 	}
-	wait := f.RetryWait
-	for attempt := 0; ; attempt++ {
+	retries := wait.Backoff{Duration: f.RetryWait, Factor: 2, Steps: f.Retries + 1}
+	werr := wait.ExponentialBackoffWithContext(ctx, retries, func(ctx context.Context) (bool, error) {
 		err = f.downloadOnce(ctx, u, d, dst)
 		var t transientError
-		if err == nil || !errors.As(err, &t) || attempt >= f.Retries {
-			break
-		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return fmt.Errorf("downloading the artifact of %s: %w (after: %w)", a, ctx.Err(), err)
-		case <-timer.C:
-		}
-		wait *= 2
-	}
+		return err == nil || !errors.As(err, &t), nil
+	})
 	switch {
+	case ctx.Err() != nil && errors.Is(werr, ctx.Err()):
+		return fmt.Errorf("downloading the artifact of %s: %w (after: %w)", a, ctx.Err(), err)
 	case err == nil:
 		return nil
 	case errors.Is(err, ErrDigestMismatch):
