@@ -9,6 +9,7 @@ import (
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
+	helper "github.com/fluxcd/pkg/runtime/controller"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/record"
@@ -56,6 +57,8 @@ type TerraformReconciler struct {
 	Jitter func(time.Duration) time.Duration
 
 	runs *runs.Tracker
+	// metrics records Flux's gotk_* series.
+	metrics helper.Metrics
 	// sourceKinds are the Flux source kinds the API server serves
 	// (terraform_sourcekinds.go).
 	sourceKinds *source.Served
@@ -99,7 +102,7 @@ func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	defer func() {
 		o := outcomeOf(retErr, infrav1.RunnerFailedReason)
 		o.summarize(obj)
-		recordMetrics(obj, o, time.Since(start))
+		r.recordMetrics(ctx, obj, o, start)
 		if err := patcher.Patch(ctx, obj); err != nil {
 			// Removing the finalizer deletes the object before its status is written.
 			if err = kerrors.FilterOut(err, apierrors.IsNotFound); err != nil {
@@ -214,10 +217,11 @@ func (r *TerraformReconciler) startApply(ctx context.Context, patcher *objectPat
 	}
 	p, err := r.Plans.Load(ctx, obj)
 	if errors.Is(err, planstore.ErrNotFound) {
+		// Told before dropPlan forgets which plan it was.
+		msg := fmt.Sprintf("stored plan %s cannot be read back intact (%v); planning again", obj.PendingPlan(), err)
 		if derr := r.dropPlan(ctx, obj); derr != nil {
 			return derr
 		}
-		msg := fmt.Sprintf("stored plan %s cannot be read back intact (%v); planning again", obj.PendingPlan(), err)
 		conditions.MarkFalse(obj, infrav1.AppliedCondition, infrav1.PlanUnusableReason, "%s", msg)
 		r.event(obj, ws.artifact.Revision, corev1.EventTypeWarning, infrav1.PlanUnusableReason, "%s", msg)
 		return waiting(infrav1.PlanUnusableReason, replanSoon, "%s", msg)
