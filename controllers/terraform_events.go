@@ -1,13 +1,13 @@
 package controllers
 
 import (
+	"context"
 	"strconv"
 	"time"
 
 	eventv1 "github.com/fluxcd/pkg/apis/event/v1beta1"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/metrics"
@@ -71,13 +71,18 @@ func eventMetadata(obj *infrav1.Terraform, id, revision string) map[string]strin
 
 // recordMetrics updates the per-object gauges, the reconcile histogram and
 // Flux's gotk_reconcile_* series, at the end of every reconcile.
-func recordMetrics(obj *infrav1.Terraform, o outcome, d time.Duration) {
-	metrics.ObserveReconcile(o.metric(), d)
-	if !obj.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(obj, infrav1.Finalizer) {
+// Flux's series go through fluxcd/pkg/runtime's controller.Metrics, which
+// also drops them once the object is deleted.
+func (r *TerraformReconciler) recordMetrics(ctx context.Context, obj *infrav1.Terraform, o outcome, start time.Time) {
+	metrics.ObserveReconcile(o.metric(), time.Since(start))
+	r.metrics.RecordDuration(ctx, obj, start)
+	r.metrics.RecordSuspend(ctx, obj, obj.Spec.Suspend)
+	r.metrics.RecordReadiness(ctx, obj)
+	r.metrics.RecordReconciling(ctx, obj)
+	r.metrics.RecordStalled(ctx, obj)
+	if r.metrics.IsDelete(obj) {
 		metrics.ForgetObject(obj.Namespace, obj.Name)
-		metrics.ForgetFluxObject(infrav1.TerraformKind, obj.Namespace, obj.Name)
 		return
 	}
 	metrics.SetObjectState(obj.Namespace, obj.Name, obj.PendingPlan() != "", conditions.IsTrue(obj, infrav1.DriftedCondition))
-	metrics.RecordFluxReconcile(infrav1.TerraformKind, obj, obj.Spec.Suspend, time.Now().Add(-d))
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	helper "github.com/fluxcd/pkg/runtime/controller"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,6 +23,7 @@ import (
 	ctrlsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/metrics"
 	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/internal/source"
 )
@@ -71,6 +73,7 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
+	r.metrics = helper.NewMetrics(mgr, metrics.Flux(), infrav1.Finalizer)
 	r.runs = runs.New(runs.Config{
 		Placer: r.Placer,
 		Tokens: stateTokens{r},

@@ -9,12 +9,8 @@ package metrics
 import (
 	"time"
 
-	fluxmeta "github.com/fluxcd/pkg/apis/meta"
 	fluxmetrics "github.com/fluxcd/pkg/runtime/metrics"
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -57,9 +53,6 @@ var (
 	flux = fluxmetrics.NewRecorder()
 )
 
-// fluxConditions are the conditions Flux's dashboards and alerts read.
-var fluxConditions = []string{fluxmeta.ReadyCondition, fluxmeta.ReconcilingCondition, fluxmeta.StalledCondition}
-
 func init() {
 	ctrlmetrics.Registry.MustRegister(reconcileDuration, runs, pendingPlans, drifted, runnerStart, locksRecovered)
 	ctrlmetrics.Registry.MustRegister(flux.Collectors()...)
@@ -95,39 +88,9 @@ func ForgetObject(namespace, name string) {
 // proved gone.
 func CountLockRecovered() { locksRecovered.Inc() }
 
-// Object is what the gotk_* series need of a reconciled object.
-type Object interface {
-	GetName() string
-	GetNamespace() string
-	GetConditions() []metav1.Condition
-}
-
-// RecordFluxReconcile records a reconcile of obj (of the given kind) that
-// began at start: its duration, its Ready, Reconciling and Stalled
-// conditions (Unknown when absent, as Flux records them) and whether it is
-// suspended.
-func RecordFluxReconcile(kind string, obj Object, suspended bool, start time.Time) {
-	ref := corev1.ObjectReference{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
-	flux.RecordDuration(ref, start)
-	flux.RecordSuspend(ref, suspended)
-	for _, t := range fluxConditions {
-		c := metav1.Condition{Type: t, Status: metav1.ConditionUnknown}
-		if found := apimeta.FindStatusCondition(obj.GetConditions(), t); found != nil {
-			c = *found
-		}
-		flux.RecordCondition(ref, c)
-	}
-}
-
-// ForgetFluxObject drops a deleted object's gotk_* series.
-func ForgetFluxObject(kind, namespace, name string) {
-	ref := corev1.ObjectReference{Kind: kind, Namespace: namespace, Name: name}
-	flux.DeleteDuration(ref)
-	flux.DeleteSuspend(ref)
-	for _, t := range fluxConditions {
-		flux.DeleteCondition(ref, t)
-	}
-}
+// Flux is the recorder of Flux's gotk_* series, for fluxcd/pkg/runtime's
+// controller.Metrics.
+func Flux() *fluxmetrics.Recorder { return flux }
 
 // ObserveRunnerStart records how long a runner took to answer.
 func ObserveRunnerStart(placement string, d time.Duration) {
