@@ -16,7 +16,11 @@ import (
 // Flux's patch helper writes the conditions in a request of their own, with
 // a read and a retry on conflict, so that several controllers can share
 // one object's conditions; nothing but this controller writes a Terraform
-// object's status, so one request does, and a run costs fewer API writes.
+// object's status, so one request does, and a run costs fewer API writes:
+// `make bench` counts 79 terraforms/status writes for 20 objects from
+// create to Ready, 4 per object (docs/benchmarks.md, "API writes per
+// object"), one per reconcile that changed status, where Flux's helper
+// adds a conditions request to each.
 // Like Flux's serial patcher, it remembers what it wrote, so that the next
 // Patch sends only what changed since. The status patch is optimistic: a
 // reconcile of a copy older than what was written last (the cache lags

@@ -21,6 +21,14 @@ import (
 // shares one download and one extracted tree, and a controller restart
 // reuses the cache.
 //
+// Not fluxcd/pkg/http/fetch: Landform needs the verified tarball itself
+// (streamed to runners, kept in Secrets for a destroy without its source,
+// shared by every object on its digest), and fetch discards it after
+// extraction or, without extraction, writes the target before verifying
+// it. `make bench` measures what sharing buys: one download per digest for
+// 20, 200 and 1000 objects on one source (docs/benchmarks.md, "artifact downloads").
+// Extraction is fluxcd/pkg/tar's (symlinks skipped).
+//
 // Layout under Dir: <algorithm>/<hex>.tar.gz (the verified tarball) and
 // <algorithm>/<hex>/ (its extracted tree). Both appear by an atomic rename,
 // so their presence means they are complete. The tarball's mtime is the
