@@ -2,7 +2,10 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"testing"
+	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -120,10 +123,15 @@ func TestBadInput(t *testing.T) {
 		},
 		reason:  infrav1.OutputSecretConflictReason,
 		message: "taken",
-		applied: true,
-		fix: func(t *testing.T, ns string, _ *infrav1.Terraform) {
+		fix: func(t *testing.T, ns string, tf *infrav1.Terraform) {
 			g := NewWithT(t)
 			g.Expect(string(secretData(g, ns, "taken")["keep"])).To(Equal("me"), "the foreign Secret is untouched")
+			// Refused before the plan: the module's file was never created.
+			var path string
+			g.Expect(json.Unmarshal(tf.Spec.Vars[0].Value.Raw, &path)).To(Succeed())
+			g.Expect(path).NotTo(BeEmpty())
+			g.Consistently(func() error { _, err := os.Stat(path); return err }, 2*time.Second).Should(MatchError(os.ErrNotExist), "nothing created")
+			g.Expect(tf.Status.Plan).To(BeNil(), "nothing planned")
 			NewWithT(t).Expect(k8sClient.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "taken"}})).To(Succeed())
 		},
 	}, {

@@ -194,7 +194,13 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 		return ctrl.Result{}, waiting(infrav1.PlanPendingReason, d.after, "%s", pendingMessage(obj))
 	case actionOutputs:
 		return r.nextCheck(obj), r.refreshOutputs(ctx, obj, ws)
-	case actionApply:
+	}
+	// What can be refused without the engine is refused before a run
+	// creates anything whose outputs could then never be handed over.
+	if err := r.checkOutputsSecret(ctx, obj); err != nil {
+		return ctrl.Result{}, err
+	}
+	if d.action == actionApply {
 		return ctrl.Result{}, r.startApply(ctx, patcher, obj, ws, idle, stored)
 	}
 	req := runs.Request{

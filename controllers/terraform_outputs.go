@@ -54,6 +54,27 @@ func (r *TerraformReconciler) writeOutputs(ctx context.Context, obj *infrav1.Ter
 	return nil
 }
 
+// checkOutputsSecret refuses, before a plan or an apply, an outputs Secret
+// that belongs to someone else (another Terraform object, or a Secret
+// Landform did not create). It is retried: deleting that Secret, or
+// renaming writeOutputsToSecret.name, lets the object go on.
+func (r *TerraformReconciler) checkOutputsSecret(ctx context.Context, obj *infrav1.Terraform) error {
+	s := obj.Spec.WriteOutputsToSecret
+	if s == nil {
+		return nil
+	}
+	err := outputs.Check(ctx, r.APIReader, obj, s.Name)
+	switch {
+	case errors.Is(err, outputs.ErrNotOwned):
+		conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, infrav1.OutputSecretConflictReason, "%v", err)
+		r.event(obj, obj.Status.LastAttemptedRevision, corev1.EventTypeWarning, infrav1.OutputSecretConflictReason, "nothing planned: %v", err)
+		return retry(infrav1.OutputSecretConflictReason, "nothing planned or applied: %v", err)
+	case err != nil:
+		return retry(infrav1.OutputsFailedReason, "%v", err)
+	}
+	return nil
+}
+
 // refreshOutputs writes the outputs of the current state. With the default
 // backend they are read straight from the state Secret: no runner, no
 // engine, no lock. A custom backend needs a runner for it.

@@ -32,14 +32,8 @@ const fieldOwner = "landform-outputs"
 // is protected too: the API server refuses a second controller reference.)
 func Write(ctx context.Context, c client.Client, owner *v1alpha1.Terraform, spec v1alpha1.WriteOutputsToSecretSpec, data map[string][]byte) error {
 	var existing corev1.Secret
-	err := c.Get(ctx, client.ObjectKey{Namespace: owner.Namespace, Name: spec.Name}, &existing)
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return fmt.Errorf("reading outputs Secret %s/%s: %w", owner.Namespace, spec.Name, err)
-	case !ours(&existing, owner):
-		return fmt.Errorf("%w: Secret %s/%s already exists and Landform will not take over a Secret it does not own; "+
-			"rename writeOutputsToSecret.name or delete that Secret", ErrNotOwned, owner.Namespace, spec.Name)
+	if err := check(ctx, c, owner, spec.Name, &existing); err != nil {
+		return err
 	}
 
 	// Ours last, so a user's labels cannot hide whom the Secret belongs to.
@@ -69,6 +63,29 @@ func Write(ctx context.Context, c client.Client, owner *v1alpha1.Terraform, spec
 	}
 	if err := c.Apply(ctx, secret, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("writing outputs Secret %s/%s: %w", owner.Namespace, spec.Name, err)
+	}
+	return nil
+}
+
+// Check refuses, with ErrNotOwned, an outputs Secret name that another
+// owner already uses: the controller asks before a plan, so that an object
+// whose outputs could never be handed over creates nothing.
+func Check(ctx context.Context, c client.Reader, owner *v1alpha1.Terraform, name string) error {
+	return check(ctx, c, owner, name, &corev1.Secret{})
+}
+
+// check reads Secret name into existing (left empty when there is none)
+// and refuses one that is not owner's.
+func check(ctx context.Context, c client.Reader, owner *v1alpha1.Terraform, name string, existing *corev1.Secret) error {
+	err := c.Get(ctx, client.ObjectKey{Namespace: owner.Namespace, Name: name}, existing)
+	switch {
+	case apierrors.IsNotFound(err):
+		*existing = corev1.Secret{}
+	case err != nil:
+		return fmt.Errorf("reading outputs Secret %s/%s: %w", owner.Namespace, name, err)
+	case !ours(existing, owner):
+		return fmt.Errorf("%w: Secret %s/%s already exists and Landform will not take over a Secret it does not own; "+
+			"rename writeOutputsToSecret.name or delete that Secret", ErrNotOwned, owner.Namespace, name)
 	}
 	return nil
 }
