@@ -4,22 +4,18 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
@@ -86,50 +82,22 @@ func connect(t *testing.T) *cluster {
 }
 
 func setup(kubeconfig string) (*cluster, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("%s=%s: %w", envKubeconfig, kubeconfig, err)
-	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, infrav1.AddToScheme, sourcev1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, err
-		}
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, err
-	}
 	timeout, err := time.ParseDuration(testenv.EnvOr(envTimeout, "5m"))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", envTimeout, err)
 	}
 	cl := &cluster{
-		client:       c,
 		ns:           testenv.EnvOr(envNamespace, "e2e"),
 		controllerNS: testenv.EnvOr(envControllerNamespace, "landform-system"),
 		timeout:      timeout,
 	}
 	ctx := context.Background()
-
 	// Landform is installed and its runner namespace prepared.
-	if err := cl.poll(ctx, "the controller Deployment to be available", func() (bool, string, error) {
-		var dep appsv1.Deployment
-		if err := c.Get(ctx, client.ObjectKey{Namespace: cl.controllerNS, Name: "landform-controller"}, &dep); err != nil {
-			return false, "", err
-		}
-		for _, cond := range dep.Status.Conditions {
-			if cond.Type == appsv1.DeploymentAvailable && cond.Status == corev1.ConditionTrue {
-				return true, "", nil
-			}
-		}
-		return false, fmt.Sprintf("%+v", dep.Status.Conditions), nil
-	}); err != nil {
-		return nil, fmt.Errorf("is Landform installed in %s? %w", cl.controllerNS, err)
+	inst, err := testenv.ConnectInstallation(ctx, kubeconfig, cl.controllerNS, cl.ns, timeout, 2*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%s: %w", envKubeconfig, kubeconfig, err)
 	}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: cl.ns, Name: runnerSA}, &corev1.ServiceAccount{}); err != nil {
-		return nil, fmt.Errorf("the runner namespace %s has no ServiceAccount %s (install the chart with runner.namespaces={%s}): %w", cl.ns, runnerSA, cl.ns, err)
-	}
+	cl.client = inst.Client
 
 	url := os.Getenv(envGitURL)
 	if url == "" {
@@ -149,9 +117,9 @@ func (cl *cluster) startGitServer(ctx context.Context) (string, error) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: cl.ns, Name: gitServerName, Labels: labels},
 		Spec: corev1.PodSpec{
-			AutomountServiceAccountToken: ptr(false),
+			AutomountServiceAccountToken: ptr.To(false),
 			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot: ptr(true), RunAsUser: &uid, RunAsGroup: &uid,
+				RunAsNonRoot: ptr.To(true), RunAsUser: &uid, RunAsGroup: &uid,
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
 			Containers: []corev1.Container{{
@@ -162,8 +130,8 @@ func (cl *cluster) startGitServer(ctx context.Context) (string, error) {
 				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
 					HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}}},
 				SecurityContext: &corev1.SecurityContext{
-					AllowPrivilegeEscalation: ptr(false),
-					ReadOnlyRootFilesystem:   ptr(true),
+					AllowPrivilegeEscalation: ptr.To(false),
+					ReadOnlyRootFilesystem:   ptr.To(true),
 					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 				},
 				VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
@@ -227,28 +195,9 @@ func (cl *cluster) ensureGitRepository(ctx context.Context, url string) error {
 }
 
 // poll calls check every two seconds until it returns true, fails or the
-// timeout passes; the error then carries check's last description.
+// timeout passes (testenv.Poll).
 func (cl *cluster) poll(ctx context.Context, what string, check func() (bool, string, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, cl.timeout)
-	defer cancel()
-	var last string
-	for {
-		ok, desc, err := check()
-		switch {
-		case ok:
-			return nil
-		case err != nil && !apierrors.IsNotFound(err):
-			return fmt.Errorf("waiting for %s: %w", what, err)
-		case err != nil:
-			desc = err.Error()
-		}
-		last = desc
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("timed out after %s waiting for %s; last seen: %s", cl.timeout, what, last)
-		case <-time.After(2 * time.Second):
-		}
-	}
+	return testenv.Poll(ctx, cl.timeout, 2*time.Second, what, check)
 }
 
 // terraform creates a Terraform object on modules/file in the runner
@@ -280,21 +229,7 @@ func (cl *cluster) terraform(t *testing.T, name string, mutate func(*infrav1.Ter
 
 func (cl *cluster) deleteAndWait(t *testing.T, tf *infrav1.Terraform) {
 	t.Helper()
-	ctx := context.Background()
-	if err := cl.client.Delete(ctx, tf); apierrors.IsNotFound(err) {
-		return
-	} else if err != nil {
-		t.Errorf("deleting Terraform %s: %v", tf.Name, err)
-		return
-	}
-	if err := cl.poll(ctx, "Terraform "+tf.Name+" to be gone", func() (bool, string, error) {
-		var cur infrav1.Terraform
-		err := cl.client.Get(ctx, client.ObjectKeyFromObject(tf), &cur)
-		if apierrors.IsNotFound(err) {
-			return true, "", nil
-		}
-		return false, describe(&cur), client.IgnoreNotFound(err)
-	}); err != nil {
+	if err := testenv.DeleteAndWait(context.Background(), cl.client, tf, cl.timeout, 2*time.Second); err != nil {
 		t.Error(err)
 	}
 }
@@ -302,14 +237,8 @@ func (cl *cluster) deleteAndWait(t *testing.T, tf *infrav1.Terraform) {
 // waitForTerraform polls the object until check accepts it.
 func (cl *cluster) waitForTerraform(t *testing.T, tf *infrav1.Terraform, what string, check func(*infrav1.Terraform) bool) *infrav1.Terraform {
 	t.Helper()
-	ctx := context.Background()
-	cur := &infrav1.Terraform{}
-	if err := cl.poll(ctx, "Terraform "+tf.Name+": "+what, func() (bool, string, error) {
-		if err := cl.client.Get(ctx, client.ObjectKeyFromObject(tf), cur); err != nil {
-			return false, "", err
-		}
-		return check(cur), describe(cur), nil
-	}); err != nil {
+	cur, err := testenv.WaitFor(context.Background(), cl.client, tf, cl.timeout, 2*time.Second, what, check)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return cur
@@ -322,13 +251,3 @@ func ready(tf *infrav1.Terraform) *metav1.Condition {
 	}
 	return apimeta.FindStatusCondition(tf.Status.Conditions, meta.ReadyCondition)
 }
-
-func describe(tf *infrav1.Terraform) string {
-	var parts []string
-	for _, c := range tf.Status.Conditions {
-		parts = append(parts, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
-	}
-	return fmt.Sprintf("generation %d observed %d; %s", tf.Generation, tf.Status.ObservedGeneration, strings.Join(parts, "; "))
-}
-
-func ptr[T any](v T) *T { return &v }

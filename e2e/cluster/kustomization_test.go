@@ -163,8 +163,8 @@ func TestKustomizationPattern(t *testing.T) {
 	}
 
 	// Deleting the Kustomizations prunes the app and destroys the infra.
-	e.deleteObject(t, app)
-	e.deleteObject(t, infra)
+	e.deleteAndWait(t, app)
+	e.deleteAndWait(t, infra)
 	e.waitGone(t, tf)
 	if dbs, sgs := p.cloudCounts(t); dbs != dbs0 || sgs != sgs0 {
 		t.Errorf("after deletion the cloud holds %d databases and %d security groups, want %d and %d", dbs, sgs, dbs0, sgs0)
@@ -188,11 +188,11 @@ func (e *env) kustomization(t *testing.T, name string, spec map[string]any) *uns
 		full[k] = v
 	}
 	k := gitops.NewKustomization(e.ns, name, full)
-	e.deleteObject(t, k.DeepCopy())
+	e.deleteAndWait(t, k.DeepCopy())
 	if err := e.client.Create(context.Background(), k); err != nil {
 		t.Fatalf("creating Kustomization %s: %v", name, err)
 	}
-	t.Cleanup(func() { e.deleteObject(t, k.DeepCopy()) })
+	t.Cleanup(func() { e.deleteAndWait(t, k.DeepCopy()) })
 	return k
 }
 

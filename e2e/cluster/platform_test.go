@@ -14,10 +14,8 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/landform-dev/landform/internal/cloud"
@@ -115,11 +113,11 @@ func (e *env) fluxGitRepository(t *testing.T, ns, name, url string) *sourcev1.Gi
 			Reference: &sourcev1.GitRepositoryRef{Branch: "main"},
 		},
 	}
-	e.deleteObject(t, repo)
+	e.deleteAndWait(t, repo)
 	if err := e.client.Create(ctx, repo); err != nil {
 		t.Fatalf("creating GitRepository %s: %v", name, err)
 	}
-	t.Cleanup(func() { e.deleteObject(t, repo) })
+	t.Cleanup(func() { e.deleteAndWait(t, repo) })
 	if err := e.poll(ctx, "GitRepository "+name+" to have an artifact (source-controller)", func() (bool, string, error) {
 		if err := e.client.Get(ctx, client.ObjectKeyFromObject(repo), repo); err != nil {
 			return false, "", err
@@ -130,38 +128,6 @@ func (e *env) fluxGitRepository(t *testing.T, ns, name, url string) *sourcev1.Gi
 		t.Fatal(err)
 	}
 	return repo
-}
-
-// deleteObject deletes obj and waits until it is gone.
-func (e *env) deleteObject(t *testing.T, obj client.Object) {
-	t.Helper()
-	ctx := context.Background()
-	if err := e.client.Delete(ctx, obj); apierrors.IsNotFound(err) {
-		return
-	} else if err != nil {
-		t.Errorf("deleting %T %s: %v", obj, obj.GetName(), err)
-		return
-	}
-	cur := obj.DeepCopyObject().(client.Object)
-	if err := e.poll(ctx, fmt.Sprintf("%T %s to be gone", obj, obj.GetName()), func() (bool, string, error) {
-		err := e.client.Get(ctx, client.ObjectKeyFromObject(obj), cur)
-		if apierrors.IsNotFound(err) {
-			return true, "", nil
-		}
-		return false, describeAny(cur), client.IgnoreNotFound(err)
-	}); err != nil {
-		t.Error(err)
-	}
-}
-
-// describeAny prints an object's conditions and finalizers.
-func describeAny(obj client.Object) string {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return fmt.Sprintf("finalizers %v, deleting since %v", obj.GetFinalizers(), obj.GetDeletionTimestamp())
-	}
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	return fmt.Sprintf("finalizers %v; conditions %v", obj.GetFinalizers(), conds)
 }
 
 // appPod returns the one Pod labelled app=name, once there is one.

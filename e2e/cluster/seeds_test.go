@@ -134,11 +134,11 @@ func TestSeedsHelmRelease(t *testing.T) {
 			"values": map[string]any{"name": "seeds", "cloudEndpoint": p.cloud.URL},
 		},
 	}}
-	e.deleteObject(t, hr.DeepCopy())
+	e.deleteAndWait(t, hr.DeepCopy())
 	if err := e.client.Create(ctx, hr); err != nil {
 		t.Fatalf("creating the HelmRelease: %v", err)
 	}
-	t.Cleanup(func() { e.deleteObject(t, hr.DeepCopy()) })
+	t.Cleanup(func() { e.deleteAndWait(t, hr.DeepCopy()) })
 
 	// The app waits for its infrastructure: ContainerCreating, the kubelet
 	// unable to mount the Secret, which does not exist.
@@ -204,7 +204,7 @@ func TestSeedsHelmRelease(t *testing.T) {
 	}
 
 	// Uninstalling destroys the infrastructure with the app.
-	e.deleteObject(t, hr.DeepCopy())
+	e.deleteAndWait(t, hr.DeepCopy())
 	e.waitGone(t, tf)
 	if dbs, sgs := p.cloudCounts(t); dbs != dbs0 || sgs != sgs0 {
 		t.Errorf("after uninstalling, the cloud holds %d databases and %d security groups, want %d and %d", dbs, sgs, dbs0, sgs0)
@@ -219,24 +219,5 @@ func (e *env) approve(t *testing.T, tf *infrav1.Terraform) {
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, infrav1.ApproveAnnotation, tf.Status.Plan.Pending)
 	if err := e.client.Patch(context.Background(), tf, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
 		t.Fatalf("approving %s: %v", tf.Status.Plan.Pending, err)
-	}
-}
-
-// waitGone waits until obj no longer exists.
-func (e *env) waitGone(t *testing.T, obj client.Object) {
-	t.Helper()
-	ctx := context.Background()
-	cur := obj.DeepCopyObject().(client.Object)
-	if err := e.poll(ctx, fmt.Sprintf("%T %s to be gone", obj, obj.GetName()), func() (bool, string, error) {
-		err := e.client.Get(ctx, client.ObjectKeyFromObject(obj), cur)
-		if apierrors.IsNotFound(err) {
-			return true, "", nil
-		}
-		if tf, ok := cur.(*infrav1.Terraform); ok && err == nil {
-			return false, describe(tf), nil
-		}
-		return false, describeAny(cur), err
-	}); err != nil {
-		t.Fatal(err)
 	}
 }

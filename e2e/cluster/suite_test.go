@@ -4,23 +4,18 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
@@ -76,36 +71,25 @@ func connect(t *testing.T) *env {
 }
 
 func setup(kubeconfig string) (*env, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("%s=%s: %w", envKubeconfig, kubeconfig, err)
-	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, infrav1.AddToScheme, sourcev1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, err
-		}
-	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, err
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
 	timeout, err := time.ParseDuration(testenv.EnvOr(envTimeout, "5m"))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", envTimeout, err)
 	}
 	e := &env{
-		client:       c,
-		kube:         kube,
 		ns:           testenv.EnvOr(envNamespace, "e2e-cluster"),
 		controllerNS: testenv.EnvOr(envControllerNamespace, "landform-system"),
 		timeout:      timeout,
 	}
 	ctx := context.Background()
+	inst, err := testenv.ConnectInstallation(ctx, kubeconfig, e.controllerNS, e.ns, timeout, time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%s (e2e/cluster/e2e.sh installs Landform): %w", envKubeconfig, kubeconfig, err)
+	}
+	e.client = inst.Client
+	if e.kube, err = kubernetes.NewForConfig(inst.Config); err != nil {
+		return nil, err
+	}
+	c := e.client
 
 	var nodes corev1.NodeList
 	if err := c.List(ctx, &nodes); err != nil {
@@ -124,24 +108,6 @@ func setup(kubeconfig string) (*env, error) {
 		return nil, fmt.Errorf("node %s has no InternalIP", e.node.Name)
 	}
 
-	if err := e.poll(ctx, "the controller Deployment to be available", func() (bool, string, error) {
-		var dep appsv1.Deployment
-		if err := c.Get(ctx, client.ObjectKey{Namespace: e.controllerNS, Name: "landform-controller"}, &dep); err != nil {
-			return false, "", err
-		}
-		for _, cond := range dep.Status.Conditions {
-			if cond.Type == appsv1.DeploymentAvailable && cond.Status == corev1.ConditionTrue {
-				return true, "", nil
-			}
-		}
-		return false, fmt.Sprintf("%+v", dep.Status.Conditions), nil
-	}); err != nil {
-		return nil, fmt.Errorf("is Landform installed in %s (e2e/cluster/e2e.sh does it)? %w", e.controllerNS, err)
-	}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: runnerSA}, &corev1.ServiceAccount{}); err != nil {
-		return nil, fmt.Errorf("the runner namespace %s has no ServiceAccount %s (install the chart with runner.namespaces={%s}): %w", e.ns, runnerSA, e.ns, err)
-	}
-
 	if e.platform, err = newPlatform(); err != nil {
 		return nil, err
 	}
@@ -149,28 +115,9 @@ func setup(kubeconfig string) (*env, error) {
 }
 
 // poll calls check every second until it returns true, fails or the
-// timeout passes; the error then carries check's last description.
+// timeout passes (testenv.Poll).
 func (e *env) poll(ctx context.Context, what string, check func() (bool, string, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, e.timeout)
-	defer cancel()
-	var last string
-	for {
-		ok, desc, err := check()
-		switch {
-		case ok:
-			return nil
-		case err != nil && !apierrors.IsNotFound(err):
-			return fmt.Errorf("waiting for %s: %w", what, err)
-		case err != nil:
-			desc = err.Error()
-		}
-		last = desc
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("timed out after %s waiting for %s; last seen: %s", e.timeout, what, last)
-		case <-time.After(time.Second):
-		}
-	}
+	return testenv.Poll(ctx, e.timeout, time.Second, what, check)
 }
 
 // gitRepository pushes files to a new repository of the git server and
@@ -201,24 +148,20 @@ func (e *env) terraform(t *testing.T, tf *infrav1.Terraform) *infrav1.Terraform 
 	return tf
 }
 
-func (e *env) deleteAndWait(t *testing.T, tf *infrav1.Terraform) {
+// deleteAndWait deletes obj and waits until it is gone: a Terraform
+// object has been destroyed.
+func (e *env) deleteAndWait(t *testing.T, obj client.Object) {
 	t.Helper()
-	ctx := context.Background()
-	if err := e.client.Delete(ctx, tf); apierrors.IsNotFound(err) {
-		return
-	} else if err != nil {
-		t.Errorf("deleting Terraform %s: %v", tf.Name, err)
-		return
-	}
-	if err := e.poll(ctx, "Terraform "+tf.Name+" to be gone", func() (bool, string, error) {
-		var cur infrav1.Terraform
-		err := e.client.Get(ctx, client.ObjectKeyFromObject(tf), &cur)
-		if apierrors.IsNotFound(err) {
-			return true, "", nil
-		}
-		return false, describe(&cur), client.IgnoreNotFound(err)
-	}); err != nil {
+	if err := testenv.DeleteAndWait(context.Background(), e.client, obj, e.timeout, time.Second); err != nil {
 		t.Error(err)
+	}
+}
+
+// waitGone waits until obj no longer exists.
+func (e *env) waitGone(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := testenv.WaitGone(context.Background(), e.client, obj, e.timeout, time.Second); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -243,14 +186,8 @@ func (e *env) deleteLeftovers(t *testing.T, name, state string, secrets ...strin
 // waitForTerraform polls the object until check accepts it.
 func (e *env) waitForTerraform(t *testing.T, tf *infrav1.Terraform, what string, check func(*infrav1.Terraform) bool) *infrav1.Terraform {
 	t.Helper()
-	ctx := context.Background()
-	cur := &infrav1.Terraform{}
-	if err := e.poll(ctx, "Terraform "+tf.Name+": "+what, func() (bool, string, error) {
-		if err := e.client.Get(ctx, client.ObjectKeyFromObject(tf), cur); err != nil {
-			return false, "", err
-		}
-		return check(cur), describe(cur), nil
-	}); err != nil {
+	cur, err := testenv.WaitFor(context.Background(), e.client, tf, e.timeout, time.Second, what, check)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return cur
@@ -268,12 +205,4 @@ func ready(tf *infrav1.Terraform) *metav1.Condition {
 		return nil
 	}
 	return c
-}
-
-func describe(tf *infrav1.Terraform) string {
-	var parts []string
-	for _, c := range tf.Status.Conditions {
-		parts = append(parts, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
-	}
-	return fmt.Sprintf("generation %d observed %d; %s", tf.Generation, tf.Status.ObservedGeneration, strings.Join(parts, "; "))
 }

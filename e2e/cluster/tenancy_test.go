@@ -21,11 +21,11 @@ func (e *env) tenantNamespace(t *testing.T, name string, withRunner bool) {
 	t.Helper()
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	e.deleteObject(t, ns)
+	e.deleteAndWait(t, ns)
 	if err := e.client.Create(ctx, ns); err != nil {
 		t.Fatalf("creating namespace %s: %v", name, err)
 	}
-	t.Cleanup(func() { e.deleteObject(t, ns) })
+	t.Cleanup(func() { e.deleteAndWait(t, ns) })
 	if withRunner {
 		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: runnerSA}}
 		if err := e.client.Create(ctx, sa); err != nil {
@@ -129,7 +129,7 @@ func TestTenancy(t *testing.T) {
 			// The namespace goes with everything in it, the object (its
 			// destroy) first.
 			e.deleteAndWait(t, tf)
-			e.deleteObject(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+			e.deleteAndWait(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 		}
 	})
 }

@@ -9,13 +9,14 @@ import (
 	. "github.com/onsi/gomega"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 // logOnFailure logs tf as it ends up when the test fails.
 func logOnFailure(t *testing.T, tf *infrav1.Terraform) {
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("object at the end: %s", describe(get(NewWithT(t), tf)))
+			t.Logf("Terraform %s/%s at the end: %s", tf.Namespace, tf.Name, testenv.Describe(get(NewWithT(t), tf)))
 		}
 	})
 }
@@ -27,8 +28,8 @@ func logOnFailure(t *testing.T, tf *infrav1.Terraform) {
 // lock is left, and the next controller does not run it again.
 func TestControllerSIGTERMDrainsLocalApply(t *testing.T) {
 	g := NewWithT(t)
-	ns := env.Namespace(t)
-	publish(t, ns, map[string]string{"main.tf": slowModule})
+	ns := suite.Namespace(t)
+	suite.Publish(t, ns, map[string]string{"main.tf": slowModule})
 	work := t.TempDir()
 	c := startController(t, local, work)
 	effects := filepath.Join(t.TempDir(), "effects")
@@ -38,9 +39,9 @@ func TestControllerSIGTERMDrainsLocalApply(t *testing.T) {
 	g.Eventually(func() int { return began(effects) }, 2*time.Minute, 100*time.Millisecond).Should(Equal(1), "the create has begun")
 	time.Sleep(3 * time.Second)
 	g.Expect(get(g, tf).Status.Run).NotTo(BeNil(), "the apply is in flight")
-	c.signal(t, syscall.SIGTERM)
-	g.Consistently(c.exited, 5*time.Second, 100*time.Millisecond).Should(BeFalse(), "the controller waits for the apply")
-	g.Expect(c.waitExit(t, 3*time.Minute)).To(Succeed(), "a drained controller exits cleanly")
+	g.Expect(c.Signal(syscall.SIGTERM)).To(Succeed())
+	g.Consistently(c.Exited, 5*time.Second, 100*time.Millisecond).Should(BeFalse(), "the controller waits for the apply")
+	g.Expect(c.Wait(3*time.Minute)).To(Succeed(), "a drained controller exits cleanly")
 	n, finished := creates(effects)
 	g.Expect(finished).To(Equal(1), "the create ran to its end before the controller exited")
 	g.Expect(n).To(Equal(1), "the create ran once: not interrupted, not repeated")
@@ -49,14 +50,13 @@ func TestControllerSIGTERMDrainsLocalApply(t *testing.T) {
 	settled(g, tf, effects)
 	applied := get(g, tf).Status.LastAppliedPlan
 
-	c = startController(t, local, work)
+	g.Expect(c.Restart()).To(Succeed())
 	g.Consistently(func(g Gomega) {
 		settled(g, tf, effects)
 		g.Expect(get(g, tf).Status.LastAppliedPlan).To(Equal(applied))
 	}, 10*time.Second, time.Second).Should(Succeed())
 	g.Expect(began(effects)).To(Equal(1), "the next controller does not apply again")
-	c.signal(t, syscall.SIGTERM)
-	g.Expect(c.waitExit(t, time.Minute)).To(Succeed())
+	g.Expect(c.Stop()).To(Succeed(), "SIGTERM: the idle controller exits cleanly within a minute")
 }
 
 // SIGKILL to the controller mid-apply, with local runners: the runners die
@@ -66,8 +66,8 @@ func TestControllerSIGTERMDrainsLocalApply(t *testing.T) {
 // state as it is: the object converges and no lock is left.
 func TestControllerSIGKILLWithLocalRunnersRecovers(t *testing.T) {
 	g := NewWithT(t)
-	ns := env.Namespace(t)
-	publish(t, ns, map[string]string{"main.tf": slowModule})
+	ns := suite.Namespace(t)
+	suite.Publish(t, ns, map[string]string{"main.tf": slowModule})
 	work := t.TempDir()
 	c := startController(t, local, work)
 	effects := filepath.Join(t.TempDir(), "effects")
@@ -76,10 +76,9 @@ func TestControllerSIGKILLWithLocalRunnersRecovers(t *testing.T) {
 
 	g.Eventually(func() int { return began(effects) }, 2*time.Minute, 100*time.Millisecond).Should(Equal(1))
 	g.Expect(get(g, tf).Status.Run).NotTo(BeNil(), "the run is recorded in status")
-	c.signal(t, syscall.SIGKILL)
-	_ = c.waitExit(t, time.Minute)
+	g.Expect(c.Kill()).To(Succeed())
 
-	startController(t, local, work)
+	g.Expect(c.Restart()).To(Succeed())
 	g.Eventually(func(g Gomega) { settled(g, tf, effects) }, 3*time.Minute, 250*time.Millisecond).Should(Succeed())
 	g.Expect(events(g, tf, infrav1.RunLostReason)).NotTo(BeEmpty(), "the lost run is reported")
 	n, finished := creates(effects)

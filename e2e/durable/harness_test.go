@@ -5,12 +5,9 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -60,108 +57,17 @@ const (
 // runner CA for runner Pods.
 const controllerNS = "landform-system"
 
-// controller is the real landform-controller as a child process.
-type controller struct {
-	cmd  *exec.Cmd
-	logs *testenv.SyncBuffer
-	done chan struct{}
-	err  error
-}
-
 // startController runs landform-controller against the test API server with
 // runners placed as placement says (local or pods), its work directory in
-// workDir (keep it across restarts, as a Deployment keeps its volume), and
-// args after the defaults.
-func startController(t *testing.T, placement, workDir string, args ...string) *controller {
+// workDir (keep it across restarts, as a Deployment keeps its volume).
+func startController(t *testing.T, placement, workDir string) *testenv.Controller {
 	t.Helper()
-	c := &controller{logs: &testenv.SyncBuffer{}, done: make(chan struct{})}
-	flags := []string{
-		"--runner=" + placement, "--engine", bins.tofu, "--work-dir", workDir,
-		"--metrics-addr=0", "--health-addr=0", "--zap-log-level=debug",
-		"--concurrent-runs=4", "--drain-timeout=2m",
+	args := []string{"--zap-log-level=debug", "--concurrent-runs=4", "--drain-timeout=2m"}
+	if placement == pods {
+		args = append(args, "--namespace="+controllerNS, "--runner-image=ghcr.io/landform-dev/landform-runner:test", "--runner-start-timeout=1m")
 	}
-	switch placement {
-	case local:
-		flags = append(flags, "--runner-binary", bins.runner)
-	case pods:
-		flags = append(flags, "--namespace="+controllerNS, "--runner-image=ghcr.io/landform-dev/landform-runner:test", "--runner-start-timeout=1m")
-	}
-	c.cmd = exec.Command(bins.controller, append(flags, args...)...)
-	c.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "CHECKPOINT_DISABLE=1")
-	c.cmd.SysProcAttr = testenv.DieWithParent()
-	var out io.Writer = c.logs
-	if verbose {
-		out = io.MultiWriter(c.logs, prefixed(os.Stderr, "controller: "))
-	}
-	c.cmd.Stdout, c.cmd.Stderr = out, out
-	NewWithT(t).Expect(c.cmd.Start()).To(Succeed())
-	go func() { c.err = c.cmd.Wait(); close(c.done) }()
-	t.Cleanup(func() {
-		_ = c.cmd.Process.Kill()
-		<-c.done
-		if t.Failed() && !verbose {
-			t.Logf("controller (pid %d) output:\n%s", c.cmd.Process.Pid, c.logs.String())
-		}
-	})
-	return c
+	return suite.StartController(t, testenv.ControllerOptions{Runner: placement, WorkDir: workDir, Args: args})
 }
-
-// exited says whether the controller has exited.
-func (c *controller) exited() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// waitExit waits for the controller to exit and returns how it ended.
-func (c *controller) waitExit(t *testing.T, timeout time.Duration) error {
-	t.Helper()
-	select {
-	case <-c.done:
-		return c.err
-	case <-time.After(timeout):
-		t.Fatalf("the controller did not exit within %s", timeout)
-		return nil
-	}
-}
-
-func (c *controller) signal(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	NewWithT(t).Expect(c.cmd.Process.Signal(sig)).To(Succeed())
-}
-
-// prefixed writes to w what it is given, each line after prefix (the
-// controllers and runners write whole lines).
-func prefixed(w io.Writer, prefix string) io.Writer { return &prefixWriter{w: w, prefix: prefix} }
-
-type prefixWriter struct {
-	w      io.Writer
-	prefix string
-}
-
-func (p *prefixWriter) Write(b []byte) (int, error) {
-	var out strings.Builder
-	for _, l := range strings.SplitAfter(string(b), "\n") {
-		if l != "" {
-			out.WriteString(p.prefix + l)
-		}
-	}
-	_, err := io.WriteString(p.w, out.String())
-	return len(b), err
-}
-
-// publish serves files as a tarball artifact and points a GitRepository
-// "repo" in ns at it, as source-controller would.
-func publish(t *testing.T, ns string, files map[string]string) {
-	t.Helper()
-	_, err := artifacts.Publish(context.Background(), env.Client, ns, files)
-	NewWithT(t).Expect(err).To(Succeed())
-}
-
-func ptrTo[T any](v T) *T { return &v }
 
 // retryInterval is every object's spec.retryInterval.
 const retryInterval = 2 * time.Second
@@ -185,13 +91,13 @@ func newSlowTerraform(t *testing.T, ns, name, effects string, sleep int) *infrav
 			WriteOutputsToSecret: &infrav1.WriteOutputsToSecretSpec{Name: name + "-outputs"},
 		},
 	}
-	NewWithT(t).Expect(env.Client.Create(context.Background(), tf)).To(Succeed())
+	NewWithT(t).Expect(suite.Env.Client.Create(context.Background(), tf)).To(Succeed())
 	return tf
 }
 
 func get(g Gomega, tf *infrav1.Terraform) *infrav1.Terraform {
 	out := &infrav1.Terraform{}
-	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(tf), out)).To(Succeed())
+	g.Expect(suite.Env.Client.Get(context.Background(), client.ObjectKeyFromObject(tf), out)).To(Succeed())
 	return out
 }
 
@@ -216,14 +122,14 @@ func began(path string) int {
 
 // stateLock is tf's state lock; nil when free.
 func stateLock(g Gomega, tf *infrav1.Terraform) *statelock.LockInfo {
-	info, err := statelock.Read(context.Background(), kube.CoordinationV1().Leases(tf.Namespace), statelock.LeaseName(tf.GetStateSecretName()))
+	info, err := statelock.Read(context.Background(), kube().CoordinationV1().Leases(tf.Namespace), statelock.LeaseName(tf.GetStateSecretName()))
 	g.Expect(err).NotTo(HaveOccurred())
 	return info
 }
 
 func secretData(g Gomega, ns, name string) map[string][]byte {
 	s := &corev1.Secret{}
-	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, s)).To(Succeed())
+	g.Expect(suite.Env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, s)).To(Succeed())
 	return s.Data
 }
 
@@ -264,7 +170,7 @@ func settled(g Gomega, tf *infrav1.Terraform, effects string) {
 // lock, as `kubectl get lease` shows it.
 func noLock(g Gomega, tf *infrav1.Terraform) {
 	var lease coordinationv1.Lease
-	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: tf.Namespace, Name: "lock-" + tf.GetStateSecretName()}, &lease)
+	err := suite.Env.Client.Get(context.Background(), client.ObjectKey{Namespace: tf.Namespace, Name: "lock-" + tf.GetStateSecretName()}, &lease)
 	if apierrors.IsNotFound(err) {
 		return
 	}
@@ -275,21 +181,15 @@ func noLock(g Gomega, tf *infrav1.Terraform) {
 
 // events returns the messages of tf's events with reason.
 func events(g Gomega, tf *infrav1.Terraform, reason string) []string {
-	var list corev1.EventList
-	g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(tf.Namespace))).To(Succeed())
-	var msgs []string
-	for _, e := range list.Items {
-		if e.InvolvedObject.Kind == infrav1.TerraformKind && e.InvolvedObject.Name == tf.Name && e.Reason == reason {
-			msgs = append(msgs, e.Message)
-		}
-	}
+	msgs, err := testenv.Events(context.Background(), suite.Env.Client, tf, reason)
+	g.Expect(err).NotTo(HaveOccurred())
 	return msgs
 }
 
 // runnerPods lists the runner Pods in ns, being deleted or not.
 func runnerPods(g Gomega, ns string) []corev1.Pod {
 	var list corev1.PodList
-	g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/name": "landform-runner"})).To(Succeed())
+	g.Expect(suite.Env.Client.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/name": "landform-runner"})).To(Succeed())
 	return list.Items
 }
 
@@ -303,13 +203,4 @@ func liveRunnerPod(g Gomega, ns string) corev1.Pod {
 	}
 	g.Expect(live).To(HaveLen(1), "one runner Pod runs")
 	return live[0]
-}
-
-func describe(tf *infrav1.Terraform) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s/%s generation %d, observed %d", tf.Namespace, tf.Name, tf.Generation, tf.Status.ObservedGeneration)
-	for _, c := range tf.Status.Conditions {
-		fmt.Fprintf(&b, "\n  %s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
-	}
-	return b.String()
 }

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -30,13 +29,14 @@ var (
 // an in-cluster view on this machine.
 func podCluster(t *testing.T) {
 	t.Helper()
+	suite.Require(t)
 	clusterOnce.Do(func() {
 		if err := fakekubelet.CheckInCluster(); err != nil {
 			clusterErr = err
 			return
 		}
 		ctx := context.Background()
-		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNS}}); client.IgnoreAlreadyExists(err) != nil {
+		if err := suite.Env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNS}}); client.IgnoreAlreadyExists(err) != nil {
 			t.Fatal(err)
 		}
 	})
@@ -51,10 +51,10 @@ func podCluster(t *testing.T) {
 func runnerNamespace(t *testing.T) string {
 	t.Helper()
 	podCluster(t)
-	ns := env.Namespace(t)
+	ns := suite.Namespace(t)
 	ctx := context.Background()
 	g := NewWithT(t)
-	g.Expect(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "landform-runner"}})).To(Succeed())
+	g.Expect(suite.Env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "landform-runner"}})).To(Succeed())
 	return ns
 }
 
@@ -67,19 +67,19 @@ func startKubelet(t *testing.T) *fakekubelet.Kubelet {
 	path := filepath.Join(dir, "path")
 	g := NewWithT(t)
 	g.Expect(os.MkdirAll(path, 0o755)).To(Succeed())
-	g.Expect(os.Symlink(bins.tofu, filepath.Join(path, "tofu"))).To(Succeed())
+	g.Expect(os.Symlink(suite.Tofu, filepath.Join(path, "tofu"))).To(Succeed())
 	logs := &testenv.SyncBuffer{}
-	var out = prefixed(logs, "runner: ")
-	if verbose {
-		out = prefixed(os.Stderr, "runner: ")
+	var out = testenv.Prefixed(logs, "runner: ")
+	if testenv.StreamLogs {
+		out = testenv.Prefixed(os.Stderr, "runner: ")
 	}
 	k := fakekubelet.New(fakekubelet.Options{
-		Client:       env.Client,
-		RunnerBinary: bins.runner,
+		Client:       suite.Env.Client,
+		RunnerBinary: suite.Runner,
 		Path:         path + string(os.PathListSeparator) + os.Getenv("PATH"),
 		Dir:          filepath.Join(dir, "kubelet"),
 		Logs:         out,
-		APIServer:    env.Config,
+		APIServer:    suite.Env.Config,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -87,7 +87,7 @@ func startKubelet(t *testing.T) *fakekubelet.Kubelet {
 	t.Cleanup(func() {
 		cancel()
 		<-done
-		if t.Failed() && !verbose {
+		if t.Failed() && !testenv.StreamLogs {
 			t.Logf("fake kubelet and runner output:\n%s", logs.String())
 		}
 	})
@@ -102,7 +102,7 @@ func startKubelet(t *testing.T) *fakekubelet.Kubelet {
 func TestControllerSIGKILLPodApplyIsCollected(t *testing.T) {
 	g := NewWithT(t)
 	ns := runnerNamespace(t)
-	publish(t, ns, map[string]string{"main.tf": slowModule})
+	suite.Publish(t, ns, map[string]string{"main.tf": slowModule})
 	kubelet := startKubelet(t)
 	work := t.TempDir()
 	c := startController(t, pods, work)
@@ -122,12 +122,11 @@ func TestControllerSIGKILLPodApplyIsCollected(t *testing.T) {
 	g.Expect(holder.Pod).To(Equal(&statelock.PodHolder{Namespace: ns, Name: pod.Name, UID: string(pod.UID)}), "under its Pod's identity")
 	pid := kubelet.RunnerPID(ns, pod.Name)
 	g.Expect(pid).NotTo(BeZero())
-	c.signal(t, syscall.SIGKILL)
-	_ = c.waitExit(t, time.Minute)
+	g.Expect(c.Kill()).To(Succeed())
 	g.Expect(liveRunnerPod(g, ns).UID).To(Equal(pod.UID), "the runner Pod carries on without the controller")
 	g.Expect(kubelet.RunnerExited(ns, pod.Name)).To(BeFalse(), "and so does its runner (pid %d)", pid)
 
-	startController(t, pods, work)
+	g.Expect(c.Restart()).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		settled(g, tf, effects)
 		g.Expect(get(g, tf).Status.LastAppliedPlan).To(Equal(run.Plan), "the recorded run's plan was applied")
@@ -148,7 +147,7 @@ func TestControllerSIGKILLPodApplyIsCollected(t *testing.T) {
 func TestRunnerPodKilledMidApplyReleasesItsLock(t *testing.T) {
 	g := NewWithT(t)
 	ns := runnerNamespace(t)
-	publish(t, ns, map[string]string{"main.tf": slowModule})
+	suite.Publish(t, ns, map[string]string{"main.tf": slowModule})
 	kubelet := startKubelet(t)
 	startController(t, pods, t.TempDir())
 	effects := filepath.Join(t.TempDir(), "effects")
@@ -164,7 +163,7 @@ func TestRunnerPodKilledMidApplyReleasesItsLock(t *testing.T) {
 	patch := client.MergeFrom(obj.DeepCopy())
 	obj.Spec.Vars[1].Value = testenv.JSONValue(12)
 	obj.Spec.Vars = append(obj.Spec.Vars, infrav1.Variable{Name: "rev", Value: testenv.JSONValue("2")})
-	g.Expect(env.Client.Patch(context.Background(), obj, patch)).To(Succeed())
+	g.Expect(suite.Env.Client.Patch(context.Background(), obj, patch)).To(Succeed())
 	g.Eventually(func() int { return began(effects) }, 2*time.Minute, 100*time.Millisecond).Should(Equal(2), "the new create has begun")
 	time.Sleep(time.Second)
 	pod := liveRunnerPod(g, ns)

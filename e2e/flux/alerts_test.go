@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 // A Flux Alert on Terraform objects delivers, through the real
@@ -72,7 +73,7 @@ func TestAlertsReachAFluxProvider(t *testing.T) {
 	var obj *infrav1.Terraform
 	s.eventually("a plan waits for approval", func(g Gomega) {
 		obj = s.terraform(g, tf.Name)
-		g.Expect(obj.PendingPlan()).NotTo(BeEmpty(), describeTerraform(obj))
+		g.Expect(obj.PendingPlan()).NotTo(BeEmpty(), testenv.Describe(obj))
 	})
 	first := obj.PendingPlan()
 	revision := obj.Status.Plan.Revision
@@ -132,7 +133,7 @@ func TestAlertsReachAFluxProvider(t *testing.T) {
 	s.setContent(tf.Name, "hello")
 	s.eventually("Ready again", func(g Gomega) {
 		cur := s.terraform(g, tf.Name)
-		g.Expect(conditions.IsReady(cur)).To(BeTrue(), describeTerraform(cur))
+		g.Expect(conditions.IsReady(cur)).To(BeTrue(), testenv.Describe(cur))
 	})
 	g.Expect(s.c.Delete(s.ctx, tf)).To(Succeed())
 	destroyed := hook.expect(t, "destroy done", func(e eventv1.Event) bool {

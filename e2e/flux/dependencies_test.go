@@ -15,6 +15,7 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/gitops"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 // A Terraform object that dependsOn a Flux Kustomization waits, with reason
@@ -50,7 +51,7 @@ func TestDependsOnKustomizationAndTerraformOutputs(t *testing.T) {
 		g.Expect(platform).NotTo(BeNil())
 		g.Expect(platform.Status).To(Equal(metav1.ConditionFalse))
 		c := s.terraform(g, "consumer")
-		g.Expect(conditions.IsFalse(c, meta.ReadyCondition)).To(BeTrue(), describeTerraform(c))
+		g.Expect(conditions.IsFalse(c, meta.ReadyCondition)).To(BeTrue(), testenv.Describe(c))
 		g.Expect(conditions.GetReason(c, meta.ReadyCondition)).To(Equal(infrav1.DependencyNotReadyReason))
 		msg := conditions.GetMessage(c, meta.ReadyCondition)
 		g.Expect(msg).To(ContainSubstring("Kustomization " + s.ns + "/platform"))

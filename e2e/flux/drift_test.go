@@ -11,6 +11,7 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/cloud"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 // Changes made in the stand-in cloud behind Landform's back (a database
@@ -76,7 +77,7 @@ func (s *scenario) expectRepaired(previous, counts string, cloudRepaired func(g 
 	s.eventuallyEvery(250*time.Millisecond, "the drift is repaired", func(g Gomega) {
 		cur := s.terraform(g, "app-infra")
 		g.Expect(cur.Status.LastAppliedPlan).NotTo(Equal(previous), "no new plan applied yet")
-		g.Expect(conditions.GetReason(cur, infrav1.DriftedCondition)).To(Equal(infrav1.AppliedReason), describeTerraform(cur))
+		g.Expect(conditions.GetReason(cur, infrav1.DriftedCondition)).To(Equal(infrav1.AppliedReason), testenv.Describe(cur))
 		g.Expect(conditions.IsFalse(cur, infrav1.DriftedCondition)).To(BeTrue())
 		g.Expect(conditions.GetMessage(cur, infrav1.DriftedCondition)).To(Equal("drift repaired by plan " + cur.Status.LastAppliedPlan))
 		expectTerraformReady(g, cur)

@@ -14,6 +14,7 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/gitops"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 // healthTimeout is the Kustomization's timeout: the bound on its health
@@ -41,7 +42,7 @@ func TestKustomizationHealthFollowsTerraform(t *testing.T) {
 		cur := s.terraform(g, tf.Name)
 		if c := gitops.Condition(ks, meta.ReadyCondition); c != nil && c.Status == metav1.ConditionTrue {
 			if !conditions.IsReady(cur) || cur.Status.ObservedGeneration != cur.Generation {
-				StopTrying("Kustomization infra is Ready (" + c.Message + ") before Terraform " + tf.Name + ": " + describeTerraform(cur)).Now()
+				StopTrying("Kustomization infra is Ready (" + c.Message + ") before Terraform " + tf.Name + ": " + testenv.Describe(cur)).Now()
 			}
 		}
 		expectKustomizationReady(g, ks, first)
@@ -64,7 +65,7 @@ func TestKustomizationHealthFollowsTerraform(t *testing.T) {
 		g.Expect(attempted).To(HaveSuffix(broken))
 		ready := gitops.Condition(ks, meta.ReadyCondition)
 		g.Expect(ready).NotTo(BeNil())
-		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse), describeUnstructured(ks))
+		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse), testenv.Describe(ks))
 		g.Expect(ready.Reason).To(Equal(meta.HealthCheckFailedReason))
 		g.Expect(ready.Message).To(ContainSubstring("Terraform/" + s.ns + "/" + tf.Name))
 	})
@@ -73,7 +74,7 @@ func TestKustomizationHealthFollowsTerraform(t *testing.T) {
 	t.Logf("the failed health check was reported %s after the push: %s", took.Round(time.Second),
 		gitops.ReadyMessage(s.getKustomization(g, "infra")))
 	cur := s.terraform(g, tf.Name)
-	g.Expect(conditions.IsStalled(cur)).To(BeTrue(), describeTerraform(cur))
+	g.Expect(conditions.IsStalled(cur)).To(BeTrue(), testenv.Describe(cur))
 	g.Expect(conditions.GetReason(cur, meta.ReadyCondition)).To(Equal(infrav1.InvalidConfigurationReason))
 	g.Expect(conditions.GetMessage(cur, meta.ReadyCondition)).To(ContainSubstring(broken[:10]), "the message names the revision")
 

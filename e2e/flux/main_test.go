@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/landform-dev/landform/internal/cloud"
 	"github.com/landform-dev/landform/internal/devenv"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 // The environment every scenario shares.
@@ -23,10 +23,15 @@ var (
 	env      *devenv.Env
 	cloudAPI *cloud.Client
 	repoRoot string
+	// unavailable is why the suite skips here (testenv.Skippable); nil
+	// when it runs.
+	unavailable error
 )
 
 // TestMain starts one embedded environment for the whole suite. Missing
-// tools fail the suite: skipping would let `make test` pass without it.
+// tools fail the suite under make (skipping would let `make test` pass
+// without it) and have every scenario skip under a plain `go test`
+// (testenv.ToolDir).
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -37,13 +42,13 @@ func run(m *testing.M) int {
 	ctrllog.SetLogger(logr.Discard())
 	_, file, _, _ := runtime.Caller(0)
 	repoRoot = filepath.Join(filepath.Dir(file), "..", "..")
-	tools := os.Getenv(devenv.ToolsDirEnv)
-	if tools == "" {
-		tools = filepath.Join(repoRoot, "bin")
-	}
-	if missing := missingTools(tools); len(missing) > 0 {
-		fmt.Fprintf(os.Stderr, "e2e: %s missing in %s: run `make tools build` (or point %s at a directory holding them)\n",
-			strings.Join(missing, ", "), tools, devenv.ToolsDirEnv)
+	tools, err := testenv.ToolDir(devenv.ToolsDirEnv, "kube-apiserver", "etcd", "source-controller", "kustomize-controller",
+		"notification-controller", "flux-crds", "flux-kustomize-crds", "flux-notification-crds", "tofu", "landform-runner")
+	if testenv.Skippable(err) {
+		unavailable = err
+		return m.Run()
+	} else if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		return 1
 	}
 	state, err := os.MkdirTemp("", "landform-e2e-")
@@ -79,16 +84,4 @@ func run(m *testing.M) int {
 	}
 	_ = os.RemoveAll(state)
 	return 0
-}
-
-// missingTools names what `make tools build` should have put in dir.
-func missingTools(dir string) []string {
-	var missing []string
-	for _, t := range []string{"kube-apiserver", "etcd", "source-controller", "kustomize-controller", "notification-controller",
-		"flux-crds", "flux-kustomize-crds", "flux-notification-crds", "tofu", "landform-runner"} {
-		if _, err := os.Stat(filepath.Join(dir, t)); err != nil {
-			missing = append(missing, t)
-		}
-	}
-	return missing
 }

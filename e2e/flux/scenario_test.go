@@ -23,6 +23,7 @@ import (
 	"github.com/landform-dev/landform/internal/cloud"
 	"github.com/landform-dev/landform/internal/devenv/gitserver"
 	"github.com/landform-dev/landform/internal/gitops"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 const (
@@ -51,6 +52,7 @@ type scenario struct {
 // Kustomizations and Terraform objects and waits for them to be gone.
 func newScenario(t *testing.T, name string) *scenario {
 	t.Helper()
+	testenv.SkipOrFail(t, unavailable)
 	t.Parallel()
 	s := &scenario{t: t, ctx: context.Background(), c: env.Client, ns: "e2e-" + name}
 	if err := gitserver.Seed(filepath.Join(env.StateDir, "git"), s.ns, repoRoot, "modules"); err != nil {
@@ -162,8 +164,8 @@ func (s *scenario) gone(g Gomega, obj client.Object) bool {
 
 // expectTerraformReady: Ready=True for the current generation.
 func expectTerraformReady(g Gomega, tf *infrav1.Terraform) {
-	g.ExpectWithOffset(1, tf.Status.ObservedGeneration).To(Equal(tf.Generation), "not reconciled at generation %d: %s", tf.Generation, describeTerraform(tf))
-	g.ExpectWithOffset(1, conditions.IsReady(tf)).To(BeTrue(), "not Ready: %s", describeTerraform(tf))
+	g.ExpectWithOffset(1, tf.Status.ObservedGeneration).To(Equal(tf.Generation), "not reconciled at generation %d: %s", tf.Generation, testenv.Describe(tf))
+	g.ExpectWithOffset(1, conditions.IsReady(tf)).To(BeTrue(), "not Ready: %s", testenv.Describe(tf))
 }
 
 // expectKustomizationReady: Ready=True for the current generation, with
@@ -171,10 +173,10 @@ func expectTerraformReady(g Gomega, tf *infrav1.Terraform) {
 func expectKustomizationReady(g Gomega, ks *unstructured.Unstructured, commit string) {
 	observed, _, _ := unstructured.NestedInt64(ks.Object, "status", "observedGeneration")
 	applied, _, _ := unstructured.NestedString(ks.Object, "status", "lastAppliedRevision")
-	g.ExpectWithOffset(1, observed).To(Equal(ks.GetGeneration()), "Kustomization %s not reconciled yet: %s", ks.GetName(), describeUnstructured(ks))
+	g.ExpectWithOffset(1, observed).To(Equal(ks.GetGeneration()), "Kustomization %s not reconciled yet: %s", ks.GetName(), testenv.Describe(ks))
 	ready := gitops.Condition(ks, meta.ReadyCondition)
 	g.ExpectWithOffset(1, ready).NotTo(BeNil(), "Kustomization %s has no Ready condition", ks.GetName())
-	g.ExpectWithOffset(1, ready.Status).To(Equal(metav1.ConditionTrue), "Kustomization %s not Ready: %s", ks.GetName(), describeUnstructured(ks))
+	g.ExpectWithOffset(1, ready.Status).To(Equal(metav1.ConditionTrue), "Kustomization %s not Ready: %s", ks.GetName(), testenv.Describe(ks))
 	g.ExpectWithOffset(1, applied).To(HaveSuffix(commit), "Kustomization %s has not applied %s", ks.GetName(), commit)
 }
 
@@ -202,16 +204,11 @@ func securityGroup(g Gomega, name string) *cloud.SecurityGroup {
 	return nil
 }
 
-// events are the scenario's events about object name with reason.
+// events are the scenario's events about the object called name with
+// reason.
 func (s *scenario) events(g Gomega, name, reason string) []string {
-	var list corev1.EventList
-	g.ExpectWithOffset(1, s.c.List(s.ctx, &list, client.InNamespace(s.ns))).To(Succeed())
-	var msgs []string
-	for _, e := range list.Items {
-		if e.InvolvedObject.Name == name && e.Reason == reason {
-			msgs = append(msgs, e.Message)
-		}
-	}
+	msgs, err := testenv.Events(s.ctx, s.c, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name}}, reason)
+	g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return msgs
 }
 
@@ -225,22 +222,18 @@ func (s *scenario) diagnose() {
 	var tfs infrav1.TerraformList
 	if err := s.c.List(s.ctx, &tfs, client.InNamespace(s.ns)); err == nil {
 		for i := range tfs.Items {
-			fmt.Fprintf(&b, "  Terraform %s: %s\n", tfs.Items[i].Name, describeTerraform(&tfs.Items[i]))
+			fmt.Fprintf(&b, "  Terraform %s: %s\n", tfs.Items[i].Name, testenv.Describe(&tfs.Items[i]))
 		}
 	}
 	kss := gitops.KustomizationList()
 	if err := s.c.List(s.ctx, kss, client.InNamespace(s.ns)); err == nil {
 		for i := range kss.Items {
-			fmt.Fprintf(&b, "  Kustomization %s: %s\n", kss.Items[i].GetName(), describeUnstructured(&kss.Items[i]))
+			fmt.Fprintf(&b, "  Kustomization %s: %s\n", kss.Items[i].GetName(), testenv.Describe(&kss.Items[i]))
 		}
 	}
 	gr := &sourcev1.GitRepository{}
 	if err := s.c.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: repoName}, gr); err == nil {
-		rev := "none"
-		if gr.Status.Artifact != nil {
-			rev = gr.Status.Artifact.Revision
-		}
-		fmt.Fprintf(&b, "  GitRepository %s: artifact %s; %s\n", repoName, rev, describeConditions(gr.Status.Conditions))
+		fmt.Fprintf(&b, "  GitRepository %s: %s\n", repoName, testenv.Describe(gr))
 	}
 	var evs corev1.EventList
 	if err := s.c.List(s.ctx, &evs, client.InNamespace(s.ns)); err == nil {
@@ -287,7 +280,7 @@ func (s *scenario) cleanup() {
 		var names []string
 		for i := range tfs.Items {
 			tf := &tfs.Items[i]
-			names = append(names, fmt.Sprintf("Terraform %s (%s)", tf.Name, describeTerraform(tf)))
+			names = append(names, fmt.Sprintf("Terraform %s (%s)", tf.Name, testenv.Describe(tf)))
 			if tf.DeletionTimestamp.IsZero() {
 				if err := s.c.Delete(ctx, tf); client.IgnoreNotFound(err) != nil {
 					s.t.Errorf("cleanup: %v", err)
@@ -304,34 +297,4 @@ func (s *scenario) cleanup() {
 		case <-time.After(time.Second):
 		}
 	}
-}
-
-func describeTerraform(tf *infrav1.Terraform) string {
-	var plan string
-	if p := tf.Status.Plan; p != nil {
-		plan = fmt.Sprintf("; plan %s pending=%q rev %s +%d ~%d -%d drift=%v", p.ID, p.Pending, p.Revision, p.Add, p.Change, p.Destroy, p.IsDrift)
-	}
-	return fmt.Sprintf("generation %d observed %d; applied %s (%s)%s; %s", tf.Generation, tf.Status.ObservedGeneration,
-		tf.Status.LastAppliedRevision, tf.Status.LastAppliedPlan, plan, describeConditions(tf.Status.Conditions))
-}
-
-func describeUnstructured(u *unstructured.Unstructured) string {
-	observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
-	applied, _, _ := unstructured.NestedString(u.Object, "status", "lastAppliedRevision")
-	attempted, _, _ := unstructured.NestedString(u.Object, "status", "lastAttemptedRevision")
-	var conds []metav1.Condition
-	for _, t := range []string{meta.ReadyCondition, meta.ReconcilingCondition, meta.StalledCondition, meta.HealthyCondition} {
-		if c := gitops.Condition(u, t); c != nil {
-			conds = append(conds, *c)
-		}
-	}
-	return fmt.Sprintf("generation %d observed %d; applied %s, attempted %s; %s", u.GetGeneration(), observed, applied, attempted, describeConditions(conds))
-}
-
-func describeConditions(conds []metav1.Condition) string {
-	parts := make([]string, 0, len(conds))
-	for _, c := range conds {
-		parts = append(parts, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
-	}
-	return strings.Join(parts, "; ")
 }

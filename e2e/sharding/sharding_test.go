@@ -3,17 +3,11 @@ package sharding
 import (
 	"bufio"
 	"context"
-	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -60,23 +54,26 @@ const (
 // reconciled). A dependsOn across shards is met. Each controller holds its
 // own leader election Lease.
 func TestShardsReconcileDisjointObjects(t *testing.T) {
-	if skipReason != "" {
-		t.Skip(skipReason)
-	}
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := env.Namespace(t)
-	g.Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNamespace}}))).To(Succeed())
-	publish(t, ns, map[string]string{"main.tf": module})
+	ns := suite.Namespace(t)
+	g.Expect(client.IgnoreAlreadyExists(suite.Env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNamespace}}))).To(Succeed())
+	suite.Publish(t, ns, map[string]string{"main.tf": module})
 
 	selectors := map[string]string{
 		"shard1": shardKey + " in (shard1)",
 		"shard2": shardKey + " in (shard2)",
 		"main":   "!" + shardKey,
 	}
-	controllers := map[string]*controller{}
+	controllers := map[string]*testenv.Controller{}
 	for name, sel := range selectors {
-		controllers[name] = startController(t, name, "--watch-label-selector="+sel)
+		// Leader election and its own metrics port, which says what it
+		// reconciled.
+		controllers[name] = suite.StartController(t, testenv.ControllerOptions{
+			Name: "controller " + name, WorkDir: t.TempDir(), Metrics: true,
+			Args: []string{"--leader-elect", "--concurrent-runs=2", "--drain-timeout=10s", "--watch-label-selector=" + sel},
+			Env:  []string{"POD_NAMESPACE=" + leaseNamespace},
+		})
 	}
 
 	// owner is the controller each object belongs to; a-1 depends on b-2,
@@ -95,11 +92,11 @@ func TestShardsReconcileDisjointObjects(t *testing.T) {
 	for name := range owner {
 		g.Eventually(func(g Gomega) {
 			obj := &infrav1.Terraform{}
-			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)).To(Succeed())
+			g.Expect(suite.Env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)).To(Succeed())
 			g.Expect(conditions.IsReady(obj)).To(BeTrue(), "%s Ready: %s", name, conditions.GetMessage(obj, meta.ReadyCondition))
 			g.Expect(obj.Status.ObservedGeneration).To(Equal(obj.Generation))
 			s := &corev1.Secret{}
-			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-outputs"}, s)).To(Succeed())
+			g.Expect(suite.Env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-outputs"}, s)).To(Succeed())
 			g.Expect(string(s.Data["effects"])).To(Equal(effects[name]))
 		}).WithTimeout(90*time.Second).WithPolling(500*time.Millisecond).Should(Succeed(), "%s becomes Ready with its outputs", name)
 	}
@@ -110,7 +107,7 @@ func TestShardsReconcileDisjointObjects(t *testing.T) {
 	}
 
 	for cname, c := range controllers {
-		reconciled := c.reconciledObjects(g, ns)
+		reconciled := reconciledObjects(g, c, ns)
 		for name, shard := range owner {
 			if shard == cname {
 				g.Expect(reconciled).To(HaveKey(name), "%s reconciled %s, its own", cname, name)
@@ -118,7 +115,7 @@ func TestShardsReconcileDisjointObjects(t *testing.T) {
 				g.Expect(reconciled).NotTo(HaveKey(name), "%s never reconciled %s, of %s", cname, name, shard)
 			}
 		}
-		g.Expect(c.exited()).To(BeFalse(), "%s still runs", cname)
+		g.Expect(c.Exited()).To(BeFalse(), "%s still runs", cname)
 	}
 
 	// Each controller leads its own Lease, named as Flux's controllers
@@ -126,75 +123,8 @@ func TestShardsReconcileDisjointObjects(t *testing.T) {
 	for cname, sel := range selectors {
 		lease := &coordinationv1.Lease{}
 		key := client.ObjectKey{Namespace: leaseNamespace, Name: leaderelection.GenerateID(baseLeaderElectionID, sel)}
-		g.Expect(env.Client.Get(ctx, key, lease)).To(Succeed(), "the Lease of %s", cname)
+		g.Expect(suite.Env.Client.Get(ctx, key, lease)).To(Succeed(), "the Lease of %s", cname)
 		g.Expect(lease.Spec.HolderIdentity).To(HaveValue(Not(BeEmpty())), "%s leads its Lease", cname)
-	}
-}
-
-// controller is the real landform-controller as a child process.
-type controller struct {
-	name    string
-	cmd     *exec.Cmd
-	logs    *testenv.SyncBuffer
-	metrics string // URL of its /metrics
-	done    chan struct{}
-}
-
-// startController runs landform-controller with local runners, leader
-// election and its own work directory and metrics port, and waits until
-// it serves metrics.
-func startController(t *testing.T, name string, args ...string) *controller {
-	t.Helper()
-	g := NewWithT(t)
-	port := freePort(t)
-	c := &controller{
-		name: name, logs: &testenv.SyncBuffer{}, done: make(chan struct{}),
-		metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port),
-	}
-	flags := []string{
-		"--runner=local", "--runner-binary", bins.runner, "--engine", bins.tofu,
-		"--work-dir", t.TempDir(), "--leader-elect",
-		fmt.Sprintf("--metrics-addr=127.0.0.1:%d", port), "--health-addr=0",
-		"--concurrent-runs=2", "--drain-timeout=10s",
-	}
-	c.cmd = exec.Command(bins.controller, append(flags, args...)...)
-	c.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "POD_NAMESPACE="+leaseNamespace, "CHECKPOINT_DISABLE=1")
-	// Its own process group, so that its runners and engines go with it.
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var out io.Writer = c.logs
-	if verbose {
-		out = io.MultiWriter(c.logs, os.Stderr)
-	}
-	c.cmd.Stdout, c.cmd.Stderr = out, out
-	g.Expect(c.cmd.Start()).To(Succeed())
-	go func() { _ = c.cmd.Wait(); close(c.done) }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
-		<-c.done
-		if t.Failed() && !verbose {
-			t.Logf("controller %s (%s) output:\n%s", name, strings.Join(args, " "), c.logs.String())
-		}
-	})
-	g.Eventually(func() error {
-		if c.exited() {
-			return StopTrying(fmt.Sprintf("controller %s exited:\n%s", name, c.logs.String()))
-		}
-		resp, err := http.Get(c.metrics)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		return nil
-	}).WithTimeout(30 * time.Second).Should(Succeed())
-	return c
-}
-
-func (c *controller) exited() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
 	}
 }
 
@@ -203,8 +133,8 @@ var label = regexp.MustCompile(`(\w+)="([^"]*)"`)
 
 // reconciledObjects reads the controller's /metrics: how many times it
 // reconciled each Terraform object of ns.
-func (c *controller) reconciledObjects(g Gomega, ns string) map[string]int {
-	resp, err := http.Get(c.metrics)
+func reconciledObjects(g Gomega, c *testenv.Controller, ns string) map[string]int {
+	resp, err := http.Get(c.MetricsURL)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
 	counts := map[string]int{}
@@ -230,16 +160,6 @@ func (c *controller) reconciledObjects(g Gomega, ns string) map[string]int {
 	return counts
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // newTerraform creates an auto-approved object on the module in shard
 // (no label for "main"), its effects in effects and its outputs in
 // <name>-outputs.
@@ -261,13 +181,5 @@ func newTerraform(t *testing.T, ns, name, shard, effects string, mutate func(*in
 		tf.Labels = map[string]string{shardKey: shard}
 	}
 	mutate(tf)
-	NewWithT(t).Expect(env.Client.Create(context.Background(), tf)).To(Succeed())
-}
-
-// publish serves files as a tarball artifact and points a GitRepository
-// "repo" in ns at it, as source-controller would.
-func publish(t *testing.T, ns string, files map[string]string) {
-	t.Helper()
-	_, err := artifacts.Publish(context.Background(), env.Client, ns, files)
-	NewWithT(t).Expect(err).To(Succeed())
+	NewWithT(t).Expect(suite.Env.Client.Create(context.Background(), tf)).To(Succeed())
 }

@@ -260,7 +260,7 @@ func (b *bench) initPhase(r *Report) error {
 					return err
 				}
 			}
-			cmd := exec.Command(b.o.tofu, "init", "-input=false", "-no-color")
+			cmd := exec.Command(b.o.Tofu, "init", "-input=false", "-no-color")
 			cmd.Dir = dir
 			cmd.Env = append(cleanEnv(), "TF_CLI_CONFIG_FILE="+filepath.Join(dir, "cli.tfrc"), "TF_IN_AUTOMATION=1",
 				"HOME="+dir, "CHECKPOINT_DISABLE=1", "SSL_CERT_FILE="+nm.caFile)

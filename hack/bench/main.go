@@ -14,7 +14,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,7 +22,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
@@ -57,15 +55,16 @@ const (
 )
 
 type options struct {
-	n                    int
-	samples              int
-	idle, restartWindow  time.Duration
-	driftInterval        time.Duration
-	outMD, outJSON       string
-	notes                string
-	controller, runner   string
-	tofu, revision, keep string
-	providerMirror       string
+	n                   int
+	samples             int
+	idle, restartWindow time.Duration
+	driftInterval       time.Duration
+	outMD, outJSON      string
+	notes               string
+	// Programs are the controller, the runner and OpenTofu.
+	testenv.Programs
+	revision, keep string
+	providerMirror string
 }
 
 // defaultN is the scale phase's N of `make bench`; a run at scaleRunN
@@ -87,10 +86,10 @@ func main() {
 	flag.StringVar(&o.outJSON, "out-json", "docs/benchmarks.json",
 		fmt.Sprintf("JSON report of a default run; a run of -n %d or more writes <this without .json>-<n>.json instead, and -out-md renders both", scaleRunN))
 	flag.StringVar(&o.notes, "notes", "hack/bench/notes.json", "why each target is not met: {\"target name\": \"explanation\"}, copied into the reports' targets that are not met")
-	flag.StringVar(&o.controller, "controller", "bin/landform-controller", "landform-controller binary")
-	flag.StringVar(&o.runner, "runner", "bin/landform-runner", "landform-runner binary")
-	flag.StringVar(&o.tofu, "tofu", "bin/tofu", "OpenTofu binary, for Landform's runners and the raw engine")
-	flag.StringVar(&o.providerMirror, "provider-mirror", "bin/providers", "read-only provider filesystem mirror holding the landform provider (make tools)")
+	flag.StringVar(&o.Controller, "controller", "", "landform-controller binary (default $LANDFORM_CONTROLLER_BIN, else bin/landform-controller)")
+	flag.StringVar(&o.Runner, "runner", "", "landform-runner binary (default $LANDFORM_RUNNER_BIN, else bin/landform-runner)")
+	flag.StringVar(&o.Tofu, "tofu", "", "OpenTofu binary, for Landform's runners and the raw engine (default $LANDFORM_TOFU, else bin/tofu)")
+	flag.StringVar(&o.providerMirror, "provider-mirror", "", "read-only provider filesystem mirror holding the landform provider (default bin/providers, of make tools)")
 	flag.StringVar(&o.revision, "revision", "", "what was measured, for the report (default: git describe --always --dirty)")
 	flag.StringVar(&o.keep, "keep", "", "keep the work directory (logs, controller work dir) here instead of removing it")
 	renderFrom := flag.String("render", "", "only render this default run's JSON report (and its scale runs beside it) again as -out-md, "+
@@ -134,15 +133,8 @@ type bench struct {
 }
 
 func run(o options) error {
-	for _, p := range []*string{&o.controller, &o.runner, &o.tofu, &o.providerMirror} {
-		abs, err := filepath.Abs(*p)
-		if err != nil {
-			return err
-		}
-		if _, err := os.Stat(abs); err != nil {
-			return fmt.Errorf("%s is missing: run `make tools build` (%w)", abs, err)
-		}
-		*p = abs
+	if err := findTools(&o); err != nil {
+		return err
 	}
 	if len(server.MirroredProviders(o.providerMirror)) == 0 {
 		return fmt.Errorf("%s holds no provider: run `make tools`", o.providerMirror)
@@ -173,7 +165,7 @@ func run(o options) error {
 	r.Machine.Kernel = readTrim("/proc/sys/kernel/osrelease")
 	r.Machine.Go = runtime.Version()
 	r.Machine.LoadStart = loadAvg()
-	version := exec.Command(o.tofu, "version")
+	version := exec.Command(o.Tofu, "version")
 	version.Env = append(cleanEnv(), "CHECKPOINT_DISABLE=1")
 	ver, _ := version.Output()
 	r.Machine.Engine, _, _ = strings.Cut(string(ver), "\n")
@@ -183,7 +175,7 @@ func run(o options) error {
 	// Every engine process, the raw engine's and Landform's runners', goes
 	// through the same counting wrapper.
 	b.engines = &engineCounter{file: filepath.Join(tmp, "engine-processes")}
-	if b.engines.wrapper, err = buildEngineCounter(filepath.Join(tmp, "engine"), o.tofu, b.engines.file); err != nil {
+	if b.engines.wrapper, err = buildEngineCounter(filepath.Join(tmp, "engine"), o.Tofu, b.engines.file); err != nil {
 		return err
 	}
 	if r.EngineWrapper, err = wrapperCost(filepath.Join(tmp, "engine-cost"), 21); err != nil {
@@ -238,7 +230,7 @@ func run(o options) error {
 	}
 
 	work := filepath.Join(tmp, "controller")
-	if b.ctrl, err = b.startController(ctx, work, "controller-1.log"); err != nil {
+	if b.ctrl, err = b.startController(work, "controller-1.log"); err != nil {
 		return err
 	}
 	defer func() { b.ctrl.stop() }()
@@ -607,7 +599,7 @@ func (b *bench) scale(ctx context.Context, r *Report, rev string) error {
 	s.CPU = d.cpu
 	s.CPUPerObject = d.cpu.Total() / float64(n)
 	s.CPUBound = d.cpu.Total() / float64(r.Machine.Cores)
-	s.ControllerPeakMiB = peakRSSMiB(b.ctrl.pid())
+	s.ControllerPeakMiB = peakRSSMiB(b.ctrl.PID())
 	runs := b.tr.runsSince(start)
 	s.RunsStarted = len(runs)
 	s.RunsByAction = map[string]int{}
@@ -779,7 +771,7 @@ func (b *bench) restart(ctx context.Context, r *Report, work string) error {
 	}
 	log("restarting the controller; watching for %s", b.o.restartWindow)
 	start := time.Now()
-	if b.ctrl, err = b.startController(ctx, work, "controller-2.log"); err != nil {
+	if b.ctrl, err = b.startController(work, "controller-2.log"); err != nil {
 		return err
 	}
 	time.Sleep(b.o.restartWindow - time.Since(start))
@@ -796,7 +788,7 @@ func (b *bench) restart(ctx context.Context, r *Report, work string) error {
 		APIWrites:         sum(d.writes),
 		APIWritesByRes:    d.writes,
 		EngineProcs:       sum(d.engines[callerLandform]),
-		ControllerPeakMiB: peakRSSMiB(b.ctrl.pid()),
+		ControllerPeakMiB: peakRSSMiB(b.ctrl.PID()),
 	}
 	return nil
 }
@@ -848,7 +840,7 @@ func (b *bench) snap(ctx context.Context) (snapshot, error) {
 		case os.Getpid():
 			s.harness = p.self
 		}
-		if b.ctrl != nil && p.pid == b.ctrl.pid() && !b.ctrl.exited() {
+		if b.ctrl != nil && p.pid == b.ctrl.PID() && !b.ctrl.Exited() {
 			s.ctrlPID = p.pid
 			s.ctrlSelf = p.self
 			s.ctrlKids = p.children + descendantsCPU(p.pid, procs)
@@ -887,18 +879,18 @@ func (s snapshot) sub(before snapshot) delta {
 	return d
 }
 
-// controller is bin/landform-controller as a child process.
+// controller is landform-controller as the bench runs it (testenv's
+// harness), its output in logPath.
 type controller struct {
-	cmd         *exec.Cmd
-	done        chan struct{}
-	logPath     string
-	metricsAddr string
+	*testenv.Controller
+	logPath string
+	logFile *os.File
 }
 
 // runnerStarts reads the controller's landform_runner_start_seconds
 // histogram for local runners: the sum of the start times and their count.
 func (c *controller) runnerStarts() (sum, count float64, err error) {
-	resp, err := http.Get("http://" + c.metricsAddr + "/metrics")
+	resp, err := http.Get(c.MetricsURL)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -921,74 +913,59 @@ func (c *controller) runnerStarts() (sum, count float64, err error) {
 	return sum, count, nil
 }
 
-func (c *controller) pid() int { return c.cmd.Process.Pid }
-
-func (c *controller) exited() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// stop sends SIGTERM and waits (SIGKILL after a minute).
+// stop sends SIGTERM and waits (its process group is killed after a
+// minute).
 func (c *controller) stop() {
-	if c.exited() {
-		return
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.done:
-	case <-time.After(time.Minute):
-		_ = c.cmd.Process.Kill()
-		<-c.done
-	}
+	_ = c.Stop()
+	c.logFile.Close()
 }
 
-func (b *bench) startController(ctx context.Context, work, logName string) (*controller, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	addr := l.Addr().String()
-	l.Close()
+// startController starts the controller with local runners, the counting
+// engine wrapper and the provider mirror on work, its output in logName,
+// and waits until it serves metrics: the manager has started.
+func (b *bench) startController(work, logName string) (*controller, error) {
 	logPath := filepath.Join(b.tmp, logName)
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"--runner=local", "--engine", b.engines.wrapper, "--provider-mirror", b.o.providerMirror,
-		"--runner-binary", b.o.runner, "--work-dir", work,
-		"--kubeconfig", b.kubeconfig, "--metrics-addr", addr, "--health-addr=0",
+	args := []string{"--provider-mirror=" + b.o.providerMirror,
 		"--concurrent=" + strconv.Itoa(concurrent), "--concurrent-runs=" + strconv.Itoa(concurrentRuns), "--drain-timeout=1m"}
 	// BENCH_CONTROLLER_ARGS adds flags, e.g. --zap-log-level=debug
 	// --zap-time-encoding=rfc3339nano to see where a run's time goes.
 	args = append(args, strings.Fields(os.Getenv("BENCH_CONTROLLER_ARGS"))...)
-	cmd := exec.Command(b.o.controller, args...)
-	cmd.Env = b.engineEnv(callerLandform)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = testenv.DieWithParent()
-	if err := cmd.Start(); err != nil {
+	c := testenv.NewController(testenv.ControllerOptions{
+		Binary: b.o.Controller, Kubeconfig: b.kubeconfig,
+		Runner: "local", RunnerBinary: b.o.Runner, Engine: b.engines.wrapper, WorkDir: work,
+		Metrics: true, Args: args,
+		Environ: b.engineEnv(callerLandform), Output: logFile,
+	})
+	if err := c.Start(); err != nil {
 		logFile.Close()
-		return nil, err
+		return nil, fmt.Errorf("the controller did not start: %w (see %s)", err, logPath)
 	}
-	c := &controller{cmd: cmd, done: make(chan struct{}), logPath: logPath, metricsAddr: addr}
-	go func() { _ = cmd.Wait(); logFile.Close(); close(c.done) }()
-	// Up once it serves metrics: the manager has started.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err == nil {
-			resp.Body.Close()
-			return c, nil
-		}
-		if c.exited() || time.Now().After(deadline) || ctx.Err() != nil {
-			c.stop()
-			return nil, fmt.Errorf("the controller did not start: see %s", logPath)
-		}
-		time.Sleep(50 * time.Millisecond)
+	return &controller{Controller: c, logPath: logPath, logFile: logFile}, nil
+}
+
+// findTools finds the programs the bench runs: the ones its flags name,
+// else the ones testenv finds ($LANDFORM_CONTROLLER_BIN,
+// $LANDFORM_RUNNER_BIN, $LANDFORM_TOFU, else the repository's bin/), and
+// the provider mirror. A missing one is an error that says what to run.
+func findTools(o *options) error {
+	if err := o.Programs.Find(); err != nil {
+		return err
 	}
+	var err error
+	if o.providerMirror == "" {
+		o.providerMirror, err = testenv.Tool("providers", "")
+	} else if _, err = os.Stat(o.providerMirror); err != nil {
+		err = &testenv.MissingToolError{Names: []string{"providers"}, Where: o.providerMirror, Err: err}
+	}
+	if err != nil {
+		return err
+	}
+	o.providerMirror, err = filepath.Abs(o.providerMirror)
+	return err
 }
 
 // publish packs body as main.tf (each namespace and revision with its own

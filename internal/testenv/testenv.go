@@ -1,8 +1,15 @@
-// Package testenv starts a real kube-apiserver and etcd (envtest) with the
-// Landform and Flux source CRDs installed, for integration tests. The
-// binaries come from KUBEBUILDER_ASSETS, or the repository's bin/ where
-// `make tools` puts them; a missing binary is an error, never a skip, so a
-// misconfigured CI cannot pass by testing nothing.
+// Package testenv is the one harness of Landform's tests, suites and bench.
+// It starts a real kube-apiserver and etcd (envtest) with the Landform and
+// Flux source CRDs installed; finds the programs a suite runs (Tool,
+// ToolDir); runs the real landform-controller binary as a child process
+// (Controller); serves source artifacts (Artifacts); and describes objects
+// for failure messages (Describe, Events).
+//
+// The API server's binaries come from KUBEBUILDER_ASSETS, or the
+// repository's bin/ where `make tools` puts them. For the integration tests
+// (Main) a missing binary is an error, never a skip, so a misconfigured CI
+// cannot pass by testing nothing; the end-to-end suites follow Tool's rule,
+// which fails under make and skips a plain `go test`.
 package testenv
 
 import (
@@ -11,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -44,23 +50,12 @@ func repoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// assets returns the directory holding kube-apiserver and etcd.
+// assets returns the directory holding kube-apiserver and etcd:
+// KUBEBUILDER_ASSETS, else the repository's bin/.
 func assets() (string, error) {
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	from := "KUBEBUILDER_ASSETS"
-	if dir == "" {
-		dir, from = filepath.Join(repoRoot(), "bin"), "the repository's bin/ (KUBEBUILDER_ASSETS is unset)"
-	}
-	var missing []string
-	for _, b := range []string{"kube-apiserver", "etcd"} {
-		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
-			missing = append(missing, b)
-		}
-	}
-	if len(missing) > 0 {
-		return "", fmt.Errorf("envtest needs %s in %s (%s), which does not have them: "+
-			"run `make tools` (hack/tools.sh) or point KUBEBUILDER_ASSETS at a directory holding them",
-			strings.Join(missing, " and "), dir, from)
+	dir, err := ToolDir("KUBEBUILDER_ASSETS", "kube-apiserver", "etcd")
+	if err != nil {
+		return "", fmt.Errorf("envtest: %w", err)
 	}
 	return dir, nil
 }

@@ -1,0 +1,72 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+// Installation is a real cluster with Landform's chart installed, as the
+// suites that run against one (e2e/, e2e/cluster) reach it.
+type Installation struct {
+	Config *rest.Config
+	// Client knows the Kubernetes, Landform and Flux source types.
+	Client client.WithWatch
+}
+
+// The chart's names the suites check.
+const (
+	controllerDeployment = "landform-controller"
+	runnerServiceAccount = "landform-runner"
+)
+
+// ConnectInstallation reaches the cluster of kubeconfig and checks that
+// Landform is installed there: the controller Deployment in controllerNS
+// becomes available within timeout (polled every interval), and the
+// runner namespace runnerNS has the runner ServiceAccount.
+func ConnectInstallation(ctx context.Context, kubeconfig, controllerNS, runnerNS string, timeout, interval time.Duration) (*Installation, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	scheme := k8sruntime.NewScheme()
+	for _, add := range []func(*k8sruntime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, sourcev1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	if err := Poll(ctx, timeout, interval, "the controller Deployment to be available", func() (bool, string, error) {
+		var dep appsv1.Deployment
+		if err := c.Get(ctx, client.ObjectKey{Namespace: controllerNS, Name: controllerDeployment}, &dep); err != nil {
+			return false, "", err
+		}
+		for _, cond := range dep.Status.Conditions {
+			if cond.Type == appsv1.DeploymentAvailable && cond.Status == corev1.ConditionTrue {
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprintf("%+v", dep.Status.Conditions), nil
+	}); err != nil {
+		return nil, fmt.Errorf("is Landform installed in %s? %w", controllerNS, err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: runnerNS, Name: runnerServiceAccount}, &corev1.ServiceAccount{}); err != nil {
+		return nil, fmt.Errorf("the runner namespace %s has no ServiceAccount %s (install the chart with runner.namespaces={%s}): %w",
+			runnerNS, runnerServiceAccount, runnerNS, err)
+	}
+	return &Installation{Config: cfg, Client: c}, nil
+}
