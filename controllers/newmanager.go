@@ -237,12 +237,11 @@ func newPlacer(ctx context.Context, c Config, cfg *rest.Config, scheme *runtime.
 			Policy:          c.Pod.Policy,
 		}, nil
 	case RunnerLocal:
-		// The CA lives only in this process: local runners are its children.
-		ca, err := mtls.NewCA("landform-local-runners", 365*24*time.Hour)
-		if err != nil {
-			return nil, fmt.Errorf("creating the runner CA: %w", err)
-		}
 		if err := os.MkdirAll(c.WorkDir, 0o700); err != nil {
+			return nil, err
+		}
+		ca, err := localCA(c)
+		if err != nil {
 			return nil, err
 		}
 		kubeconfig := filepath.Join(c.WorkDir, "runner-kubeconfig")
@@ -272,6 +271,48 @@ func nonZero(d time.Duration) *time.Duration {
 		return nil
 	}
 	return &d
+}
+
+// localCA is the CA of local runners. Runners that end with this process
+// need one only it holds; detached runners outlive it, so their CA is kept
+// in the work dir (readable by its owner only), for the next controller
+// process to dial them.
+func localCA(c Config) (*mtls.CA, error) {
+	if !c.Local.Detach {
+		ca, err := mtls.NewCA("landform-local-runners", 365*24*time.Hour)
+		if err != nil {
+			return nil, fmt.Errorf("creating the runner CA: %w", err)
+		}
+		return ca, nil
+	}
+	dir := filepath.Join(c.WorkDir, "runner-ca")
+	certPath, keyPath := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key")
+	certPEM, certErr := os.ReadFile(certPath)
+	keyPEM, keyErr := os.ReadFile(keyPath)
+	if certErr == nil && keyErr == nil {
+		ca, err := mtls.LoadCA(certPEM, keyPEM)
+		if err != nil {
+			return nil, fmt.Errorf("loading the local runners' CA from %s: %w (remove it to start afresh: running local runners are then stopped by their idle exit)", dir, err)
+		}
+		return ca, nil
+	}
+	ca, err := mtls.NewCA("landform-local-runners", 365*24*time.Hour)
+	if err != nil {
+		return nil, fmt.Errorf("creating the runner CA: %w", err)
+	}
+	keyPEM, err = ca.KeyPEM()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	for path, data := range map[string][]byte{certPath: ca.CertPEM(), keyPath: keyPEM} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return nil, fmt.Errorf("keeping the local runners' CA: %w", err)
+		}
+	}
+	return ca, nil
 }
 
 // orNone is addr, or "0" (no listener) when empty.

@@ -39,9 +39,22 @@ type LocalOptions struct {
 	// that long after its last run and call.
 	IdleExit time.Duration
 	// Stdout and Stderr receive the runner's own output (lifecycle lines
-	// only). Nil discards it.
+	// only). Nil discards it. A detached runner writes it to runner.log
+	// in its directory instead.
 	Stdout, Stderr io.Writer
+	// Detach makes the runner outlive the controller, as a runner Pod
+	// does: it runs in a session of its own, without a parent-death
+	// signal, its output in its own directory, so that a controller
+	// killed mid-apply (SIGKILL, OOM) leaves terraform running and its
+	// successor attaches to the run. Without it the runner gets SIGTERM
+	// when the controller dies (Linux), which suits processes that own
+	// the whole environment (`landform dev`, tests).
+	Detach bool
 }
+
+// RunnerLogFile is where a detached runner writes its own output, in its
+// directory.
+const RunnerLogFile = "runner.log"
 
 // StartLocal starts a runner as a child process listening on loopback, the
 // way `--runner=local` runs it, and returns a connected client and a stop
@@ -64,6 +77,8 @@ type LocalRunner struct {
 	PID int
 	// Address is where the runner listens.
 	Address string
+	// Dir is the runner's private directory (certificates, work dir).
+	Dir string
 	// Stop closes the client, sends SIGTERM, kills after grace and
 	// removes the runner's directory.
 	Stop   func(grace time.Duration) error
@@ -135,7 +150,20 @@ func StartLocalRunner(ctx context.Context, ca *mtls.CA, opts LocalOptions) (*Loc
 	cmd.Env = append(os.Environ(), opts.Env...)
 	cmd.Stdout, cmd.Stderr = opts.Stdout, opts.Stderr
 	cmd.ExtraFiles = []*os.File{addrW}
-	setParentDeathSignal(cmd)
+	if opts.Detach {
+		// Not the controller's output: a pipe the controller's parent
+		// reads would outlive it only as long as that reader does.
+		logFile, err := os.OpenFile(filepath.Join(dir, RunnerLogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			addrW.Close()
+			return nil, fmt.Errorf("runner log: %w", err)
+		}
+		defer logFile.Close()
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		detach(cmd)
+	} else {
+		setParentDeathSignal(cmd)
+	}
 	err = cmd.Start()
 	addrW.Close()
 	if err != nil {
@@ -187,10 +215,25 @@ func StartLocalRunner(ctx context.Context, ca *mtls.CA, opts LocalOptions) (*Loc
 		})
 		return stopErr
 	}
-	return &LocalRunner{Client: client, PID: cmd.Process.Pid, Address: addr, Stop: stop, exited: exited}, nil
+	return &LocalRunner{Client: client, PID: cmd.Process.Pid, Address: addr, Dir: dir, Stop: stop, exited: exited}, nil
 }
 
 type certFiles struct{ cert, key, ca string }
+
+// DialLocal connects to a local runner an earlier controller process
+// started, at addr, with a client certificate of ca, which must be the CA
+// that runner trusts (its directory's tls/ca.crt).
+func DialLocal(ctx context.Context, ca *mtls.CA, addr string) (*Client, error) {
+	clientCert, clientKey, err := ca.IssueClient("landform-controller", localCertValidity)
+	if err != nil {
+		return nil, fmt.Errorf("issue client certificate: %w", err)
+	}
+	tlsConfig, err := mtls.ClientTLSConfig(clientCert, clientKey, ca.CertPEM(), "127.0.0.1")
+	if err != nil {
+		return nil, err
+	}
+	return Dial(ctx, addr, tlsConfig)
+}
 
 // writeLocalCerts issues the runner's server certificate and the
 // controller's client certificate. Only the runner's files are written, in

@@ -13,3 +13,10 @@ import (
 func setParentDeathSignal(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 }
+
+// detach starts the runner in a session of its own: no signal sent to the
+// controller's process group or terminal reaches it, and no parent-death
+// signal is set.
+func detach(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+}

@@ -42,7 +42,6 @@ type flags struct {
 	eventsAddr              string
 	concurrent              int
 	concurrentRuns          int
-	drainTimeout            time.Duration
 	artifactMaxAge          time.Duration
 	artifactMaxSize         int64
 	downloadTimeout         time.Duration
@@ -69,6 +68,7 @@ type flags struct {
 	oldZapIgnored       string
 	oldZapIgnoredBool   bool
 	oldZapIgnoredLevels string
+	oldDrainTimeout     time.Duration
 }
 
 // alias is a deprecated flag and the flag that replaces it.
@@ -83,6 +83,9 @@ var aliases = []alias{
 	{"zap-devel", "log-level=debug"},
 	{"zap-stacktrace-level", ""},
 	{"zap-time-encoding", ""},
+	// Runs no longer hold the controller up on SIGTERM: local runners
+	// outlive it as runner Pods do.
+	{"drain-timeout", ""},
 }
 
 func bindFlags(fs *pflag.FlagSet) *flags {
@@ -104,7 +107,6 @@ func bindFlags(fs *pflag.FlagSet) *flags {
 	fs.StringVar(&f.eventsAddr, "events-addr", "", "notification-controller's event endpoint (http://notification-controller.flux-system.svc.cluster.local./ in a Flux installation): events go there as well as to Kubernetes, for Flux Alerts on Terraform objects (empty: Kubernetes events only)")
 	fs.IntVar(&f.concurrent, "concurrent", 4, "Terraform objects reconciled in parallel (a reconcile only starts or inspects a run, so it is short)")
 	fs.IntVar(&f.concurrentRuns, "concurrent-runs", controllers.DefaultConcurrentRuns, "runs (plan, apply, destroy) in flight at once; more wait, approvals, requested reconciles, new objects and deletions ahead of drift checks")
-	fs.DurationVar(&f.drainTimeout, "drain-timeout", controllers.DefaultDrainTimeout, "on SIGTERM with --runner=local, how long runs in flight may take to finish before they are interrupted gracefully (runner Pods carry on without the controller)")
 	fs.StringVar(&f.runnerMode, "runner", defaultRunnerMode(), "where runners run: pod (one Pod per run; the default in a cluster) or local (child processes; the default elsewhere)")
 	fs.StringVar(&f.runnerImage, "runner-image", "ghcr.io/landform-dev/landform-runner:"+version.Version, "runner image for --runner=pod, unless spec.runnerPodTemplate sets one")
 	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "landform-system"), "the controller's namespace, which holds the runner CA Secret")
@@ -129,10 +131,11 @@ func bindFlags(fs *pflag.FlagSet) *flags {
 	fs.BoolVar(&f.oldZapIgnoredBool, "zap-devel", false, "")
 	fs.StringVar(&f.oldZapIgnoredLevels, "zap-stacktrace-level", "", "")
 	fs.StringVar(&f.oldZapIgnored, "zap-time-encoding", "", "")
+	fs.DurationVar(&f.oldDrainTimeout, "drain-timeout", 0, "")
 	for _, a := range aliases {
 		msg := "use --" + a.replacement
 		if a.replacement == "" {
-			msg = "no longer has an effect (--log-level and --log-encoding configure logging)"
+			msg = "no longer has an effect"
 		}
 		_ = fs.MarkDeprecated(a.old, msg)
 	}

@@ -36,8 +36,9 @@ func TestFlags(t *testing.T) {
 		{args: []string{"--leader-elect", "--enable-leader-election=false", "--zap-log-level=error", "--log-level=info"},
 			leader: false, noCrossNS: true, level: "info", encoding: "json", qps: 50, jitter: 5,
 			deprecation: []string{"flag --leader-elect is deprecated: use --enable-leader-election", "flag --zap-log-level is deprecated: use --log-level"}},
-		{args: []string{"--zap-devel", "--zap-time-encoding=iso8601"}, noCrossNS: true, level: "debug", encoding: "json", qps: 50, jitter: 5,
-			deprecation: []string{"flag --zap-devel is deprecated: use --log-level=debug", "flag --zap-time-encoding is deprecated and has no effect"}},
+		{args: []string{"--zap-devel", "--zap-time-encoding=iso8601", "--drain-timeout=5m"}, noCrossNS: true, level: "debug", encoding: "json", qps: 50, jitter: 5,
+			deprecation: []string{"flag --zap-devel is deprecated: use --log-level=debug", "flag --zap-time-encoding is deprecated and has no effect",
+				"flag --drain-timeout is deprecated and has no effect"}},
 	}
 	for _, tc := range cases {
 		g := NewWithT(t)

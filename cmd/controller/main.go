@@ -49,14 +49,13 @@ func run(f *flags) error {
 		Options: controllers.Options{
 			MaxConcurrentReconciles: f.concurrent,
 			MaxConcurrentRuns:       f.concurrentRuns,
-			DrainTimeout:            f.drainTimeout,
 		},
 		Runner: f.runnerMode,
 		Local: runner.LocalOptions{
 			Binary: f.runnerBinary,
 			Engine: f.engine,
-			Stdout: os.Stderr,
-			Stderr: os.Stderr,
+			// Local runners outlive the controller, as runner Pods do.
+			Detach: true,
 		},
 		Pod: controllers.PodRunners{
 			Namespace:    f.namespace,

@@ -62,7 +62,7 @@ const controllerNS = "landform-system"
 // workDir (keep it across restarts, as a Deployment keeps its volume).
 func startController(t *testing.T, placement, workDir string) *testenv.Controller {
 	t.Helper()
-	args := []string{"--zap-log-level=debug", "--concurrent-runs=4", "--drain-timeout=2m"}
+	args := []string{"--log-level=debug", "--concurrent-runs=4"}
 	if placement == pods {
 		args = append(args, "--namespace="+controllerNS, "--runner-image=ghcr.io/landform-dev/landform-runner:test", "--runner-start-timeout=1m")
 	}

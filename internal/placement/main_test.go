@@ -44,6 +44,8 @@ var (
 	// port is the runners' port: every fake Pod has its own loopback IP.
 	port       int
 	runnerLogs = &testenv.SyncBuffer{}
+	// runnerBinary is the landform-runner the tests start.
+	runnerBinary string
 )
 
 func TestMain(m *testing.M) {
@@ -125,6 +127,7 @@ func runSuite(m *testing.M) int {
 		defer close(kubeletDone)
 		fake.Run(ctx)
 	}()
+	runnerBinary = runnerBin
 	code := m.Run()
 	cancel()
 	<-kubeletDone

@@ -80,6 +80,11 @@ func EncodeHolder(h Holder) string { return h.encode() }
 
 // CurrentProcess identifies this process.
 func CurrentProcess() (*ProcessHolder, error) {
+	return Process(os.Getpid())
+}
+
+// Process identifies the running process pid on this host.
+func Process(pid int) (*ProcessHolder, error) {
 	host, err := os.Hostname()
 	if err != nil {
 		return nil, err
@@ -88,7 +93,6 @@ func CurrentProcess() (*ProcessHolder, error) {
 	if err != nil {
 		return nil, err
 	}
-	pid := os.Getpid()
 	start, err := startTicks(pid)
 	if err != nil {
 		return nil, err

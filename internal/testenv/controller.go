@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -265,6 +267,30 @@ func (c *Controller) Close() {
 	}
 	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
 	<-c.done
+	if c.opts.WorkDir != "" {
+		// Detached local runners outlive the controller on purpose; the
+		// test is done with them too.
+		KillProcessesUnder(c.opts.WorkDir)
+	}
+}
+
+// KillProcessesUnder kills (SIGKILL) every process whose command line
+// names a path under dir: the local runners a controller with that work
+// directory started, which run in sessions of their own. Linux only (it
+// reads /proc); elsewhere it does nothing.
+func KillProcessesUnder(dir string) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(b), dir+string(filepath.Separator)) {
+			continue
+		}
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
 }
 
 // freeAddr is a local address nothing listens on now.
