@@ -66,6 +66,8 @@ type Config struct {
 	DownloadTimeout time.Duration
 	// KeptArtifactMaxSize: see TerraformReconciler.
 	KeptArtifactMaxSize int64
+	// StateHistory: see TerraformReconciler.
+	StateHistory int
 	// AllowCrossNamespaceRefs: see TerraformReconciler.
 	AllowCrossNamespaceRefs bool
 	// IntervalJitterPercentage spreads drift checks (0: none; below 100).
@@ -196,6 +198,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, c Config) (ctrl.Manager, 
 		Leases:                  kube.CoordinationV1().Leases,
 		AllowCrossNamespaceRefs: c.AllowCrossNamespaceRefs,
 		KeptArtifactMaxSize:     c.KeptArtifactMaxSize,
+		StateHistory:            c.StateHistory,
 	}
 	if c.IntervalJitterPercentage > 0 {
 		jitter.SetGlobalIntervalJitter(float64(c.IntervalJitterPercentage)/100, nil)

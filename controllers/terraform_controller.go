@@ -46,6 +46,10 @@ type TerraformReconciler struct {
 	// AllowCrossNamespaceRefs lets sourceRef and dependsOn name objects in
 	// other namespaces; refused by default so tenants stay apart.
 	AllowCrossNamespaceRefs bool
+	// StateHistory is how many versions of an object's state are kept
+	// before applies and destroys (--state-history; 0: the default,
+	// negative: none). See internal/statehistory.
+	StateHistory int
 	// KeptArtifactMaxSize bounds the applied artifact kept for a destroy
 	// without its source (--kept-artifact-max-size); see keptartifact.Store.
 	KeptArtifactMaxSize int64
@@ -253,6 +257,10 @@ func (r *TerraformReconciler) applyPlan(ctx context.Context, patcher *objectPatc
 	}
 	if req.Reuse = idle.For(ws.inputsDigest); req.Reuse != nil {
 		req.Workspace = nil
+	}
+	if err := r.keepState(ctx, obj, "apply of plan "+p.ID, p.Revision); err != nil {
+		req.Reuse.Stop()
+		return err
 	}
 	return r.startRun(ctx, patcher, obj, req)
 }

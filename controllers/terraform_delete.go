@@ -52,6 +52,9 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *obje
 		if err := r.deleteSecret(ctx, obj.Namespace, obj.GetStateSecretName()); err != nil {
 			return err
 		}
+		if err := r.stateHistory().DeleteAll(ctx, obj); err != nil {
+			return retry(infrav1.DestroyFailedReason, "%v", err)
+		}
 		if err := r.deleteStateLease(ctx, obj); err != nil {
 			return err
 		}
@@ -125,6 +128,9 @@ func (r *TerraformReconciler) destroyWorkspace(ctx context.Context, obj *infrav1
 func (r *TerraformReconciler) startDestroy(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform) error {
 	ws, err := r.destroyWorkspace(ctx, obj)
 	if err != nil {
+		return err
+	}
+	if err := r.keepState(ctx, obj, "destroy", ws.artifact.Revision); err != nil {
 		return err
 	}
 	req := runs.Request{

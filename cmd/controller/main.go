@@ -73,6 +73,7 @@ func run(f *flags) error {
 		ArtifactCache:            source.PruneOptions{MaxAge: f.artifactMaxAge, MaxSize: f.artifactMaxSize},
 		DownloadTimeout:          f.downloadTimeout,
 		KeptArtifactMaxSize:      f.keptArtifactMaxSize,
+		StateHistory:             stateHistory(f.stateHistory),
 		AllowCrossNamespaceRefs:  !f.acl.NoCrossNamespaceRefs,
 		IntervalJitterPercentage: uint(f.jitter.Percentage),
 		EventsAddr:               f.eventsAddr,
@@ -89,4 +90,13 @@ func run(f *flags) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// stateHistory maps --state-history (0: none) onto Config.StateHistory
+// (0: the default, negative: none).
+func stateHistory(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }

@@ -102,6 +102,7 @@ func NewCommand(o Options) *cobra.Command {
 		a.logsCommand(),
 		a.outputsCommand(),
 		a.unlockCommand(),
+		a.stateCommand(),
 		a.migrateCommand(),
 		a.versionCommand(),
 	)

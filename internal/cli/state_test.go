@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/statehistory"
+	"github.com/landform-dev/landform/internal/statelock"
+	"github.com/landform-dev/landform/internal/tfstate"
+)
+
+func stateAt(serial int) map[string][]byte {
+	return map[string][]byte{tfstate.DataKey: tfstate.Compress([]byte(fmt.Sprintf(`{"version":4,"serial":%d,"lineage":"lin","outputs":{},"resources":[]}`, serial)))}
+}
+
+// Three applies kept three versions: `state history` lists their serials,
+// `state restore` is refused while a run holds the lock and then brings
+// the chosen one back, byte for byte, with an event naming who did it.
+func TestStateHistoryAndRestore(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := namespace(t, "state")
+	obj := terraform(t, ns, "db", func(obj *v1alpha1.Terraform) { obj.Spec.ApprovePlan = v1alpha1.ApprovePlanAuto })
+	state := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: obj.GetStateSecretName()}, Data: stateAt(1)}
+	g.Expect(env.Client.Create(ctx, state)).To(Succeed())
+	store := statehistory.Store{Client: env.Client}
+	for serial := 1; serial <= 3; serial++ {
+		state.Data = stateAt(serial)
+		g.Expect(env.Client.Update(ctx, state)).To(Succeed())
+		_, err := store.Keep(ctx, obj, fmt.Sprintf("apply of plan p%d", serial), "main@sha1:abc")
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	state.Data = stateAt(4)
+	g.Expect(env.Client.Update(ctx, state)).To(Succeed())
+
+	r := run(t, "", "state", "history", "-n", ns, "db")
+	g.Expect(r.err).NotTo(HaveOccurred(), r.transcript())
+	g.Expect(r.stdout).To(MatchRegexp(`(?s)VERSION\s+SERIAL.*\n3\s+3\s+lin\s.*apply of plan p3.*\n2\s+2\s.*\n1\s+1\s`), r.transcript())
+
+	leases := kubernetes.NewForConfigOrDie(env.Config).CoordinationV1().Leases(ns)
+	lease := statelock.LeaseName(obj.GetStateSecretName())
+	id, err := statelock.Acquire(ctx, leases, lease, statelock.Holder{Run: "run-1"}, "OperationTypeApply")
+	g.Expect(err).NotTo(HaveOccurred())
+	r = run(t, "", "state", "restore", "-n", ns, "db", "--serial", "2")
+	g.Expect(r.err).To(MatchError(ContainSubstring("is locked by landform-runner run run-1")), r.transcript())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(state), state)).To(Succeed())
+	g.Expect(state.Data).To(Equal(stateAt(4)), "nothing restored while locked")
+	g.Expect(statelock.Release(ctx, leases, lease, id)).To(Succeed())
+
+	r = run(t, "", "state", "restore", "-n", ns, "db", "--serial", "7")
+	g.Expect(r.err).To(MatchError(ContainSubstring("no kept version")), r.transcript())
+
+	r = run(t, "", "state", "restore", "-n", ns, "db", "--serial", "2")
+	g.Expect(r.err).NotTo(HaveOccurred(), r.transcript())
+	g.Expect(r.stdout).To(ContainSubstring("state restored to version 2 (serial 2"))
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(state), state)).To(Succeed())
+	g.Expect(state.Data).To(Equal(stateAt(2)), "serial 2 is back")
+
+	versions, err := statehistory.List(ctx, env.Client, obj)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(versions[0].Serial).To(BeEquivalentTo(4), "the replaced state was kept: the restore can be undone")
+
+	var events corev1.EventList
+	g.Expect(env.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+	var restored []string
+	for _, e := range events.Items {
+		if e.Reason == StateRestoredReason && e.InvolvedObject.Name == "db" {
+			restored = append(restored, e.Message)
+		}
+	}
+	g.Expect(restored).To(ConsistOf(ContainSubstring("state restored to version 2")), "who and when are recorded")
+	g.Expect(restored[0]).NotTo(ContainSubstring("unknown user"), "the API server named the user")
+	after := &v1alpha1.Terraform{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), after)).To(Succeed())
+	g.Expect(after.Annotations).To(HaveKey("reconcile.fluxcd.io/requestedAt"), "a plan from the restored state is asked for")
+}
