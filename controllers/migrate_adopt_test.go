@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/names"
 )
 
 // adoptModule creates one terraform_data whose create provisioner appends
@@ -204,7 +205,7 @@ spec:
 			tf := &infrav1.Terraform{}
 			g.Expect(yaml.UnmarshalStrict([]byte(strings.TrimPrefix(stdout, "---\n")), tf)).To(Succeed(), stdout)
 			g.Expect(tf.Spec.DeletionPolicy).To(Equal(infrav1.DeletionPolicyOrphan))
-			g.Expect(tf.GetStateSecretName()).To(Equal(stateSecret))
+			g.Expect(names.StateSecret(tf)).To(Equal(stateSecret))
 			g.Expect(k8sClient.Create(ctx, tf)).To(Succeed())
 
 			obj := waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/runner"
 )
@@ -49,7 +50,7 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *obje
 				return err
 			}
 		}
-		if err := r.deleteSecret(ctx, obj.Namespace, obj.GetStateSecretName()); err != nil {
+		if err := r.deleteSecret(ctx, obj.Namespace, names.StateSecret(obj)); err != nil {
 			return err
 		}
 		if err := r.stateHistory().DeleteAll(ctx, obj); err != nil {
@@ -150,12 +151,12 @@ func (r *TerraformReconciler) hasState(ctx context.Context, obj *infrav1.Terrafo
 		return obj.Status.LastAppliedRevision != "", nil
 	}
 	var s corev1.Secret
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: obj.GetStateSecretName()}, &s)
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: names.StateSecret(obj)}, &s)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("checking for state Secret %s: %w", obj.GetStateSecretName(), err)
+		return false, fmt.Errorf("checking for state Secret %s: %w", names.StateSecret(obj), err)
 	}
 	return len(s.Data["tfstate"]) > 0, nil
 }

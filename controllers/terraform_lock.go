@@ -14,6 +14,7 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/metrics"
+	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/redact"
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/runner"
@@ -51,7 +52,7 @@ func (r *TerraformReconciler) releaseGoneLock(ctx context.Context, obj *infrav1.
 		return false, nil
 	}
 	leases := r.Leases(obj.Namespace)
-	name := "lock-" + obj.GetStateSecretName()
+	name := names.StateLease(obj)
 	info, err := statelock.Read(ctx, leases, name)
 	if err != nil {
 		return false, retry(infrav1.StateLockedReason, "reading the state lock %s/%s: %v", obj.Namespace, name, err)

@@ -17,6 +17,7 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/certs"
+	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/placement"
 )
 
@@ -122,7 +123,7 @@ func TestLockdownRefusesRunnerPods(t *testing.T) {
 			g.Consistently(func(g Gomega) { g.Expect(runnerPods(g, ns)).To(BeEmpty()) }).WithTimeout(2 * time.Second).WithPolling(pollEvery).Should(Succeed())
 			for _, o := range []client.Object{
 				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: certs.RunnerSecretName}},
-				&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: stateIdentityName(tf)}},
+				&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.StateIdentity(tf)}},
 			} {
 				err := k8sClient.Get(ctx, client.ObjectKeyFromObject(o), o)
 				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s: %v, want NotFound", o, o.GetName(), err)

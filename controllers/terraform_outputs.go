@@ -14,6 +14,7 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/metrics"
+	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/outputs"
 	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/internal/tfstate"
@@ -80,7 +81,7 @@ func (r *TerraformReconciler) checkOutputsSecret(ctx context.Context, obj *infra
 // engine, no lock. A custom backend needs a runner for it.
 func (r *TerraformReconciler) refreshOutputs(ctx context.Context, obj *infrav1.Terraform, ws *workspace) error {
 	if customBackend(obj) == "" {
-		outs, found, err := stateOutputs(ctx, r.APIReader, obj.Namespace, obj.GetStateSecretName())
+		outs, found, err := stateOutputs(ctx, r.APIReader, obj.Namespace, names.StateSecret(obj))
 		if errors.Is(err, tfstate.ErrNotPlain) {
 			return r.refreshOutputsWithRunner(ctx, obj, ws)
 		}

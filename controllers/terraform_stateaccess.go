@@ -2,8 +2,6 @@ package controllers
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
@@ -21,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/owned"
 	"github.com/landform-dev/landform/internal/statelock"
 )
@@ -40,9 +39,6 @@ import (
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;create;patch;delete
 
 const (
-	// stateIdentityPrefix starts the names of an object's state
-	// ServiceAccount, Role and RoleBinding.
-	stateIdentityPrefix = "landform-state-"
 	// stateTokenMinLife is the shortest token the API server issues;
 	// stateTokenSlack is added to the run's deadline.
 	stateTokenMinLife = 10 * time.Minute
@@ -63,17 +59,6 @@ func stateTokenLife(deadline time.Duration) time.Duration {
 	return max(stateTokenMinLife, deadline+stateTokenSlack)
 }
 
-// stateIdentityName names obj's state ServiceAccount, Role and
-// RoleBinding: a DNS label, hashed when obj's name is too long.
-func stateIdentityName(obj *infrav1.Terraform) string {
-	name := stateIdentityPrefix + strings.ReplaceAll(obj.Name, ".", "-")
-	if len(name) <= 63 {
-		return name
-	}
-	sum := sha256.Sum256([]byte(obj.Name))
-	return strings.TrimRight(name[:63-9], "-") + "-" + hex.EncodeToString(sum[:])[:8]
-}
-
 // stateToken returns a token of obj's state identity for a run with the
 // given deadline, and until when it is valid, preparing the identity, the
 // state Secret and the Lease first. A custom backend has no state here: no
@@ -83,12 +68,12 @@ func (r *TerraformReconciler) stateToken(ctx context.Context, obj *infrav1.Terra
 		return "", time.Time{}, nil
 	}
 	if err := r.ensureStateIdentity(ctx, obj); err != nil {
-		return "", time.Time{}, fmt.Errorf("preparing the runners' state identity %s/%s: %w", obj.Namespace, stateIdentityName(obj), err)
+		return "", time.Time{}, fmt.Errorf("preparing the runners' state identity %s/%s: %w", obj.Namespace, names.StateIdentity(obj), err)
 	}
 	life := stateTokenLife(deadline)
 	issued := time.Now()
 	seconds := int64(life / time.Second)
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: stateIdentityName(obj)}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: names.StateIdentity(obj)}}
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}
 	if err := r.Client.SubResource("token").Create(ctx, sa, tr); err != nil {
 		return "", time.Time{}, fmt.Errorf("issuing a token for the runners' state identity %s/%s: %w", sa.Namespace, sa.Name, err)
@@ -108,9 +93,9 @@ func (r *TerraformReconciler) stateToken(ctx context.Context, obj *infrav1.Terra
 // (forgetStateIdentity): an identity, Secret or Lease deleted meanwhile is
 // then made again.
 func (r *TerraformReconciler) ensureStateIdentity(ctx context.Context, obj *infrav1.Terraform) error {
-	secret := statelock.StateSecretName(obj.GetWorkspace(), obj.GetSecretSuffix())
+	secret := names.StateSecret(obj)
 	lease := statelock.LeaseName(secret)
-	name := stateIdentityName(obj)
+	name := names.StateIdentity(obj)
 	key := stateIdentityKey(obj)
 	if _, done := r.stateIdentities.Load(key); done {
 		return nil
@@ -150,7 +135,7 @@ func (r *TerraformReconciler) ensureStateIdentity(ctx context.Context, obj *infr
 
 	// The state outlives the object (deletionPolicy Orphan keeps it; a
 	// destroyed state is kept too): no owner reference.
-	stateLabels := statelock.LeaseLabels(obj.GetWorkspace(), obj.GetSecretSuffix())
+	stateLabels := statelock.LeaseLabels(obj.GetWorkspace(), names.SecretSuffix(obj))
 	state := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
 		Namespace: obj.Namespace, Name: secret, Labels: stateLabels,
 		Annotations: map[string]string{"encoding": "gzip"},
@@ -170,7 +155,7 @@ func (r *TerraformReconciler) ensureStateIdentity(ctx context.Context, obj *infr
 // its state, and whether it is being deleted (the identity is applied once
 // more then, without owner references).
 func stateIdentityKey(obj *infrav1.Terraform) string {
-	key := string(obj.UID) + "/" + statelock.StateSecretName(obj.GetWorkspace(), obj.GetSecretSuffix())
+	key := string(obj.UID) + "/" + names.StateSecret(obj)
 	if !obj.DeletionTimestamp.IsZero() {
 		key += deletingKeySuffix
 	}
@@ -189,7 +174,7 @@ func (r *TerraformReconciler) forgetStateIdentity(obj *infrav1.Terraform) {
 // RoleBinding when its deletion is done (they may have lost their owner
 // reference for the destroy).
 func (r *TerraformReconciler) deleteStateIdentity(ctx context.Context, obj *infrav1.Terraform) error {
-	meta := metav1.ObjectMeta{Namespace: obj.Namespace, Name: stateIdentityName(obj)}
+	meta := metav1.ObjectMeta{Namespace: obj.Namespace, Name: names.StateIdentity(obj)}
 	for _, o := range []client.Object{&rbacv1.RoleBinding{ObjectMeta: meta}, &rbacv1.Role{ObjectMeta: meta}, &corev1.ServiceAccount{ObjectMeta: meta}} {
 		if err := r.Client.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
 			return retry(infrav1.DestroyFailedReason, "deleting the state identity %T %s/%s: %v", o, meta.Namespace, meta.Name, err)
@@ -208,7 +193,7 @@ func (r *TerraformReconciler) deleteStateLease(ctx context.Context, obj *infrav1
 	if customBackend(obj) != "" {
 		return nil
 	}
-	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: statelock.LeaseName(obj.GetStateSecretName())}}
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: names.StateLease(obj)}}
 	if err := r.Client.Delete(ctx, l); client.IgnoreNotFound(err) != nil {
 		return retry(infrav1.DestroyFailedReason, "deleting the state Lease %s/%s: %v", l.Namespace, l.Name, err)
 	}

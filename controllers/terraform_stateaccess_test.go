@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/testenv"
 )
 
@@ -91,7 +92,7 @@ func TestRunnersReachOnlyTheirOwnState(t *testing.T) {
 	g.Expect(k8sClient.Get(ctx, keyOf(ns, "unrelated"), &unrelated)).To(Succeed(), "nothing deleted")
 
 	// The identity, asked directly.
-	user := "system:serviceaccount:" + ns + ":" + stateIdentityName(get(g, tf))
+	user := "system:serviceaccount:" + ns + ":" + names.StateIdentity(get(g, tf))
 	can := func(verb, group, resource, name string) bool {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User:               user,

@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/redact"
 	"github.com/landform-dev/landform/internal/source"
 	runnerpb "github.com/landform-dev/landform/runner/proto"
@@ -107,7 +108,7 @@ func inputsDigest(obj *infrav1.Terraform, ws *workspace) string {
 // placement adds (how the runner reaches the API server).
 func backendConfig(obj *infrav1.Terraform, placement map[string]string) map[string]string {
 	cfg := map[string]string{
-		"secret_suffix": obj.GetSecretSuffix(),
+		"secret_suffix": names.SecretSuffix(obj),
 		"namespace":     obj.Namespace,
 	}
 	for k, v := range placement {

@@ -63,19 +63,6 @@ func (in *Terraform) GetDeletionPolicy() DeletionPolicy {
 	return DeletionPolicyDelete
 }
 
-// GetSecretSuffix is the state Secret's suffix: tfstate-<workspace>-<suffix>.
-func (in *Terraform) GetSecretSuffix() string {
-	if in.Spec.BackendConfig != nil && in.Spec.BackendConfig.SecretSuffix != "" {
-		return in.Spec.BackendConfig.SecretSuffix
-	}
-	return in.Name
-}
-
-// GetStateSecretName is the name of the default backend's state Secret.
-func (in *Terraform) GetStateSecretName() string {
-	return "tfstate-" + in.GetWorkspace() + "-" + in.GetSecretSuffix()
-}
-
 // GetServiceAccountName is the runner Pod's ServiceAccount, defaulted.
 func (in *Terraform) GetServiceAccountName() string {
 	if in.Spec.ServiceAccountName != "" {

@@ -9,6 +9,7 @@ import (
 // TerraformSpec is the desired state of a Terraform object: which module to
 // run, with which inputs, how plans are approved and where outputs go.
 // +kubebuilder:validation:XValidation:rule="!has(self.writeOutputsToSecret) || !has(self.writeOutputsToSecret.outputs) || self.writeOutputsToSecret.outputs.all(o, o.size() > 0)",message="writeOutputsToSecret.outputs entries must not be empty"
+// +kubebuilder:validation:XValidation:rule="!has(self.workspace) || (has(self.backendConfig) && has(self.backendConfig.customConfiguration)) || self.workspace.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="with the default kubernetes backend the workspace is part of the state Secret's name tfstate-<workspace>-<secretSuffix>: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
 type TerraformSpec struct {
 	// SourceRef is the Flux source (GitRepository, OCIRepository or Bucket)
 	// whose artifact holds the module.
@@ -114,9 +115,13 @@ type TerraformSpec struct {
 	// +optional
 	BackendConfig *BackendConfig `json:"backendConfig,omitempty"`
 
-	// Workspace is the Terraform workspace.
+	// Workspace is the Terraform workspace, at most 63 characters (the
+	// kubernetes backend labels the state Secret with it). With the default
+	// backend it is part of the state Secret's name, so lowercase letters,
+	// digits, '-' and '.' only.
 	// +kubebuilder:default=default
 	// +kubebuilder:validation:Pattern="^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$"
+	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	Workspace string `json:"workspace,omitempty"`
 
@@ -270,10 +275,13 @@ type DependencyReference struct {
 // BackendConfig configures the state backend.
 // +kubebuilder:validation:XValidation:rule="!(has(self.customConfiguration) && has(self.secretSuffix))",message="secretSuffix applies only to the default kubernetes backend, not with customConfiguration"
 type BackendConfig struct {
-	// SecretSuffix of the state Secret tfstate-<workspace>-<secretSuffix>;
-	// defaults to the object's name.
+	// SecretSuffix of the state Secret tfstate-<workspace>-<secretSuffix>,
+	// at most 63 characters (the kubernetes backend labels the state Secret
+	// with it). Defaults to the object's name; a name longer than 63
+	// characters is cut to 54 and followed by '-' and 8 hex digits of its
+	// SHA-256.
 	// +kubebuilder:validation:Pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-	// +kubebuilder:validation:MaxLength=200
+	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	SecretSuffix string `json:"secretSuffix,omitempty"`
 

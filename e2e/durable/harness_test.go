@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/internal/testenv"
 )
@@ -122,7 +123,7 @@ func began(path string) int {
 
 // stateLock is tf's state lock; nil when free.
 func stateLock(g Gomega, tf *infrav1.Terraform) *statelock.LockInfo {
-	info, err := statelock.Read(context.Background(), kube().CoordinationV1().Leases(tf.Namespace), statelock.LeaseName(tf.GetStateSecretName()))
+	info, err := statelock.Read(context.Background(), kube().CoordinationV1().Leases(tf.Namespace), names.StateLease(tf))
 	g.Expect(err).NotTo(HaveOccurred())
 	return info
 }
@@ -142,7 +143,7 @@ type state struct {
 // readState reads tf's state from its Secret tfstate-<workspace>-<name>
 // (gzipped JSON in data.tfstate, as the kubernetes backend writes it).
 func readState(g Gomega, tf *infrav1.Terraform) state {
-	data := secretData(g, tf.Namespace, tf.GetStateSecretName())["tfstate"]
+	data := secretData(g, tf.Namespace, names.StateSecret(tf))["tfstate"]
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	g.Expect(err).NotTo(HaveOccurred())
 	raw, err := io.ReadAll(zr)
@@ -170,7 +171,7 @@ func settled(g Gomega, tf *infrav1.Terraform, effects string) {
 // lock, as `kubectl get lease` shows it.
 func noLock(g Gomega, tf *infrav1.Terraform) {
 	var lease coordinationv1.Lease
-	err := suite.Env.Client.Get(context.Background(), client.ObjectKey{Namespace: tf.Namespace, Name: "lock-" + tf.GetStateSecretName()}, &lease)
+	err := suite.Env.Client.Get(context.Background(), client.ObjectKey{Namespace: tf.Namespace, Name: names.StateLease(tf)}, &lease)
 	if apierrors.IsNotFound(err) {
 		return
 	}

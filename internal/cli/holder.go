@@ -10,20 +10,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
-	"github.com/landform-dev/landform/internal/owned"
+	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/statelock"
 )
 
-// Runner Pods are named <prefix>-runner-<5 random characters> (see
-// internal/placement/pod_spec.go): the prefix is the object's name with dots
-// made dashes, cut so that the whole name is a DNS label, because a Pod's
+// Runner Pods are named <prefix>-runner-<5 random characters>
+// (names.RunnerPodPrefix): the prefix is the object's name with dots made
+// dashes, cut so that the whole name is a DNS label, because a Pod's
 // hostname is its name. The backend records the lock holder as
 // <user>@<hostname>, so a holder of that form whose Pod no longer exists is
 // a runner that is gone.
 const (
-	runnerPodInfix   = "-runner-"
-	runnerPodRandom  = 5
-	maxRunnerPodName = 63
 	// runnerPodName is the runner Pods' app.kubernetes.io/name label.
 	runnerPodName = "landform-runner"
 )
@@ -75,17 +72,12 @@ func isRunnerPod(pod *corev1.Pod, obj *v1alpha1.Terraform) bool {
 	}
 	l := pod.Labels
 	return l[nameLabel] == runnerPodName && l[v1alpha1.ManagedByLabel] == v1alpha1.ManagedByValue &&
-		l[v1alpha1.OwnerNameLabel] == owned.LabelValue(obj.Name)
+		l[v1alpha1.OwnerNameLabel] == names.Label(obj.Name)
 }
 
 // isRunnerHost reports a hostname that a runner Pod of obj has.
 func isRunnerHost(host string, obj *v1alpha1.Terraform) bool {
-	prefix := strings.ReplaceAll(obj.Name, ".", "-")
-	if max := maxRunnerPodName - len(runnerPodInfix) - runnerPodRandom; len(prefix) > max {
-		prefix = strings.TrimRight(prefix[:max], "-")
-	}
-	prefix += runnerPodInfix
-	return len(host) == len(prefix)+runnerPodRandom && strings.HasPrefix(host, prefix)
+	return names.IsRunnerPodName(host, obj.Name)
 }
 
 // runnerState decides whether the Landform runner h is gone.

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/statelock"
 )
 
@@ -57,7 +58,7 @@ func (a *app) runUnlock(ctx context.Context, name string, force bool) error {
 		return fmt.Errorf("Terraform %s/%s keeps its state in a custom backend (spec.backendConfig.customConfiguration): release its lock with that backend's own tools (tofu force-unlock LOCK_ID)", obj.Namespace, obj.Name)
 	}
 	w := a.Streams.Out
-	leaseName := "lock-" + obj.GetStateSecretName()
+	leaseName := names.StateLease(obj)
 	var lease coordinationv1.Lease
 	err = s.c.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: leaseName}, &lease)
 	if apierrors.IsNotFound(err) || err == nil && lease.Spec.HolderIdentity == nil {

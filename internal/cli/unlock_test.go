@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/owned"
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/internal/testenv"
@@ -45,7 +46,7 @@ func tofuBinary(t *testing.T) string {
 // backend as Landform configures it, and initialises it.
 func tofuWorkspace(t *testing.T, obj *v1alpha1.Terraform) (run func(args ...string) *exec.Cmd) {
 	t.Helper()
-	return testenv.TofuModule(t, tofuBinary(t), kubeconfig(t), obj.Namespace, obj.GetSecretSuffix(), `
+	return testenv.TofuModule(t, tofuBinary(t), kubeconfig(t), obj.Namespace, names.SecretSuffix(obj), `
 resource "terraform_data" "slow" {
   provisioner "local-exec" {
     command = "sleep 300"
@@ -84,7 +85,7 @@ func lockWithTofu(t *testing.T, obj *v1alpha1.Terraform) func(args ...string) *e
 func lease(t *testing.T, obj *v1alpha1.Terraform) *coordinationv1.Lease {
 	t.Helper()
 	l := &coordinationv1.Lease{}
-	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: obj.Namespace, Name: "lock-" + obj.GetStateSecretName()}, l)
+	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: obj.Namespace, Name: names.StateLease(obj)}, l)
 	if client.IgnoreNotFound(err) != nil {
 		t.Fatal(err)
 	}
@@ -113,10 +114,10 @@ func setHolder(t *testing.T, l *coordinationv1.Lease, who string) {
 func copyLease(t *testing.T, l *coordinationv1.Lease, obj *v1alpha1.Terraform) *coordinationv1.Lease {
 	t.Helper()
 	c := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: "lock-" + obj.GetStateSecretName(), Labels: l.Labels, Annotations: l.Annotations},
+		ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: names.StateLease(obj), Labels: l.Labels, Annotations: l.Annotations},
 		Spec:       *l.Spec.DeepCopy(),
 	}
-	c.Labels["tfstateSecretSuffix"] = obj.GetSecretSuffix()
+	c.Labels["tfstateSecretSuffix"] = names.SecretSuffix(obj)
 	if err := env.Client.Create(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}

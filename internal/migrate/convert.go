@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/statelock"
 )
 
@@ -65,7 +66,10 @@ type Result struct {
 var (
 	secretSuffixPattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 	workspacePattern    = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$`)
-	variablePattern     = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_-]*$`)
+	// stateWorkspacePattern is a workspace that can be part of a Secret's
+	// name, as the CRD requires with the default backend.
+	stateWorkspacePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	variablePattern       = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_-]*$`)
 )
 
 // converter carries one conversion's state.
@@ -73,7 +77,10 @@ type converter struct {
 	src Source
 	out *v1alpha1.Terraform
 	res *Result
-	// workspace and secretSuffix as tofu-controller uses them.
+	// workspace and secretSuffix as tofu-controller uses them (a name
+	// longer than 63 characters never held state there: the backend labels
+	// the state Secret with its suffix; Landform's default is then the name
+	// cut and hashed).
 	workspace     string
 	secretSuffix  string
 	customBackend bool
@@ -91,7 +98,7 @@ func Convert(src Source, o Options) Result {
 			Annotations: keepAnnotations(src.Annotations),
 		},
 	}
-	c := &converter{src: src, out: out, res: &res, workspace: "default", secretSuffix: src.Name}
+	c := &converter{src: src, out: out, res: &res, workspace: "default", secretSuffix: names.Label(src.Name)}
 
 	keys := make([]string, 0, len(src.Spec))
 	for k := range src.Spec {
@@ -289,6 +296,11 @@ var fields = map[string]handler{
 		if !workspacePattern.MatchString(v) {
 			return fmt.Errorf("workspace %q does not fit Landform's workspace names (letters, digits, '_', '.', '-'; at most 63)", v)
 		}
+		// backendConfig is read first (fields go in name order).
+		if !c.customBackend && !stateWorkspacePattern.MatchString(v) {
+			return fmt.Errorf("workspace %q cannot be part of the state Secret's name tfstate-<workspace>-<suffix> (lowercase letters, digits, '-' and '.'), so the kubernetes backend never stored a state for it: "+
+				"choose a workspace that can, or migrate with the module's own backend in backendConfig.customConfiguration", v)
+		}
 		c.workspace = v
 		c.out.Spec.Workspace = v
 		return nil
@@ -334,7 +346,7 @@ var fields = map[string]handler{
 		w.Outputs = outs
 		c.out.Spec.WriteOutputsToSecret = &w
 		c.note("outputs Secret %s: tofu-controller's object controls it, and Landform will not take over a Secret it does not own. Before applying, take it from the old object (docs/migrating-from-tofu-controller.md): "+
-			"remove its ownerReferences and label it %s=%s, %s=%s", w.Name, v1alpha1.ManagedByLabel, v1alpha1.ManagedByValue, v1alpha1.OwnerNameLabel, c.src.Name)
+			"remove its ownerReferences and label it %s=%s, %s=%s", w.Name, v1alpha1.ManagedByLabel, v1alpha1.ManagedByValue, v1alpha1.OwnerNameLabel, names.Label(c.src.Name))
 		return nil
 	},
 	"cliConfigSecretRef": unmappedBecause("Landform's runners use the read-only provider mirrors the operator configures (--provider-mirror) and pass no CLI configuration: ask the operator to mirror the providers, or put registry credentials in TF_TOKEN_<host> (runnerPodTemplate.spec.env from a Secret)"),
@@ -440,15 +452,17 @@ func backendConfig(c *converter, field string, raw json.RawMessage) error {
 	} else {
 		switch {
 		case b.SecretSuffix == "":
-			c.note("backendConfig sets no secretSuffix: tofu-controller then configured secret_suffix = \"\", which the kubernetes backend refuses, so there was no state to keep; Landform uses Secret tfstate-<workspace>-%s", c.src.Name)
+			c.note("backendConfig sets no secretSuffix: tofu-controller then configured secret_suffix = \"\", which the kubernetes backend refuses, so there was no state to keep; Landform uses Secret tfstate-<workspace>-%s", c.secretSuffix)
+		case len(b.SecretSuffix) > names.MaxLabelValue:
+			c.note("backendConfig.secretSuffix has more than %d characters: the kubernetes backend labels the state Secret with it, which Kubernetes refuses, so there was no state to keep; Landform uses Secret tfstate-<workspace>-%s", names.MaxLabelValue, c.secretSuffix)
 		case b.SecretSuffix == c.src.Name && !secretSuffixPattern.MatchString(b.SecretSuffix):
 			// Landform's default suffix is the name: the same Secret
 			// without the field, which would not accept this name.
-		case !secretSuffixPattern.MatchString(b.SecretSuffix) || len(b.SecretSuffix) > 200:
+		case !secretSuffixPattern.MatchString(b.SecretSuffix):
 			ws := c.workspaceName()
-			return fmt.Errorf("%q is not a secretSuffix Landform accepts (a DNS label: lowercase letters, digits and '-', at most 200 characters), so it cannot name the state Secret %s. "+
+			return fmt.Errorf("%q is not a secretSuffix Landform accepts (a DNS label: lowercase letters, digits and '-', at most 63 characters), so it cannot name the state Secret %s. "+
 				"Copy that Secret to %s (Landform's default name for this object) and migrate without secretSuffix",
-				b.SecretSuffix, statelock.StateSecretName(ws, b.SecretSuffix), statelock.StateSecretName(ws, c.src.Name))
+				b.SecretSuffix, statelock.StateSecretName(ws, b.SecretSuffix), statelock.StateSecretName(ws, c.secretSuffix))
 		default:
 			c.secretSuffix = b.SecretSuffix
 			c.out.Spec.BackendConfig = &v1alpha1.BackendConfig{SecretSuffix: b.SecretSuffix}

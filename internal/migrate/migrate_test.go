@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/names"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -241,16 +242,51 @@ func TestStateSecretIsKept(t *testing.T) {
 		t.Errorf("state Secret = %q", r.StateSecret)
 	}
 	obj := r.Object
-	if obj.GetStateSecretName() != r.StateSecret {
-		t.Errorf("Landform would use %s, tofu-controller used %s", obj.GetStateSecretName(), r.StateSecret)
+	if names.StateSecret(obj) != r.StateSecret {
+		t.Errorf("Landform would use %s, tofu-controller used %s", names.StateSecret(obj), r.StateSecret)
 	}
 	s3 := results[1]
 	if s3.StateSecret != "" || s3.Object.Spec.BackendConfig == nil || !strings.HasPrefix(s3.Object.Spec.BackendConfig.CustomConfiguration, "terraform {\n  backend \"s3\" {") {
 		t.Errorf("custom backend not carried over as a terraform block: %+v", s3.Object.Spec.BackendConfig)
 	}
 	results, _ = convertFile(t, "auto-approve.yaml", Options{})
-	if r := results[0]; r.StateSecret != "tfstate-default-helloworld" || r.Object.GetStateSecretName() != r.StateSecret {
-		t.Errorf("state Secret = %q, Landform's %q", r.StateSecret, r.Object.GetStateSecretName())
+	if r := results[0]; r.StateSecret != "tfstate-default-helloworld" || names.StateSecret(r.Object) != r.StateSecret {
+		t.Errorf("state Secret = %q, Landform's %q", r.StateSecret, names.StateSecret(r.Object))
+	}
+}
+
+// Names longer than the kubernetes backend's labels allow never held a
+// state with tofu-controller: the migrated object gets Landform's shortened
+// default, and a workspace that cannot name a Secret is refused unless the
+// backend is the module's own.
+func TestLongNames(t *testing.T) {
+	long := strings.Repeat("n", 70)
+	manifest := func(spec string) Source {
+		t.Helper()
+		srcs, _, err := Decode(strings.NewReader("apiVersion: infra.contrib.fluxcd.io/v1alpha2\nkind: Terraform\nmetadata:\n  name: "+long+"\n  namespace: ns\nspec:\n  sourceRef: {kind: GitRepository, name: repo}\n"+spec), "test")
+		if err != nil || len(srcs) != 1 {
+			t.Fatalf("decoding: %v", err)
+		}
+		return srcs[0]
+	}
+	for _, spec := range []string{"", "  backendConfig:\n    secretSuffix: " + strings.Repeat("s", 64) + "\n"} {
+		r := Convert(manifest(spec), Options{})
+		if r.Object == nil {
+			t.Fatalf("%q refused: %v", spec, r.Refused)
+		}
+		if want := "tfstate-default-" + names.Label(long); r.StateSecret != want || names.StateSecret(r.Object) != want {
+			t.Errorf("%q: state Secret %q, Landform's %q, want %q", spec, r.StateSecret, names.StateSecret(r.Object), want)
+		}
+		if b := r.Object.Spec.BackendConfig; b != nil {
+			t.Errorf("%q: backendConfig %+v kept", spec, b)
+		}
+	}
+	if r := Convert(manifest("  workspace: Prod_1\n"), Options{}); r.Object != nil || !strings.Contains(strings.Join(r.Refused, " "), "state Secret's name") {
+		t.Errorf("workspace Prod_1 with the kubernetes backend: refused %v", r.Refused)
+	}
+	custom := "  workspace: Prod_1\n  backendConfig:\n    customConfiguration: |\n      backend \"local\" {}\n"
+	if r := Convert(manifest(custom), Options{}); r.Object == nil || r.Object.Spec.Workspace != "Prod_1" {
+		t.Errorf("workspace Prod_1 with a custom backend refused: %v", r.Refused)
 	}
 }
 

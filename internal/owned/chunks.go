@@ -1,29 +1,20 @@
 package owned
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strconv"
 	"strings"
+
+	"github.com/landform-dev/landform/internal/names"
 )
 
-// maxName is the longest Secret name; maxIndex leaves room for "-<i>" up
-// to six digits.
-const (
-	maxName  = 253
-	maxIndex = 7
-)
+// maxIndex leaves room in a Secret name for "-<i>" up to six digits.
+const maxIndex = 7
 
 // chunkPrefix is "<kind>-<owner>-", cut and suffixed with a hash of the
-// owner's name when the result would be too long for a Secret name.
+// owner's name (names.Prefixed) when the result would be too long for a
+// Secret name.
 func chunkPrefix(kind, owner string) string {
-	p := kind + "-" + owner
-	if len(p) > maxName-maxIndex {
-		sum := sha256.Sum256([]byte(owner))
-		h := hex.EncodeToString(sum[:])[:8]
-		p = strings.TrimRight(p[:maxName-maxIndex-len(h)-1], "-.") + "-" + h
-	}
-	return p + "-"
+	return names.Prefixed(kind+"-", owner, names.MaxName-maxIndex) + "-"
 }
 
 // ChunkName names chunk i of a payload Landform splits across Secrets for

@@ -4,36 +4,19 @@
 package owned
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"strings"
-
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/names"
 )
 
-// maxLabelValue is Kubernetes' limit on a label value.
-const maxLabelValue = 63
-
-// LabelValue returns name as a valid label value. Object names may be up to
-// 253 characters but label values only 63, so a longer name is cut and
-// suffixed with a hash of the whole name to stay unique.
-func LabelValue(name string) string {
-	if len(name) <= maxLabelValue {
-		return name
-	}
-	sum := sha256.Sum256([]byte(name))
-	suffix := hex.EncodeToString(sum[:])[:8]
-	head := strings.TrimRight(name[:maxLabelValue-len(suffix)-1], "-_.")
-	return head + "-" + suffix
-}
-
 // Labels are the labels every Secret Landform writes for owner carries.
+// The owner's name is a label value (names.Label): a name longer than 63
+// characters is cut and hashed, and whoever selects by it uses the same.
 func Labels(owner *v1alpha1.Terraform) map[string]string {
 	return map[string]string{
 		v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue,
-		v1alpha1.OwnerNameLabel: LabelValue(owner.Name),
+		v1alpha1.OwnerNameLabel: names.Label(owner.Name),
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/certs"
 	"github.com/landform-dev/landform/internal/fakekubelet"
+	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/testenv"
 	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
@@ -250,6 +251,6 @@ func workspaceSpec(t *testing.T, obj *infrav1.Terraform, tb tarball, vars map[st
 		Path:          ".",
 		VarsJson:      varsJSON,
 		Workspace:     "default",
-		BackendConfig: map[string]string{"secret_suffix": obj.GetSecretSuffix(), "namespace": obj.Namespace, "config_path": kubeconfig},
+		BackendConfig: map[string]string{"secret_suffix": names.SecretSuffix(obj), "namespace": obj.Namespace, "config_path": kubeconfig},
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/certs"
-	"github.com/landform-dev/landform/internal/owned"
+	"github.com/landform-dev/landform/internal/names"
 )
 
 const (
@@ -40,10 +40,6 @@ const (
 	// shutdown: the runner waits grace+5s for terraform, then up to 5s
 	// for its calls to return.
 	terminationSlack = 15 * time.Second
-	// maxNamePrefix keeps generated Pod names within 63 characters (a
-	// DNS label, as the Pod's hostname) with "-runner-" and the API
-	// server's five random characters.
-	maxNamePrefix = 63 - len("-runner-") - 5
 )
 
 // podLabels are the labels that find an object's runner Pods.
@@ -51,7 +47,7 @@ func podLabels(obj *infrav1.Terraform) map[string]string {
 	return map[string]string{
 		nameLabel:              runnerPodValue,
 		infrav1.ManagedByLabel: infrav1.ManagedByValue,
-		infrav1.OwnerNameLabel: owned.LabelValue(obj.Name),
+		infrav1.OwnerNameLabel: names.Label(obj.Name),
 	}
 }
 
@@ -113,7 +109,7 @@ func (p *Pod) podFor(obj *infrav1.Terraform, runID, secretName string) *corev1.P
 
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			GenerateName:    namePrefix(obj.Name) + "-runner-",
+			GenerateName:    names.RunnerPodPrefix(obj.Name) + names.RunnerPodInfix,
 			Namespace:       obj.Namespace,
 			Labels:          labels,
 			Annotations:     maps.Clone(tmpl.Metadata.Annotations),
@@ -168,16 +164,6 @@ func (p *Pod) podFor(obj *infrav1.Terraform, runID, secretName string) *corev1.P
 			}, tmpl.Spec.Volumes...),
 		},
 	}
-}
-
-// namePrefix makes name fit in a Pod name prefix. Dots are allowed in
-// object names but not in the Pod's hostname, which is its name.
-func namePrefix(name string) string {
-	name = strings.ReplaceAll(name, ".", "-")
-	if len(name) > maxNamePrefix {
-		name = strings.TrimRight(name[:maxNamePrefix], "-")
-	}
-	return name
 }
 
 func fieldEnv(name, path string) corev1.EnvVar {

@@ -9,6 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
@@ -184,32 +188,6 @@ func TestPodFor(t *testing.T) {
 	}
 }
 
-func TestPodNames(t *testing.T) {
-	long := strings.Repeat("a", 100)
-	tests := []struct {
-		name, want string
-	}{
-		{name: "db", want: "db"},
-		{name: "db.prod", want: "db-prod"},
-		{name: long, want: long[:50]},
-		{name: strings.Repeat("a", 49) + "-b", want: strings.Repeat("a", 49)},
-	}
-	for _, tt := range tests {
-		got := namePrefix(tt.name)
-		if got != tt.want {
-			t.Errorf("namePrefix(%q) = %q, want %q", tt.name, got, tt.want)
-		}
-		if n := len(got + "-runner-" + "x7k2p"); n > 63 {
-			t.Errorf("Pod name for %q is %d characters", tt.name, n)
-		}
-	}
-	// Label values are at most 63 characters too.
-	obj := &infrav1.Terraform{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: long}}
-	if v := (&Pod{}).podFor(obj, "run-1", "s").Labels["infra.landform.dev/terraform"]; len(v) > 63 {
-		t.Errorf("label value %q", v)
-	}
-}
-
 func TestDescribePod(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -260,4 +238,24 @@ var identityEnv = []corev1.EnvVar{
 	{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 	{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
 	{Name: "POD_UID", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}},
+}
+
+// Every name the CRD accepts gives a runner Pod whose name is a DNS label
+// (its hostname) and whose labels are valid, and a shortened name still
+// selects the Pod.
+func TestPodNames(t *testing.T) {
+	for _, n := range []int{2, 50, 63, 64, 200, 253} {
+		name := strings.Repeat("a", n-1) + "z"
+		obj := &infrav1.Terraform{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+		pod := (&Pod{}).podFor(obj, "run-1", "s")
+		if errs := validation.IsDNS1123Label(pod.GenerateName + "x7k2p"); len(errs) > 0 {
+			t.Errorf("%d characters: Pod name %q: %v", n, pod.GenerateName+"x7k2p", errs)
+		}
+		if errs := metavalidation.ValidateLabels(pod.Labels, field.NewPath("labels")); len(errs) > 0 {
+			t.Errorf("%d characters: Pod labels: %v", n, errs)
+		}
+		if !labels.SelectorFromSet(podLabels(obj)).Matches(labels.Set(pod.Labels)) {
+			t.Errorf("%d characters: the Pod's labels %v do not select it", n, pod.Labels)
+		}
+	}
 }

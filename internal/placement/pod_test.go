@@ -27,6 +27,7 @@ import (
 	"github.com/landform-dev/landform/internal/certs"
 	"github.com/landform-dev/landform/internal/fakekubelet"
 	"github.com/landform-dev/landform/internal/mtls"
+	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/runner"
 )
 
@@ -185,7 +186,7 @@ func TestPodRun(t *testing.T) {
 		t.Fatalf("output path %s, want %q", path, target)
 	}
 	var state corev1.Secret
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: obj.GetStateSecretName()}, &state); err != nil {
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.StateSecret(obj)}, &state); err != nil {
 		t.Fatalf("state Secret: %v", err)
 	}
 

@@ -7,7 +7,7 @@ import (
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/chunkstore"
-	"github.com/landform-dev/landform/internal/owned"
+	"github.com/landform-dev/landform/internal/names"
 )
 
 // Save stores p as owner's plan, replacing the previous one, and sets
@@ -20,7 +20,7 @@ func (s Store) Save(ctx context.Context, owner *v1alpha1.Terraform, p *Plan) err
 	}
 	d, err := s.chunks().Write(ctx, owner, chunkstore.Blob{
 		Data:   payload,
-		Labels: map[string]string{PlanLabel: owned.LabelValue(p.ID)},
+		Labels: map[string]string{PlanLabel: names.Label(p.ID)},
 		Annotations: map[string]string{
 			annID:       p.ID,
 			annRevision: p.Revision,

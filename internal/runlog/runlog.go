@@ -8,8 +8,6 @@ package runlog
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync"
@@ -21,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/owned"
 )
 
@@ -55,14 +54,7 @@ const (
 )
 
 // SecretName is the name of the Secret holding name's run logs.
-func SecretName(name string) string {
-	const prefix, max = "tflogs-", 253
-	if len(prefix)+len(name) <= max {
-		return prefix + name
-	}
-	sum := sha256.Sum256([]byte(name))
-	return prefix + name[:max-len(prefix)-9] + "-" + hex.EncodeToString(sum[:])[:8]
-}
+func SecretName(name string) string { return names.Prefixed("tflogs-", name, names.MaxName) }
 
 // Key is the Secret data key of a phase's text.
 func Key(p Phase) string { return string(p) + ".log" }
