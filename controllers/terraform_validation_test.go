@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,6 +39,12 @@ func TestAPIValidation(t *testing.T) {
 		"empty output selection": {func(tf *infrav1.Terraform) {
 			tf.Spec.WriteOutputsToSecret = &infrav1.WriteOutputsToSecretSpec{Name: "out", Outputs: []string{""}}
 		}, "writeOutputsToSecret.outputs entries must not be empty"},
+		"workspace over 63 characters": {func(tf *infrav1.Terraform) { tf.Spec.Workspace = strings.Repeat("w", 64) }, "spec.workspace"},
+		"workspace that cannot be part of the state Secret's name": {func(tf *infrav1.Terraform) { tf.Spec.Workspace = "Prod_1" },
+			"the workspace is part of the state Secret's name"},
+		"secretSuffix over 63 characters": {func(tf *infrav1.Terraform) {
+			tf.Spec.BackendConfig = &infrav1.BackendConfig{SecretSuffix: strings.Repeat("s", 64)}
+		}, "spec.backendConfig.secretSuffix"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
