@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/statehistory"
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/internal/tfstate"
@@ -29,7 +30,7 @@ func TestStateHistoryAndRestore(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "state")
 	obj := terraform(t, ns, "db", func(obj *v1alpha1.Terraform) { obj.Spec.ApprovePlan = v1alpha1.ApprovePlanAuto })
-	state := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: obj.GetStateSecretName()}, Data: stateAt(1)}
+	state := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.StateSecret(obj)}, Data: stateAt(1)}
 	g.Expect(env.Client.Create(ctx, state)).To(Succeed())
 	store := statehistory.Store{Client: env.Client}
 	for serial := 1; serial <= 3; serial++ {
@@ -46,7 +47,7 @@ func TestStateHistoryAndRestore(t *testing.T) {
 	g.Expect(r.stdout).To(MatchRegexp(`(?s)VERSION\s+SERIAL.*\n3\s+3\s+lin\s.*apply of plan p3.*\n2\s+2\s.*\n1\s+1\s`), r.transcript())
 
 	leases := kubernetes.NewForConfigOrDie(env.Config).CoordinationV1().Leases(ns)
-	lease := statelock.LeaseName(obj.GetStateSecretName())
+	lease := names.StateLease(obj)
 	id, err := statelock.Acquire(ctx, leases, lease, statelock.Holder{Run: "run-1"}, "OperationTypeApply")
 	g.Expect(err).NotTo(HaveOccurred())
 	r = run(t, "", "state", "restore", "-n", ns, "db", "--serial", "2")

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/owned"
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/internal/tfstate"
@@ -111,12 +112,12 @@ func (s Store) Keep(ctx context.Context, obj *v1alpha1.Terraform, why, revision 
 		return nil, nil
 	}
 	var state corev1.Secret
-	err := s.reader().Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: obj.GetStateSecretName()}, &state)
+	err := s.reader().Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: names.StateSecret(obj)}, &state)
 	if apierrors.IsNotFound(err) || err == nil && len(state.Data[tfstate.DataKey]) == 0 {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading state Secret %s: %w", obj.GetStateSecretName(), err)
+		return nil, fmt.Errorf("reading state Secret %s: %w", names.StateSecret(obj), err)
 	}
 	versions, err := List(ctx, s.reader(), obj)
 	if err != nil {
@@ -172,7 +173,7 @@ func (s Store) DeleteAll(ctx context.Context, obj *v1alpha1.Terraform) error {
 func List(ctx context.Context, c client.Reader, obj *v1alpha1.Terraform) ([]Version, error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
-	if err := c.List(ctx, list, client.InNamespace(obj.Namespace), client.MatchingLabels{Label: owned.LabelValue(obj.Name)}); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(obj.Namespace), client.MatchingLabels{Label: names.Label(obj.Name)}); err != nil {
 		return nil, fmt.Errorf("listing state versions: %w", err)
 	}
 	var out []Version
@@ -205,12 +206,12 @@ func Data(ctx context.Context, c client.Reader, obj *v1alpha1.Terraform, v Versi
 
 // Name is the Secret of obj's version n.
 func Name(obj *v1alpha1.Terraform, n int) string {
-	return obj.GetStateSecretName() + "-v" + strconv.Itoa(n)
+	return names.StateSecret(obj) + "-v" + strconv.Itoa(n)
 }
 
 func labels(obj *v1alpha1.Terraform) map[string]string {
 	l := owned.Labels(obj)
-	l[Label] = owned.LabelValue(obj.Name)
+	l[Label] = names.Label(obj.Name)
 	return l
 }
 
@@ -285,7 +286,7 @@ func (s Store) Restore(ctx context.Context, leases coordinationv1client.LeaseInt
 	if err != nil {
 		return nil, err
 	}
-	lease := statelock.LeaseName(obj.GetStateSecretName())
+	lease := names.StateLease(obj)
 	id, err := statelock.Acquire(ctx, leases, lease, statelock.Holder{Run: "restore by " + who}, "OperationTypeRestore")
 	if err != nil {
 		return nil, err
@@ -301,12 +302,12 @@ func (s Store) Restore(ctx context.Context, leases coordinationv1client.LeaseInt
 		return nil, err
 	}
 	var state corev1.Secret
-	if err := s.reader().Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: obj.GetStateSecretName()}, &state); err != nil {
-		return nil, fmt.Errorf("reading state Secret %s: %w", obj.GetStateSecretName(), err)
+	if err := s.reader().Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: names.StateSecret(obj)}, &state); err != nil {
+		return nil, fmt.Errorf("reading state Secret %s: %w", names.StateSecret(obj), err)
 	}
 	state.Data = data
 	if err := s.Client.Update(ctx, &state); err != nil {
-		return nil, fmt.Errorf("writing state Secret %s: %w", obj.GetStateSecretName(), err)
+		return nil, fmt.Errorf("writing state Secret %s: %w", names.StateSecret(obj), err)
 	}
 	return kept, nil
 }

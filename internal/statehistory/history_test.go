@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/internal/tfstate"
 )
@@ -29,7 +30,7 @@ func TestKeepListRestore(t *testing.T) {
 	ns := env.Namespace(t)
 	obj := env.Terraform(t, ns, "app")
 	store := Store{Client: env.Client}
-	state := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: obj.GetStateSecretName()}}
+	state := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.StateSecret(obj)}}
 
 	v, err := store.Keep(ctx, obj, "apply", "main@sha1:0")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -58,7 +59,7 @@ func TestKeepListRestore(t *testing.T) {
 	g.Expect(serials).To(Equal([]int64{4, 3, 2}), "the last three, newest first")
 
 	leases := kubernetes.NewForConfigOrDie(env.Config).CoordinationV1().Leases(ns)
-	lease := statelock.LeaseName(obj.GetStateSecretName())
+	lease := names.StateLease(obj)
 	id, err := statelock.Acquire(ctx, leases, lease, statelock.Holder{Run: "run-1"}, "OperationTypeApply")
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = store.Restore(ctx, leases, obj, versions[2], "alice")
@@ -95,7 +96,7 @@ func TestEncryptedStateIsKeptAsIs(t *testing.T) {
 	ns := env.Namespace(t)
 	obj := env.Terraform(t, ns, "enc")
 	data := map[string][]byte{tfstate.DataKey: tfstate.Compress([]byte(`{"encrypted_data":"c2VjcmV0","encryption_version":"v0","meta":{}}`))}
-	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: obj.GetStateSecretName()}, Data: data})).To(Succeed())
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.StateSecret(obj)}, Data: data})).To(Succeed())
 	v, err := Store{Client: env.Client}.Keep(ctx, obj, "apply", "rev")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(v.Serial).To(BeEquivalentTo(-1))
