@@ -50,6 +50,11 @@ const (
 	PlanFailedReason = "PlanFailed"
 	// PlanPendingReason: a plan waits for approval.
 	PlanPendingReason = "PlanPending"
+	// DestructivePlanPendingReason: a plan that destroys or replaces
+	// resources waits for the approval of its id although approvePlan is
+	// "auto" (spec.autoApproveDestructive is not set). The message names
+	// the resources and how to approve.
+	DestructivePlanPendingReason = "DestructivePlanPending"
 	// PlannedNoChangesReason: the plan has nothing to do.
 	PlannedNoChangesReason = "NoChanges"
 	// PlannedWithChangesReason: the plan has changes.

@@ -63,6 +63,16 @@ type TerraformSpec struct {
 	// +optional
 	ApprovePlan string `json:"approvePlan,omitempty"`
 
+	// AutoApproveDestructive lets approvePlan "auto" apply plans that
+	// destroy or replace resources too. Without it such a plan, a new
+	// revision's as well as a drift repair's, waits for the approval of its
+	// id like a manual plan (reason DestructivePlanPending), so that a
+	// resource is destroyed without a person only when its object is
+	// deleted. spec.destroy and deletion are not gated by this (see
+	// destroyApproval); without approvePlan "auto" it changes nothing.
+	// +optional
+	AutoApproveDestructive bool `json:"autoApproveDestructive,omitempty"`
+
 	// DeletionPolicy says what happens to the cloud resources when the object
 	// is deleted: Delete destroys them, then deletes the state and the
 	// outputs Secret; Orphan keeps the resources, the state and the outputs
@@ -440,13 +450,30 @@ type PlanStatus struct {
 	// Change counts the resources the plan updates in place.
 	// +optional
 	Change int32 `json:"change"`
-	// Destroy counts the resources the plan destroys.
+	// Destroy counts the resources the plan destroys (a replacement counts
+	// here and in Add).
 	// +optional
 	Destroy int32 `json:"destroy"`
+	// Replace counts the resources the plan destroys and creates again
+	// (each is also counted in Add and Destroy).
+	// +optional
+	Replace int32 `json:"replace"`
 
 	// Resources are the addresses of the resources the plan changes.
 	// +optional
 	Resources []string `json:"resources,omitempty"`
+
+	// ResourcesToReplace are the addresses of the resources the plan
+	// destroys and creates again, as many as Resources lists.
+	// +optional
+	ResourcesToReplace []string `json:"resourcesToReplace,omitempty"`
+
+	// ResourcesToDestroy are the addresses of the resources the plan
+	// destroys without creating them again, as many as Resources lists.
+	// Replacements are in ResourcesToReplace; a resource only removed from
+	// the state ("forget") is in neither.
+	// +optional
+	ResourcesToDestroy []string `json:"resourcesToDestroy,omitempty"`
 
 	// IsDestroy is true for a plan that destroys everything.
 	// +optional

@@ -83,6 +83,16 @@ func (in *PlanStatus) DeepCopyInto(out *PlanStatus) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.ResourcesToReplace != nil {
+		in, out := &in.ResourcesToReplace, &out.ResourcesToReplace
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
+	if in.ResourcesToDestroy != nil {
+		in, out := &in.ResourcesToDestroy, &out.ResourcesToDestroy
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.PlannedAt != nil {
 		in, out := &in.PlannedAt, &out.PlannedAt
 		*out = (*in).DeepCopy()

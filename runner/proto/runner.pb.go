@@ -732,9 +732,17 @@ type PlanResult struct {
 	// sha256 hex over the state the plan was made against (the JSON plan's
 	// prior_state, canonicalised): a plan after an apply differs from one
 	// before it even when it plans the same changes.
-	StateDigest   string `protobuf:"bytes,8,opt,name=state_digest,json=stateDigest,proto3" json:"state_digest,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	StateDigest string `protobuf:"bytes,8,opt,name=state_digest,json=stateDigest,proto3" json:"state_digest,omitempty"`
+	// Addresses of the resources the plan destroys and creates again
+	// (actions ["delete","create"] or ["create","delete"]), sorted; each is
+	// counted in add and in destroy.
+	ResourcesToReplace []string `protobuf:"bytes,9,rep,name=resources_to_replace,json=resourcesToReplace,proto3" json:"resources_to_replace,omitempty"`
+	// Addresses of the resources the plan destroys without creating them
+	// again (actions ["delete"], deposed objects included), sorted. A
+	// resource only removed from the state ("forget") is in neither list.
+	ResourcesToDestroy []string `protobuf:"bytes,10,rep,name=resources_to_destroy,json=resourcesToDestroy,proto3" json:"resources_to_destroy,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *PlanResult) Reset() {
@@ -821,6 +829,20 @@ func (x *PlanResult) GetStateDigest() string {
 		return x.StateDigest
 	}
 	return ""
+}
+
+func (x *PlanResult) GetResourcesToReplace() []string {
+	if x != nil {
+		return x.ResourcesToReplace
+	}
+	return nil
+}
+
+func (x *PlanResult) GetResourcesToDestroy() []string {
+	if x != nil {
+		return x.ResourcesToDestroy
+	}
+	return nil
 }
 
 type ApplyResult struct {
@@ -1231,7 +1253,7 @@ const file_runner_proto_runner_proto_rawDesc = "" +
 	"\x11CancelRunResponse\"3\n" +
 	"\aLogLine\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x14\n" +
-	"\x05index\x18\x02 \x01(\x03R\x05index\"\xf1\x01\n" +
+	"\x05index\x18\x02 \x01(\x03R\x05index\"\xd5\x02\n" +
 	"\n" +
 	"PlanResult\x12\x1f\n" +
 	"\vhas_changes\x18\x01 \x01(\bR\n" +
@@ -1242,7 +1264,10 @@ const file_runner_proto_runner_proto_rawDesc = "" +
 	"\tresources\x18\x05 \x03(\tR\tresources\x12%\n" +
 	"\x0echanges_digest\x18\x06 \x01(\tR\rchangesDigest\x12\x16\n" +
 	"\x06engine\x18\a \x01(\tR\x06engine\x12!\n" +
-	"\fstate_digest\x18\b \x01(\tR\vstateDigest\"C\n" +
+	"\fstate_digest\x18\b \x01(\tR\vstateDigest\x120\n" +
+	"\x14resources_to_replace\x18\t \x03(\tR\x12resourcesToReplace\x120\n" +
+	"\x14resources_to_destroy\x18\n" +
+	" \x03(\tR\x12resourcesToDestroy\"C\n" +
 	"\vApplyResult\x124\n" +
 	"\aoutputs\x18\x01 \x03(\v2\x1a.landform.runner.v1.OutputR\aoutputs\"\xf7\x02\n" +
 	"\bRunEvent\x12/\n" +

@@ -42,9 +42,10 @@ type canonicalChange struct {
 }
 
 // summarizePlan counts the changes like terraform's "Plan:" line (a replace
-// is one add and one destroy) and computes the changes digest: sha256 over a
-// canonical JSON of the planned changes, so that planning the same changes
-// again gives the same digest whatever the plan file's bytes.
+// is one add and one destroy), names the resources it destroys or replaces,
+// and computes the changes digest: sha256 over a canonical JSON of the
+// planned changes, so that planning the same changes again gives the same
+// digest whatever the plan file's bytes.
 func summarizePlan(planJSON []byte) (*runnerpb.PlanResult, error) {
 	plan, err := decodePlan(planJSON)
 	if err != nil {
@@ -68,31 +69,37 @@ func decodePlan(planJSON []byte) (*jsonPlan, error) {
 func (plan *jsonPlan) summary() (*runnerpb.PlanResult, error) {
 	res := &runnerpb.PlanResult{}
 	var resources []canonicalChange
-	seen := map[string]bool{}
+	changed, replaced, destroyed := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, rc := range plan.ResourceChanges {
 		if rc == nil || rc.Change == nil || !isChange(rc.Change.Actions) {
 			continue
 		}
-		switch actions := rc.Change.Actions; {
-		case slices.Contains(actions, tfjson.ActionCreate) && slices.Contains(actions, tfjson.ActionDelete):
+		switch kindOf(rc.Change.Actions) {
+		case replaceChange:
 			res.Add++
 			res.Destroy++
-		case slices.Contains(actions, tfjson.ActionCreate):
+			replaced[rc.Address] = true
+		case createChange:
 			res.Add++
-		case slices.Contains(actions, tfjson.ActionDelete):
+		case destroyChange:
 			res.Destroy++
-		case slices.Contains(actions, tfjson.ActionUpdate):
+			destroyed[rc.Address] = true
+		case updateChange:
 			res.Change++
 		}
-		if !seen[rc.Address] {
-			seen[rc.Address] = true
-			res.Resources = append(res.Resources, rc.Address)
-		}
+		changed[rc.Address] = true
 		c := canonical(rc.Change)
 		c.Address, c.Deposed = rc.Address, rc.DeposedKey
 		resources = append(resources, c)
 	}
-	sort.Strings(res.Resources)
+	// An address both replaced and destroyed (a deposed object of a
+	// replaced resource) is named once, as replaced.
+	for addr := range replaced {
+		delete(destroyed, addr)
+	}
+	res.Resources = sortedKeys(changed)
+	res.ResourcesToReplace = sortedKeys(replaced)
+	res.ResourcesToDestroy = sortedKeys(destroyed)
 	sort.Slice(resources, func(i, j int) bool {
 		if resources[i].Address != resources[j].Address {
 			return resources[i].Address < resources[j].Address
@@ -121,6 +128,52 @@ func (plan *jsonPlan) summary() (*runnerpb.PlanResult, error) {
 		return nil, fmt.Errorf("prior state: %w", err)
 	}
 	return res, nil
+}
+
+// changeKind is what a resource change does to the real object.
+type changeKind int
+
+const (
+	// otherChange: no-op, read, or forget (removed from the state, the
+	// object kept): nothing is destroyed.
+	otherChange changeKind = iota
+	createChange
+	updateChange
+	// destroyChange: ["delete"], the object is destroyed.
+	destroyChange
+	// replaceChange: ["delete","create"] or ["create","delete"] (create
+	// before destroy), the object is destroyed and a new one created.
+	replaceChange
+)
+
+// kindOf classifies a change's actions. Only a "delete" destroys an object:
+// a "forget" leaves it where it is, whatever it is combined with.
+func kindOf(actions tfjson.Actions) changeKind {
+	create, remove := slices.Contains(actions, tfjson.ActionCreate), slices.Contains(actions, tfjson.ActionDelete)
+	switch {
+	case create && remove:
+		return replaceChange
+	case create:
+		return createChange
+	case remove:
+		return destroyChange
+	case slices.Contains(actions, tfjson.ActionUpdate):
+		return updateChange
+	}
+	return otherChange
+}
+
+// sortedKeys is the set's members, sorted; nil when it is empty.
+func sortedKeys(set map[string]bool) []string {
+	if len(set) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // canonicalDigest is sha256 hex over raw JSON with sorted keys and no

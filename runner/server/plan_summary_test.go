@@ -47,6 +47,12 @@ func TestSummarizePlan(t *testing.T) {
 	if diff := cmp.Diff([]string{"a.created", "b.replaced", "c.updated", "d.deleted", "g.cbd"}, res.Resources); diff != "" {
 		t.Fatalf("resources (-want +got):\n%s", diff)
 	}
+	if diff := cmp.Diff([]string{"b.replaced", "g.cbd"}, res.ResourcesToReplace); diff != "" {
+		t.Fatalf("replaced (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"d.deleted"}, res.ResourcesToDestroy); diff != "" {
+		t.Fatalf("destroyed (-want +got):\n%s", diff)
+	}
 
 	reordered, err := summarizePlan([]byte(planFixtureReordered))
 	if err != nil {
@@ -81,5 +87,58 @@ func TestSummarizePlan(t *testing.T) {
 		if other.ChangesDigest == res.ChangesDigest {
 			t.Fatalf("%s: same digest", name)
 		}
+	}
+}
+
+// What destroys an object is a "delete" action, alone or in a replacement
+// in either order; a "forget" keeps the object, whatever it comes with.
+// The guard on destructive plans (approvePlan: auto) rests on this.
+func TestSummarizePlanDestructiveChanges(t *testing.T) {
+	cases := []struct {
+		name                           string
+		changes                        string
+		add, change, destroy           int32
+		replaced, destroyed, resources []string
+	}{
+		{name: "forget is not a destroy", changes: `{"address":"a.kept","change":{"actions":["forget"],"before":{"id":"1"},"after":null}}`,
+			resources: []string{"a.kept"}},
+		{name: "create then forget is not a destroy", changes: `{"address":"a.kept","change":{"actions":["create","forget"],"before":{"id":"1"},"after":{"id":"2"}}}`,
+			add: 1, resources: []string{"a.kept"}},
+		{name: "destroy before create", changes: `{"address":"a.db","change":{"actions":["delete","create"],"before":{"id":"1"},"after":{}}}`,
+			add: 1, destroy: 1, replaced: []string{"a.db"}, resources: []string{"a.db"}},
+		{name: "create before destroy", changes: `{"address":"a.db","change":{"actions":["create","delete"],"before":{"id":"1"},"after":{}}}`,
+			add: 1, destroy: 1, replaced: []string{"a.db"}, resources: []string{"a.db"}},
+		{name: "delete", changes: `{"address":"a.db","change":{"actions":["delete"],"before":{"id":"1"},"after":null}}`,
+			destroy: 1, destroyed: []string{"a.db"}, resources: []string{"a.db"}},
+		{name: "deposed object of a replaced resource, named once", changes: `{"address":"a.db","change":{"actions":["create","delete"],"before":{"id":"2"},"after":{}}},
+			{"address":"a.db","deposed":"00000001","change":{"actions":["delete"],"before":{"id":"1"},"after":null}}`,
+			add: 1, destroy: 2, replaced: []string{"a.db"}, resources: []string{"a.db"}},
+		{name: "deposed object alone", changes: `{"address":"a.db","deposed":"00000001","change":{"actions":["delete"],"before":{"id":"1"},"after":null}}`,
+			destroy: 1, destroyed: []string{"a.db"}, resources: []string{"a.db"}},
+		{name: "update, create, read and no-op destroy nothing", changes: `{"address":"a.x","change":{"actions":["update"],"before":{"v":1},"after":{"v":2}}},
+			{"address":"b.x","change":{"actions":["create"],"before":null,"after":{}}},
+			{"address":"data.c.x","change":{"actions":["read"],"before":null,"after":{}}},
+			{"address":"d.x","change":{"actions":["no-op"],"before":{},"after":{}}}`,
+			add: 1, change: 1, resources: []string{"a.x", "b.x"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := summarizePlan([]byte(`{"resource_changes":[` + tc.changes + `]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Add != tc.add || res.Change != tc.change || res.Destroy != tc.destroy {
+				t.Errorf("counts add=%d change=%d destroy=%d, want %d %d %d", res.Add, res.Change, res.Destroy, tc.add, tc.change, tc.destroy)
+			}
+			if diff := cmp.Diff(tc.replaced, res.ResourcesToReplace); diff != "" {
+				t.Errorf("replaced (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.destroyed, res.ResourcesToDestroy); diff != "" {
+				t.Errorf("destroyed (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.resources, res.Resources); diff != "" {
+				t.Errorf("resources (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
