@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +30,10 @@ func pendingMessage(obj *infrav1.Terraform) string {
 	}
 	msg := fmt.Sprintf("plan %s (%s) waits for approval: annotate with %s=%s or set spec.approvePlan",
 		p.Pending, planCounts(p), infrav1.ApproveAnnotation, p.Pending)
+	if heldAsDestructive(obj, p.Pending) {
+		msg = fmt.Sprintf("plan %s (%s) %s; approvePlan auto applies no such plan without a person, so it waits for approval: annotate with %s=%s or set spec.approvePlan to its id (spec.autoApproveDestructive: true applies such plans automatically)",
+			p.Pending, planCounts(p), destructiveChanges(p), infrav1.ApproveAnnotation, p.Pending)
+	}
 	if obj.Spec.PlanOnly {
 		msg = fmt.Sprintf("plan %s (%s) made; spec.planOnly keeps it from being applied", p.Pending, planCounts(p))
 	}
@@ -47,6 +52,27 @@ func pendingEventMessage(obj *infrav1.Terraform) string {
 			p.Pending, planCounts(p), infrav1.ApproveAnnotation, p.Pending)
 	}
 	return pendingMessage(obj)
+}
+
+// messageResources bounds the addresses a message names; status names up
+// to maxStatusResources, the stored plan all of them.
+const messageResources = 10
+
+// destructiveChanges says what a plan destroys: "replaces a.b and destroys
+// c.d", addresses only.
+func destructiveChanges(p *infrav1.PlanStatus) string {
+	var parts []string
+	if len(p.ResourcesToReplace) > 0 {
+		parts = append(parts, "replaces "+strings.Join(capList(p.ResourcesToReplace, messageResources), ", "))
+	}
+	if len(p.ResourcesToDestroy) > 0 {
+		parts = append(parts, "destroys "+strings.Join(capList(p.ResourcesToDestroy, messageResources), ", "))
+	}
+	if len(parts) == 0 {
+		// Summarised by a runner that does not name them.
+		return fmt.Sprintf("destroys or replaces %d resource(s)", p.Destroy)
+	}
+	return strings.Join(parts, " and ")
 }
 
 // planCounts is the short summary "+1 ~2 -0".

@@ -195,7 +195,11 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 	case actionNone:
 		return ctrl.Result{RequeueAfter: r.jittered(d.after)}, nil
 	case actionWait:
-		return ctrl.Result{}, waiting(infrav1.PlanPendingReason, d.after, "%s", pendingMessage(obj))
+		reason := infrav1.PlanPendingReason
+		if d.destructive {
+			reason = infrav1.DestructivePlanPendingReason
+		}
+		return ctrl.Result{}, waiting(reason, d.after, "%s", pendingMessage(obj))
 	case actionOutputs:
 		return r.nextCheck(obj), r.refreshOutputs(ctx, obj, ws)
 	}

@@ -34,7 +34,7 @@ func (r *TerraformReconciler) gatedDestroy(ctx context.Context, patcher *objectP
 			r.planEvent(obj, stored.ID, ws.artifact.Revision, corev1.EventTypeNormal, infrav1.DeletingReason, "destroy plan %s applied: deleting the state", stored.ID)
 			return true, nil
 		}
-		if id := p.Pending; id != "" && (obj.GetAnnotations()[infrav1.ApproveAnnotation] == id || obj.Spec.ApprovePlan == id) {
+		if approvedByID(obj, p.Pending) {
 			return false, r.startApply(ctx, patcher, obj, ws, nil, nil)
 		}
 		msg := fmt.Sprintf("deletion waits for the approval of destroy plan %s (%s): annotate with %s=%s (or `landform approve %s`); or set deletionPolicy: Orphan to keep the resources",

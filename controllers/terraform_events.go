@@ -27,6 +27,7 @@ var (
 	addAnnotation      = metadataKey("add")
 	changeAnnotation   = metadataKey("change")
 	destroyAnnotation  = metadataKey("destroy")
+	replaceAnnotation  = metadataKey("replace")
 	driftAnnotation    = metadataKey("drift")
 )
 
@@ -41,7 +42,8 @@ func (r *TerraformReconciler) event(obj *infrav1.Terraform, revision, eventType,
 }
 
 // planEvent is event about plan id: it also carries the plan's id and, when
-// status summarises that plan, its +add ~change -destroy counts.
+// status summarises that plan, its +add ~change -destroy counts and how
+// many of them are replacements.
 func (r *TerraformReconciler) planEvent(obj *infrav1.Terraform, id, revision, eventType, reason, format string, args ...any) {
 	if r.EventRecorder == nil {
 		return
@@ -61,6 +63,7 @@ func eventMetadata(obj *infrav1.Terraform, id, revision string) map[string]strin
 			m[addAnnotation] = strconv.Itoa(int(p.Add))
 			m[changeAnnotation] = strconv.Itoa(int(p.Change))
 			m[destroyAnnotation] = strconv.Itoa(int(p.Destroy))
+			m[replaceAnnotation] = strconv.Itoa(int(p.Replace))
 		}
 	}
 	if c := conditions.Get(obj, infrav1.DriftedCondition); c != nil && c.Status != metav1.ConditionUnknown {

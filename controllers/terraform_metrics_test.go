@@ -59,7 +59,7 @@ func TestFluxMetricsForATerraformObject(t *testing.T) {
 // object's API group (notification-controller forwards nothing else).
 func TestEventMetadata(t *testing.T) {
 	withPlan := &infrav1.Terraform{Status: infrav1.TerraformStatus{
-		Plan:       &infrav1.PlanStatus{ID: "plan-a", Add: 1, Change: 2, Destroy: 3},
+		Plan:       &infrav1.PlanStatus{ID: "plan-a", Add: 1, Change: 2, Destroy: 3, Replace: 1},
 		Conditions: []metav1.Condition{{Type: infrav1.DriftedCondition, Status: metav1.ConditionTrue}},
 	}}
 	for _, c := range []struct {
@@ -77,6 +77,7 @@ func TestEventMetadata(t *testing.T) {
 			"infra.landform.dev/add":      "1",
 			"infra.landform.dev/change":   "2",
 			"infra.landform.dev/destroy":  "3",
+			"infra.landform.dev/replace":  "1",
 			"infra.landform.dev/drift":    "true",
 		}},
 		{"another plan: its id, no counts", withPlan, "plan-b", "", map[string]string{

@@ -49,16 +49,19 @@ func (r *TerraformReconciler) recordPlan(ctx context.Context, obj *infrav1.Terra
 
 	now := metav1.NewTime(r.now())
 	status := &infrav1.PlanStatus{
-		ID:        p.ID,
-		Revision:  rev,
-		Digest:    p.Digest,
-		Add:       res.Add,
-		Change:    res.Change,
-		Destroy:   res.Destroy,
-		Resources: capList(res.Resources, maxStatusResources),
-		IsDestroy: obj.Spec.Destroy || run.Destroy,
-		IsDrift:   drift && res.HasChanges,
-		PlannedAt: &now,
+		ID:                 p.ID,
+		Revision:           rev,
+		Digest:             p.Digest,
+		Add:                res.Add,
+		Change:             res.Change,
+		Destroy:            res.Destroy,
+		Replace:            int32(len(res.ResourcesToReplace)),
+		Resources:          capList(res.Resources, maxStatusResources),
+		ResourcesToReplace: capList(res.ResourcesToReplace, maxStatusResources),
+		ResourcesToDestroy: capList(res.ResourcesToDestroy, maxStatusResources),
+		IsDestroy:          obj.Spec.Destroy || run.Destroy,
+		IsDrift:            drift && res.HasChanges,
+		PlannedAt:          &now,
 	}
 	if res.HasChanges {
 		status.Pending = p.ID
@@ -70,9 +73,14 @@ func (r *TerraformReconciler) recordPlan(ctx context.Context, obj *infrav1.Terra
 	obj.Status.LastPlannedRevision = rev
 
 	summary := fmt.Sprintf("plan %s for revision %s: %s", p.ID, rev, planCounts(status))
-	if res.HasChanges {
+	held := res.HasChanges && heldAsDestructive(obj, p.ID)
+	switch {
+	case held:
+		conditions.MarkTrue(obj, infrav1.PlannedCondition, infrav1.DestructivePlanPendingReason,
+			"%s; it %s and waits for approval (approvePlan auto applies nothing destructive)", summary, destructiveChanges(status))
+	case res.HasChanges:
 		conditions.MarkTrue(obj, infrav1.PlannedCondition, infrav1.PlannedWithChangesReason, "%s", summary)
-	} else {
+	default:
 		conditions.MarkTrue(obj, infrav1.PlannedCondition, infrav1.PlannedNoChangesReason, "%s (no changes)", summary)
 	}
 	switch {
@@ -88,7 +96,11 @@ func (r *TerraformReconciler) recordPlan(ctx context.Context, obj *infrav1.Terra
 	} else {
 		r.planEvent(obj, p.ID, rev, corev1.EventTypeNormal, infrav1.PlannedNoChangesReason, "%s (no changes)", summary)
 	}
-	if res.HasChanges && awaitsApproval(obj, p.ID) {
+	switch {
+	case held:
+		// A Warning: left alone, it would have destroyed something.
+		r.planEvent(obj, p.ID, rev, corev1.EventTypeWarning, infrav1.DestructivePlanPendingReason, "%s", pendingMessage(obj))
+	case res.HasChanges && awaitsApproval(obj, p.ID):
 		// The one event an approver needs: a plan waits for them.
 		r.planEvent(obj, p.ID, rev, corev1.EventTypeNormal, infrav1.PlanPendingReason, "%s", pendingEventMessage(obj))
 	}
@@ -100,7 +112,7 @@ func awaitsApproval(obj *infrav1.Terraform, id string) bool {
 	if !obj.DeletionTimestamp.IsZero() {
 		// Deletion's destroy plan (destroyApproval: manual): only an
 		// approval naming it applies it.
-		return obj.GetAnnotations()[infrav1.ApproveAnnotation] != id && obj.Spec.ApprovePlan != id
+		return !approvedByID(obj, id)
 	}
 	return !approved(obj, id)
 }

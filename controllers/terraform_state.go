@@ -46,6 +46,9 @@ type decision struct {
 	action action
 	// drift is true when the plan is a drift check of applied inputs.
 	drift bool
+	// destructive is true when the plan waits only because it destroys or
+	// replaces resources: approvePlan auto would apply it otherwise.
+	destructive bool
 	// after is when to look again when action is none.
 	after time.Duration
 }
@@ -72,7 +75,7 @@ func decide(obj *infrav1.Terraform, obs observation) decision {
 		if approved(obj, p.ID) {
 			return decision{action: actionApply}
 		}
-		return decision{action: actionWait, after: obj.GetInterval()}
+		return decision{action: actionWait, destructive: heldAsDestructive(obj, p.ID), after: obj.GetInterval()}
 	}
 	if !obs.outputsWritten && p.Applied {
 		return decision{action: actionOutputs}
@@ -87,12 +90,37 @@ func decide(obj *infrav1.Terraform, obs observation) decision {
 	return decision{action: actionNone, after: due}
 }
 
-// approved reports whether plan id may be applied now.
+// approved reports whether plan id may be applied now: an approval naming
+// it, or approvePlan auto unless the plan is held as destructive.
 func approved(obj *infrav1.Terraform, id string) bool {
 	if obj.Spec.PlanOnly || id == "" {
 		return false
 	}
-	return obj.IsAutoApprove() || obj.Spec.ApprovePlan == id || obj.GetAnnotations()[infrav1.ApproveAnnotation] == id
+	return approvedByID(obj, id) || (obj.IsAutoApprove() && !heldAsDestructive(obj, id))
+}
+
+// approvedByID reports a person's approval of exactly plan id: the
+// annotation, or spec.approvePlan committed to Git.
+func approvedByID(obj *infrav1.Terraform, id string) bool {
+	return id != "" && (obj.Spec.ApprovePlan == id || obj.GetAnnotations()[infrav1.ApproveAnnotation] == id)
+}
+
+// heldAsDestructive reports whether approvePlan auto leaves plan id to a
+// person because it destroys or replaces resources. Crossplane's contract:
+// an external resource is deleted without a person only when its object is
+// deleted. spec.autoApproveDestructive lifts the hold, spec.destroy asks
+// for exactly that plan, and an approval naming the id is a person's.
+// Status summarises the plan (decide plans again when it does not); a plan
+// it does not summarise is held, since nothing says it destroys nothing.
+func heldAsDestructive(obj *infrav1.Terraform, id string) bool {
+	if !obj.IsAutoApprove() || obj.Spec.AutoApproveDestructive || obj.Spec.PlanOnly || approvedByID(obj, id) {
+		return false
+	}
+	p := obj.Status.Plan
+	if p == nil || p.ID != id {
+		return true
+	}
+	return p.Destroy > 0 && !p.IsDestroy
 }
 
 // approvalMismatch returns the id a user approved when it is not the

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -22,6 +23,18 @@ func TestDecide(t *testing.T) {
 	pending := func(id string) func(*infrav1.Terraform) {
 		return func(tf *infrav1.Terraform) { tf.Status.Plan = &infrav1.PlanStatus{ID: id, Pending: id} }
 	}
+	// replacing is a pending plan that replaces a resource, with the spec
+	// changes mutate makes.
+	replacing := func(mutate func(*infrav1.Terraform)) func(*infrav1.Terraform) {
+		return func(tf *infrav1.Terraform) {
+			tf.Spec.ApprovePlan = "auto"
+			tf.Status.Plan = &infrav1.PlanStatus{ID: "p", Pending: "p", Add: 1, Destroy: 1, Replace: 1, ResourcesToReplace: []string{"a.db"}}
+			if mutate != nil {
+				mutate(tf)
+			}
+		}
+	}
+	pendingP := observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a"}}
 	cases := []struct {
 		name   string
 		mutate func(*infrav1.Terraform)
@@ -53,6 +66,34 @@ func TestDecide(t *testing.T) {
 			tf.Status.Plan.Pending = "p"
 		},
 			obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a"}, outputsWritten: true}, want: decision{action: actionNone, after: 59 * time.Minute}},
+		{name: "auto, destructive: waits", mutate: replacing(nil), obs: pendingP, want: decision{action: actionWait, destructive: true, after: time.Hour}},
+		{name: "auto, only destroys: waits", mutate: replacing(func(tf *infrav1.Terraform) {
+			tf.Status.Plan.Add, tf.Status.Plan.Replace, tf.Status.Plan.ResourcesToReplace = 0, 0, nil
+			tf.Status.Plan.ResourcesToDestroy = []string{"a.db"}
+		}), obs: pendingP, want: decision{action: actionWait, destructive: true, after: time.Hour}},
+		{name: "auto, destructive drift repair: waits", mutate: replacing(func(tf *infrav1.Terraform) { tf.Status.Plan.IsDrift = true }),
+			obs: pendingP, want: decision{action: actionWait, destructive: true, after: time.Hour}},
+		{name: "auto, destructive, annotation names it", mutate: replacing(func(tf *infrav1.Terraform) {
+			tf.Annotations = map[string]string{infrav1.ApproveAnnotation: "p"}
+		}), obs: pendingP, want: decision{action: actionApply}},
+		{name: "auto, destructive, annotation names another plan", mutate: replacing(func(tf *infrav1.Terraform) {
+			tf.Annotations = map[string]string{infrav1.ApproveAnnotation: "q"}
+		}), obs: pendingP, want: decision{action: actionWait, destructive: true, after: time.Hour}},
+		{name: "auto, destructive, autoApproveDestructive", mutate: replacing(func(tf *infrav1.Terraform) { tf.Spec.AutoApproveDestructive = true }),
+			obs: pendingP, want: decision{action: actionApply}},
+		{name: "auto, spec.destroy plan is not held", mutate: replacing(func(tf *infrav1.Terraform) {
+			tf.Spec.Destroy = true
+			tf.Status.Plan.IsDestroy = true
+		}), obs: pendingP, want: decision{action: actionApply}},
+		{name: "manual, destructive: an ordinary wait", mutate: replacing(func(tf *infrav1.Terraform) { tf.Spec.ApprovePlan = "" }),
+			obs: pendingP, want: decision{action: actionWait, after: time.Hour}},
+		{name: "spec names the destructive plan", mutate: replacing(func(tf *infrav1.Terraform) { tf.Spec.ApprovePlan = "p" }),
+			obs: pendingP, want: decision{action: actionApply}},
+		{name: "planOnly, destructive: never applies", mutate: replacing(func(tf *infrav1.Terraform) {
+			tf.Spec.PlanOnly = true
+			at := metav1.NewTime(now.Add(-time.Minute))
+			tf.Status.Plan.PlannedAt = &at
+		}), obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a"}, outputsWritten: true}, want: decision{action: actionNone, after: 59 * time.Minute}},
 		{name: "applied, outputs missing", obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a", Applied: true}}, want: decision{action: actionOutputs}},
 		{name: "applied, drift check not due", mutate: plannedAt(10 * time.Minute),
 			obs: observation{inputsDigest: "a", plan: &storedPlan{ID: "p", InputsDigest: "a", Applied: true}, outputsWritten: true}, want: decision{action: actionNone, after: 50 * time.Minute}},
@@ -88,6 +129,46 @@ func TestDecide(t *testing.T) {
 			NewWithT(t).Expect(decide(tf, tc.obs)).To(Equal(tc.want))
 		})
 	}
+}
+
+// A plan status does not summarise is held: nothing says it destroys
+// nothing. One it does is held only when it destroys something.
+func TestHeldAsDestructive(t *testing.T) {
+	g := NewWithT(t)
+	tf := &infrav1.Terraform{Spec: infrav1.TerraformSpec{ApprovePlan: "auto"}}
+	g.Expect(heldAsDestructive(tf, "p")).To(BeTrue(), "no status")
+	tf.Status.Plan = &infrav1.PlanStatus{ID: "q", Pending: "q"}
+	g.Expect(heldAsDestructive(tf, "p")).To(BeTrue(), "status summarises another plan")
+	tf.Status.Plan = &infrav1.PlanStatus{ID: "p", Pending: "p", Add: 2, Change: 1}
+	g.Expect(heldAsDestructive(tf, "p")).To(BeFalse(), "creates and updates only")
+	g.Expect(approved(tf, "p")).To(BeTrue())
+	tf.Status.Plan.Destroy = 1
+	g.Expect(heldAsDestructive(tf, "p")).To(BeTrue(), "a destroy")
+	g.Expect(approved(tf, "p")).To(BeFalse())
+}
+
+// The message of a held plan says what it destroys (addresses, bounded),
+// why it waits and how to approve it or opt out.
+func TestPendingMessageOfADestructivePlan(t *testing.T) {
+	g := NewWithT(t)
+	var many []string
+	for i := range 12 {
+		many = append(many, fmt.Sprintf("a.r%02d", i))
+	}
+	tf := &infrav1.Terraform{Spec: infrav1.TerraformSpec{ApprovePlan: "auto"}}
+	tf.Status.Plan = &infrav1.PlanStatus{ID: "p", Pending: "p", Add: 13, Destroy: 14, Replace: 13,
+		ResourcesToReplace: append([]string{"a.db"}, many...), ResourcesToDestroy: []string{"b.old"}}
+	msg := pendingMessage(tf)
+	g.Expect(msg).To(ContainSubstring("plan p (+13 ~0 -14) replaces a.db, a.r00,"))
+	g.Expect(msg).To(ContainSubstring("a.r08, ... and 3 more and destroys b.old;"))
+	g.Expect(msg).To(ContainSubstring(infrav1.ApproveAnnotation + "=p"))
+	g.Expect(msg).To(ContainSubstring("spec.autoApproveDestructive"))
+
+	tf.Status.Plan.ResourcesToReplace, tf.Status.Plan.ResourcesToDestroy = nil, nil
+	g.Expect(pendingMessage(tf)).To(ContainSubstring("destroys or replaces 14 resource(s)"), "a runner that does not name them")
+
+	tf.Spec.AutoApproveDestructive = true
+	g.Expect(pendingMessage(tf)).NotTo(ContainSubstring("destroys"), "not held: the ordinary message")
 }
 
 func TestPlanID(t *testing.T) {
