@@ -61,7 +61,7 @@ func (a *app) runApprove(ctx context.Context, name, planID string, yes bool) err
 		return errors.New(msg + "; nothing to approve")
 	case planID != "" && planID != pending:
 		return fmt.Errorf("plan %s is not the pending plan of %s/%s, %s is: review it with %s", planID, obj.Namespace, obj.Name, pending, a.cmdName("plan show "+obj.Name))
-	case obj.GetAnnotations()[v1alpha1.ApproveAnnotation] == pending || obj.Spec.ApprovePlan == pending || (obj.IsAutoApprove() && !gatedDestroy):
+	case obj.GetAnnotations()[v1alpha1.ApproveAnnotation] == pending || obj.Spec.ApprovePlan == pending || (obj.IsAutoApprove() && !gatedDestroy && !heldAsDestructive(obj)):
 		fmt.Fprintf(a.Streams.Out, "Plan %s of %s/%s is already approved.\n", pending, obj.Namespace, obj.Name)
 		return nil
 	}

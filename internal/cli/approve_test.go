@@ -20,6 +20,7 @@ func TestApprove(t *testing.T) {
 		pending(obj)
 		obj.Status.Plan.Add, obj.Status.Plan.Change, obj.Status.Plan.Destroy = 1, 0, 0
 		obj.Status.Plan.Resources = []string{"terraform_data.cache"}
+		obj.Status.Plan.Replace, obj.Status.Plan.ResourcesToReplace, obj.Status.Plan.ResourcesToDestroy = 0, nil, nil
 	}
 	for _, tt := range []struct {
 		name  string
@@ -37,6 +38,9 @@ func TestApprove(t *testing.T) {
 		{name: "matching-plan-flag", state: pending, stored: pendingPlan, args: []string{"--plan", pendingPlan, "-y"}, approved: true},
 		{name: "other-plan-flag", state: pending, stored: pendingPlan, args: []string{"--plan", "plan-0000000000-0000000000", "-y"}},
 		{name: "creates-only", state: createOnly, approved: true},
+		// approvePlan auto holds a plan that destroys: it is approved like
+		// a manual one, not reported as approved already.
+		{name: "auto-held-destructive", state: heldDestructive, stored: pendingPlan, stdin: "y\n", approved: true},
 		{name: "plan-unreadable", state: pending, stdin: "yes\n", approved: true},
 		{name: "no-pending-plan", state: applied},
 		{name: "never-planned", state: func(*v1alpha1.Terraform) {}},

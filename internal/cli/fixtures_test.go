@@ -108,11 +108,25 @@ func applied(obj *v1alpha1.Terraform) {
 func pending(obj *v1alpha1.Terraform) {
 	st := &obj.Status
 	st.LastAttemptedRevision, st.LastPlannedRevision = rev2, rev2
-	st.Plan = &v1alpha1.PlanStatus{Pending: pendingPlan, ID: pendingPlan, Revision: rev2, Add: 2, Change: 1, Destroy: 2, PlannedAt: ago(5 * time.Minute),
-		Resources: []string{"terraform_data.cache", "terraform_data.database", "terraform_data.old", "terraform_data.security_group"}}
+	st.Plan = &v1alpha1.PlanStatus{Pending: pendingPlan, ID: pendingPlan, Revision: rev2, Add: 2, Change: 1, Destroy: 2, Replace: 1, PlannedAt: ago(5 * time.Minute),
+		Resources:          []string{"terraform_data.cache", "terraform_data.database", "terraform_data.old", "terraform_data.security_group"},
+		ResourcesToReplace: []string{"terraform_data.database"}, ResourcesToDestroy: []string{"terraform_data.old"}}
 	setCondition(obj, condition(v1alpha1.PlannedCondition, metav1.ConditionTrue, v1alpha1.PlannedWithChangesReason, "plan "+pendingPlan+" (+2 ~1 -2)", 5*time.Minute))
 	setCondition(obj, condition(meta.ReadyCondition, metav1.ConditionFalse, v1alpha1.PlanPendingReason,
 		"plan "+pendingPlan+" (+2 ~1 -2) waits for approval: annotate with "+v1alpha1.ApproveAnnotation+"="+pendingPlan+" or set spec.approvePlan", 5*time.Minute))
+}
+
+// heldDestructive is pending under approvePlan auto: the controller holds
+// the plan because it replaces and destroys resources.
+func heldDestructive(obj *v1alpha1.Terraform) {
+	obj.Spec.ApprovePlan = v1alpha1.ApprovePlanAuto
+	applied(obj)
+	pending(obj)
+	setCondition(obj, condition(v1alpha1.PlannedCondition, metav1.ConditionTrue, v1alpha1.DestructivePlanPendingReason,
+		"plan "+pendingPlan+" for revision "+rev2+": +2 ~1 -2; it replaces terraform_data.database and destroys terraform_data.old and waits for approval (approvePlan auto applies nothing destructive)", 5*time.Minute))
+	setCondition(obj, condition(meta.ReadyCondition, metav1.ConditionFalse, v1alpha1.DestructivePlanPendingReason,
+		"plan "+pendingPlan+" (+2 ~1 -2) replaces terraform_data.database and destroys terraform_data.old; approvePlan auto applies no such plan without a person, so it waits for approval: annotate with "+
+			v1alpha1.ApproveAnnotation+"="+pendingPlan+" or set spec.approvePlan to its id (spec.autoApproveDestructive: true applies such plans automatically)", 5*time.Minute))
 }
 
 // fixturePlan reads testdata/plan: the JSON and human plans.

@@ -83,9 +83,13 @@ func (a *app) runPlanShow(ctx context.Context, name string, asJSON bool) error {
 		return enc.Encode(doc)
 	}
 
-	if note != "" {
+	switch {
+	case note != "":
 		fmt.Fprintln(a.Streams.Out, note)
-	} else {
+	case heldAsDestructive(obj):
+		fmt.Fprintf(a.Streams.Out, "Plan %s of %s/%s (revision %s) waits for approval although approvePlan is auto: it %s, which approvePlan auto leaves to a person (%s, or spec.autoApproveDestructive: true).\n",
+			p.ID, obj.Namespace, obj.Name, orDash(p.Revision), destructiveChanges(obj.Status.Plan), a.cmdName("approve "+obj.Name))
+	default:
 		fmt.Fprintf(a.Streams.Out, "Plan %s of %s/%s (revision %s) waits for approval.\n", p.ID, obj.Namespace, obj.Name, orDash(p.Revision))
 	}
 	text := p.HumanPlan

@@ -15,6 +15,7 @@ func TestPlanShow(t *testing.T) {
 	objs := fixtureStates(t, ns, "plan")
 	storePlan(t, objs[objPending], pendingPlan, rev2, false)
 	storePlan(t, objs[objReady], appliedPlan, rev1, true)
+	storePlan(t, terraform(t, ns, "destructive", heldDestructive), pendingPlan, rev2, false)
 	// The status names a plan other than the stored one (a save under way).
 	storePlan(t, objs[objLocked], "plan-3333333333-c3c3c3c3c3", rev2, false)
 	stale := objs[objLocked]
@@ -29,6 +30,7 @@ func TestPlanShow(t *testing.T) {
 	}{
 		{"plan/pending", []string{"plan", "show", "-n", ns, objPending}},
 		{"plan/pending-json", []string{"plan", "show", "-n", ns, objPending, "--json"}},
+		{"plan/destructive", []string{"plan", "show", "-n", ns, "destructive"}},
 		{"plan/applied", []string{"plan", "show", "-n", ns, objReady}},
 		{"plan/no-plan", []string{"plan", "show", "-n", ns, objNew}},
 		{"plan/stale", []string{"plan", "show", "-n", ns, objLocked}},

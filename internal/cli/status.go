@@ -89,6 +89,12 @@ func (a *app) runStatus(ctx context.Context, name string) error {
 			fmt.Fprint(w, " (repairs drift)")
 		}
 		fmt.Fprintln(w)
+		if len(p.ResourcesToReplace) > 0 {
+			fmt.Fprintf(w, "  replace:   %s\n", strings.Join(p.ResourcesToReplace, ", "))
+		}
+		if len(p.ResourcesToDestroy) > 0 {
+			fmt.Fprintf(w, "  destroy:   %s\n", strings.Join(p.ResourcesToDestroy, ", "))
+		}
 		if len(p.Resources) > 0 {
 			fmt.Fprintln(w, "  resources:")
 			if d := s.planDetailsFor(ctx, obj, p.ID); d != nil {
@@ -200,8 +206,10 @@ func approvalText(obj *v1alpha1.Terraform) string {
 	switch {
 	case obj.Spec.PlanOnly:
 		return "none: spec.planOnly (plans are never applied)"
+	case obj.IsAutoApprove() && obj.Spec.AutoApproveDestructive:
+		return "auto, also plans that destroy or replace resources (spec.autoApproveDestructive)"
 	case obj.IsAutoApprove():
-		return "auto"
+		return "auto, except plans that destroy or replace resources"
 	case obj.Spec.ApprovePlan != "":
 		return "plan " + obj.Spec.ApprovePlan + " (spec.approvePlan)"
 	case obj.GetAnnotations()[v1alpha1.ApproveAnnotation] != "":
@@ -218,6 +226,8 @@ func planState(obj *v1alpha1.Terraform, approve string) string {
 		return "not applied (spec.planOnly)"
 	case p.Pending != "" && (obj.GetAnnotations()[v1alpha1.ApproveAnnotation] == p.Pending || obj.Spec.ApprovePlan == p.Pending):
 		return "approved, waiting to be applied"
+	case p.Pending != "" && heldAsDestructive(obj):
+		return "waits for approval: it destroys or replaces resources, which approvePlan auto leaves to a person (" + approve + ", or spec.autoApproveDestructive: true)"
 	case p.Pending != "":
 		return "waits for approval (" + approve + ")"
 	case p.ID != "" && p.ID == obj.Status.LastAppliedPlan:
@@ -226,4 +236,35 @@ func planState(obj *v1alpha1.Terraform, approve string) string {
 		return "no changes"
 	}
 	return "not applied"
+}
+
+// heldAsDestructive reports a pending plan that approvePlan auto leaves to a
+// person because it destroys or replaces resources, as the controller
+// says in the object's conditions (reason DestructivePlanPending).
+func heldAsDestructive(obj *v1alpha1.Terraform) bool {
+	if obj.PendingPlan() == "" {
+		return false
+	}
+	for _, t := range []string{meta.ReadyCondition, v1alpha1.PlannedCondition} {
+		if c := apimeta.FindStatusCondition(obj.Status.Conditions, t); c != nil && c.Reason == v1alpha1.DestructivePlanPendingReason {
+			return true
+		}
+	}
+	return false
+}
+
+// destructiveChanges says what a plan destroys, "replaces a.b and destroys
+// c.d", from status (addresses only); empty when it destroys nothing.
+func destructiveChanges(p *v1alpha1.PlanStatus) string {
+	var parts []string
+	if len(p.ResourcesToReplace) > 0 {
+		parts = append(parts, "replaces "+strings.Join(p.ResourcesToReplace, ", "))
+	}
+	if len(p.ResourcesToDestroy) > 0 {
+		parts = append(parts, "destroys "+strings.Join(p.ResourcesToDestroy, ", "))
+	}
+	if len(parts) == 0 && p.Destroy > 0 {
+		return fmt.Sprintf("destroys or replaces %d resource(s)", p.Destroy)
+	}
+	return strings.Join(parts, " and ")
 }

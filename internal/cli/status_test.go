@@ -39,7 +39,9 @@ func TestStatus(t *testing.T) {
 		obj.Spec.PlanOnly = true
 		pending(obj)
 	})
-	for _, name := range []string{objPending, objLocked, objFailed, objRunning, objNew, objSuspended, objReady, "approved", "plan-only"} {
+	held := terraform(t, ns, "destructive", heldDestructive)
+	storePlan(t, held, pendingPlan, rev2, false)
+	for _, name := range []string{objPending, objLocked, objFailed, objRunning, objNew, objSuspended, objReady, "approved", "plan-only", "destructive"} {
 		t.Run(name, func(t *testing.T) {
 			golden(t, "status/"+name, normalize(run(t, "", "status", "-n", ns, name).transcript()))
 		})
