@@ -80,6 +80,9 @@ func (e *env) chaosObject(t *testing.T, p *platform, name string) *infrav1.Terra
 			Interval:      metav1.Duration{Duration: time.Hour},
 			RetryInterval: &metav1.Duration{Duration: 5 * time.Second},
 			ApprovePlan:   "auto",
+			// with_sg replaces terraform_data.slow: applied without a
+			// person, as the scenarios need.
+			AutoApproveDestructive: true,
 			Vars: []infrav1.Variable{
 				{Name: "name", Value: testenv.JSONValue(name)},
 				{Name: "sleep", Value: testenv.JSONValue(30)},

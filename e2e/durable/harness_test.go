@@ -85,6 +85,9 @@ func newSlowTerraform(t *testing.T, ns, name, effects string, sleep int) *infrav
 			Interval:      metav1.Duration{Duration: time.Hour},
 			RetryInterval: &metav1.Duration{Duration: retryInterval},
 			ApprovePlan:   infrav1.ApprovePlanAuto,
+			// The tests make a new create by replacing the resource
+			// (var.rev): applied without a person, as they need.
+			AutoApproveDestructive: true,
 			Vars: []infrav1.Variable{
 				{Name: "effects", Value: testenv.JSONValue(effects)},
 				{Name: "sleep", Value: testenv.JSONValue(sleep)},

@@ -258,6 +258,7 @@ var fields = map[string]handler{
 		switch v {
 		case "auto":
 			c.out.Spec.ApprovePlan = v1alpha1.ApprovePlanAuto
+			c.note("approvePlan auto: tofu-controller applied every plan; Landform holds one that destroys or replaces resources for approval (reason DestructivePlanPending, landform approve %s): set spec.autoApproveDestructive: true to apply those too", c.src.Name)
 		case "":
 		case "disable":
 			c.out.Spec.PlanOnly = true
