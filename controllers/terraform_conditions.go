@@ -80,10 +80,13 @@ func planCounts(p *infrav1.PlanStatus) string {
 	return fmt.Sprintf("+%d ~%d -%d", p.Add, p.Change, p.Destroy)
 }
 
-// markApprovalMismatch tells the user when an approval names another plan.
+// markApprovalMismatch tells the user when an approval names another plan
+// and the pending one waits. An approval left from an earlier plan (say of
+// a destructive one under approvePlan auto) says nothing about a plan that
+// is applied anyway.
 func markApprovalMismatch(obj *infrav1.Terraform) {
 	pending := obj.PendingPlan()
-	if pending == "" {
+	if pending == "" || approved(obj, pending) {
 		return
 	}
 	if other := approvalMismatch(obj, pending); other != "" {

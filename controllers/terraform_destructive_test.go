@@ -169,6 +169,7 @@ func TestAutoApprovalHoldsAPlanThatReplaces(t *testing.T) {
 		g.Expect(conditions.IsReady(obj)).To(BeTrue())
 	})
 	g.Expect(obj.Status.Plan.Replace).To(Equal(int32(1)), "it was a replacement")
+	g.Expect(conditions.GetReason(obj, infrav1.PlannedCondition)).To(Equal(infrav1.PlannedWithChangesReason), "the approval left from the last plan is no mismatch")
 	created, destroyed = effectCounts(effects)
 	g.Expect([]int{created, destroyed}).To(Equal([]int{3, 2}), "%q", readFile(effects))
 	g.Expect(countEvents(g, ns, tf.Name, infrav1.DestructivePlanPendingReason)).To(Equal(held), "not held")

@@ -73,7 +73,8 @@ func (r *TerraformReconciler) recordPlan(ctx context.Context, obj *infrav1.Terra
 	obj.Status.LastPlannedRevision = rev
 
 	summary := fmt.Sprintf("plan %s for revision %s: %s", p.ID, rev, planCounts(status))
-	held := res.HasChanges && heldAsDestructive(obj, p.ID)
+	// Deletion's plans are destroyApproval's to gate.
+	held := res.HasChanges && obj.DeletionTimestamp.IsZero() && heldAsDestructive(obj, p.ID)
 	switch {
 	case held:
 		conditions.MarkTrue(obj, infrav1.PlannedCondition, infrav1.DestructivePlanPendingReason,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -169,6 +170,23 @@ func TestPendingMessageOfADestructivePlan(t *testing.T) {
 
 	tf.Spec.AutoApproveDestructive = true
 	g.Expect(pendingMessage(tf)).NotTo(ContainSubstring("destroys"), "not held: the ordinary message")
+}
+
+// An approval left from an earlier plan marks a mismatch only while the
+// pending plan waits: under approvePlan auto a plan that destroys nothing
+// is applied, whatever the annotation names.
+func TestApprovalMismatchOnlyWhileThePlanWaits(t *testing.T) {
+	g := NewWithT(t)
+	tf := &infrav1.Terraform{Spec: infrav1.TerraformSpec{ApprovePlan: "auto"}}
+	tf.Annotations = map[string]string{infrav1.ApproveAnnotation: "old"}
+	tf.Status.Plan = &infrav1.PlanStatus{ID: "p", Pending: "p", Add: 1}
+	markApprovalMismatch(tf)
+	g.Expect(conditions.Get(tf, infrav1.PlannedCondition)).To(BeNil(), "applied at once: no mismatch")
+
+	tf.Status.Plan.Destroy = 1
+	markApprovalMismatch(tf)
+	g.Expect(conditions.GetReason(tf, infrav1.PlannedCondition)).To(Equal(infrav1.ApprovalMismatchReason), "held: the old approval does not apply it")
+	g.Expect(pendingMessage(tf)).To(HavePrefix(`approval "old" does not match the pending plan; plan p (+1 ~0 -1) destroys or replaces 1 resource(s)`))
 }
 
 func TestPlanID(t *testing.T) {
