@@ -38,11 +38,7 @@ func (a *app) approveCommand() *cobra.Command {
 }
 
 func (a *app) runApprove(ctx context.Context, name, planID string, yes bool) error {
-	s, err := a.connect()
-	if err != nil {
-		return err
-	}
-	obj, err := s.terraform(ctx, name)
+	s, obj, err := a.object(ctx, name)
 	if err != nil {
 		return err
 	}

@@ -108,6 +108,20 @@ func (s *session) explain(err error, verb, resource, kind, ns, name string) erro
 	return fmt.Errorf("%s %s %s: %v", verb, resource, where, err)
 }
 
+// object connects and reads the Terraform object name: what most commands
+// do first.
+func (a *app) object(ctx context.Context, name string) (*session, *v1alpha1.Terraform, error) {
+	s, err := a.connect()
+	if err != nil {
+		return nil, nil, err
+	}
+	obj, err := s.terraform(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, obj, nil
+}
+
 // terraform reads the Terraform object name in the session's namespace.
 func (s *session) terraform(ctx context.Context, name string) (*v1alpha1.Terraform, error) {
 	obj := &v1alpha1.Terraform{}

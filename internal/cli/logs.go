@@ -45,11 +45,7 @@ func (a *app) logsCommand() *cobra.Command {
 }
 
 func (a *app) runLogs(ctx context.Context, name string, follow bool, only runlog.Phase) error {
-	s, err := a.connect()
-	if err != nil {
-		return err
-	}
-	obj, err := s.terraform(ctx, name)
+	s, obj, err := a.object(ctx, name)
 	if err != nil {
 		return err
 	}

@@ -56,11 +56,7 @@ type outputRow struct {
 }
 
 func (a *app) runOutputs(ctx context.Context, name string, showSensitive bool, format string) error {
-	s, err := a.connect()
-	if err != nil {
-		return err
-	}
-	obj, err := s.terraform(ctx, name)
+	s, obj, err := a.object(ctx, name)
 	if err != nil {
 		return err
 	}

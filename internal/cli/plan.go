@@ -41,11 +41,7 @@ func (a *app) planCommand() *cobra.Command {
 }
 
 func (a *app) runPlanShow(ctx context.Context, name string, asJSON bool) error {
-	s, err := a.connect()
-	if err != nil {
-		return err
-	}
-	obj, err := s.terraform(ctx, name)
+	s, obj, err := a.object(ctx, name)
 	if err != nil {
 		return err
 	}

@@ -74,11 +74,7 @@ func (a *app) reconcileCommand() *cobra.Command {
 // requestReconcile sets reconcile.fluxcd.io/requestedAt; the patched object
 // carries the requested value.
 func (a *app) requestReconcile(ctx context.Context, name string) (*session, *v1alpha1.Terraform, error) {
-	s, err := a.connect()
-	if err != nil {
-		return nil, nil, err
-	}
-	obj, err := s.terraform(ctx, name)
+	s, obj, err := a.object(ctx, name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -186,11 +182,7 @@ func (a *app) resumeCommand() *cobra.Command {
 }
 
 func (a *app) setSuspend(ctx context.Context, name string, suspend bool) error {
-	s, err := a.connect()
-	if err != nil {
-		return err
-	}
-	obj, err := s.terraform(ctx, name)
+	s, obj, err := a.object(ctx, name)
 	if err != nil {
 		return err
 	}

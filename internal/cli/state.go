@@ -42,11 +42,7 @@ func (a *app) stateHistoryCommand() *cobra.Command {
 		Args:              a.oneName("state history NAME"),
 		ValidArgsFunction: a.completeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.connect()
-			if err != nil {
-				return err
-			}
-			obj, err := s.terraform(cmd.Context(), args[0])
+			s, obj, err := a.object(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -94,11 +90,7 @@ func (a *app) stateRestoreCommand() *cobra.Command {
 }
 
 func (a *app) runRestore(ctx context.Context, name string, wantSerial int64, wantVersion int) error {
-	s, err := a.connect()
-	if err != nil {
-		return err
-	}
-	obj, err := s.terraform(ctx, name)
+	s, obj, err := a.object(ctx, name)
 	if err != nil {
 		return err
 	}

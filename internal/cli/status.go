@@ -34,11 +34,7 @@ func (a *app) statusCommand() *cobra.Command {
 }
 
 func (a *app) runStatus(ctx context.Context, name string) error {
-	s, err := a.connect()
-	if err != nil {
-		return err
-	}
-	obj, err := s.terraform(ctx, name)
+	s, obj, err := a.object(ctx, name)
 	if err != nil {
 		return err
 	}

@@ -46,11 +46,7 @@ func (a *app) unlockCommand() *cobra.Command {
 }
 
 func (a *app) runUnlock(ctx context.Context, name string, force bool) error {
-	s, err := a.connect()
-	if err != nil {
-		return err
-	}
-	obj, err := s.terraform(ctx, name)
+	s, obj, err := a.object(ctx, name)
 	if err != nil {
 		return err
 	}
