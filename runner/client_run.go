@@ -58,18 +58,47 @@ func (c *Client) StartRun(ctx context.Context, spec RunSpec) error {
 	return nil
 }
 
+// StatePersist is a state an apply or destroy could not write to the
+// backend, which the runner keeps and writes itself (see
+// runnerpb.StatePersist).
+type StatePersist struct {
+	// State is the state as the engine wrote it; nil once Saved.
+	State []byte
+	// Digest is the state's sha256, hex.
+	Digest string
+	// Saved is set once the runner wrote it to the backend.
+	Saved bool
+}
+
+// WatchOption adds to what WatchRun reports.
+type WatchOption func(*watchOptions)
+
+type watchOptions struct {
+	persist func(StatePersist)
+}
+
+// OnStatePersist passes f the state the run keeps unsaved, when it begins
+// to, and again once it is saved; f runs in the watch, which waits for it.
+func OnStatePersist(f func(StatePersist)) WatchOption {
+	return func(o *watchOptions) { o.persist = f }
+}
+
 // WatchRun follows run id from log line fromLine until it ends, passing
 // each line with its index to logf, and returns its result or its typed
 // error (*Error, see AsError; UNKNOWN_RUN when the runner has no such run).
 // A broken watch returns an error for which IsWatchBroken is true: the run
 // goes on, and watching again from the next index resumes it. Ending ctx
 // ends the watch, never the run.
-func (c *Client) WatchRun(ctx context.Context, id string, fromLine int64, logf func(index int64, line string)) (*RunResult, error) {
+func (c *Client) WatchRun(ctx context.Context, id string, fromLine int64, logf func(index int64, line string), opts ...WatchOption) (*RunResult, error) {
+	var o watchOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	stream, err := c.rpc.WatchRun(ctx, &runnerpb.WatchRunRequest{RunId: id, FromLine: fromLine})
 	if err != nil {
 		return nil, toError(err)
 	}
-	var planFile, jsonPlan, humanPlan, lockFile bytes.Buffer
+	var planFile, jsonPlan, humanPlan, lockFile, unsaved bytes.Buffer
 	for {
 		ev, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -91,6 +120,17 @@ func (c *Client) WatchRun(ctx context.Context, id string, fromLine int64, logf f
 			humanPlan.Write(e.HumanPlanChunk)
 		case *runnerpb.RunEvent_LockFileChunk:
 			lockFile.Write(e.LockFileChunk)
+		case *runnerpb.RunEvent_UnsavedStateChunk:
+			unsaved.Write(e.UnsavedStateChunk)
+		case *runnerpb.RunEvent_StatePersist:
+			p := StatePersist{Digest: e.StatePersist.GetDigest(), Saved: e.StatePersist.GetSaved()}
+			if !p.Saved {
+				p.State = bytes.Clone(unsaved.Bytes())
+			}
+			unsaved.Reset()
+			if o.persist != nil {
+				o.persist(p)
+			}
 		case *runnerpb.RunEvent_PlanResult:
 			return &RunResult{Plan: &PlanOutput{Result: e.PlanResult, PlanFile: planFile.Bytes(), JSONPlan: jsonPlan.Bytes(), HumanPlan: humanPlan.Bytes(), LockFile: lockFile.Bytes()}}, nil
 		case *runnerpb.RunEvent_ApplyResult:

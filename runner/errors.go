@@ -59,6 +59,14 @@ const (
 	// ReasonRunnerBusy (codes.FailedPrecondition): another run is in
 	// progress on this runner.
 	ReasonRunnerBusy = "RUNNER_BUSY"
+	// ReasonStateUnsaved: an apply or destroy could not write the state
+	// to the backend, and neither could the runner before the run's
+	// deadline (codes.Unavailable) or at all, because the backend refused
+	// it (codes.FailedPrecondition: another lineage, a newer serial). The
+	// run's watches received the state (RunEvent.unsaved_state_chunk);
+	// the runner keeps it too. Planning from the backend's state now
+	// would create again what the apply created.
+	ReasonStateUnsaved = "STATE_UNSAVED"
 )
 
 // Error is a failed runner call: its gRPC code and, for typed failures, the

@@ -39,7 +39,7 @@ type Run struct {
 type RunnerClient interface {
 	UploadWorkspace(ctx context.Context, spec *runnerpb.WorkspaceSpec, tarball io.Reader) error
 	StartRun(ctx context.Context, spec runner.RunSpec) error
-	WatchRun(ctx context.Context, id string, fromLine int64, logf func(index int64, line string)) (*runner.RunResult, error)
+	WatchRun(ctx context.Context, id string, fromLine int64, logf func(index int64, line string), opts ...runner.WatchOption) (*runner.RunResult, error)
 	CancelRun(ctx context.Context, id string) error
 	Outputs(ctx context.Context) ([]*runnerpb.Output, error)
 	Close() error

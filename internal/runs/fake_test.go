@@ -156,7 +156,7 @@ func (fr *fakeRunner) StartRun(ctx context.Context, spec runner.RunSpec) error {
 	return nil
 }
 
-func (fr *fakeRunner) WatchRun(ctx context.Context, id string, from int64, logf func(int64, string)) (*runner.RunResult, error) {
+func (fr *fakeRunner) WatchRun(ctx context.Context, id string, from int64, logf func(int64, string), _ ...runner.WatchOption) (*runner.RunResult, error) {
 	r := fr.run(id)
 	if r == nil {
 		return nil, &runner.Error{Code: codes.NotFound, Reason: runner.ReasonUnknownRun, Message: "unknown run " + id}

@@ -12,9 +12,11 @@ import (
 )
 
 // Holder is who took a lock: a runner Pod or a local runner process, on
-// behalf of run Run.
+// behalf of run Run; or, with Tool set, another Landform process (the
+// controller, the CLI) writing a state the engine could not save.
 type Holder struct {
 	Run     string         `json:"run"`
+	Tool    string         `json:"tool,omitempty"`
 	Pod     *PodHolder     `json:"pod,omitempty"`
 	Process *ProcessHolder `json:"process,omitempty"`
 }
@@ -48,6 +50,9 @@ func (h Holder) encode() string {
 // Who is the lock info's readable holder, which terraform prints when it
 // finds the state locked.
 func (h Holder) Who() string {
+	if h.Tool != "" && h.Process != nil {
+		return fmt.Sprintf("%s (pid %d on %s)", h.Tool, h.Process.PID, h.Process.Host)
+	}
 	switch {
 	case h.Pod != nil:
 		return fmt.Sprintf("landform-runner run %s (pod %s/%s)", h.Run, h.Pod.Namespace, h.Pod.Name)

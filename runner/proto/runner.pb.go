@@ -890,10 +890,73 @@ func (x *ApplyResult) GetOutputs() []*Output {
 	return nil
 }
 
-// One event of a watch: log lines first; once the run ended, for a plan
-// its files in chunks (plan file, JSON plan, human plan, dependency lock
-// file) and then plan_result, for an apply or a destroy apply_result. The
-// result is always the last event.
+// The state an apply or a destroy could not write to the backend (the
+// engine's errored.tfstate), which the runner keeps and writes itself,
+// retrying until the run's deadline. A watch sends it when the runner
+// starts keeping it (after the state, as the engine wrote it, in
+// unsaved_state_chunk events) and again once it is written: whoever
+// watches can keep a copy that outlives the runner meanwhile.
+type StatePersist struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// sha256 hex of the state as the engine wrote it.
+	Digest string `protobuf:"bytes,1,opt,name=digest,proto3" json:"digest,omitempty"`
+	// False while the state is kept unsaved; true once the runner wrote it
+	// to the backend (then no chunks precede the event).
+	Saved         bool `protobuf:"varint,2,opt,name=saved,proto3" json:"saved,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StatePersist) Reset() {
+	*x = StatePersist{}
+	mi := &file_runner_proto_runner_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatePersist) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatePersist) ProtoMessage() {}
+
+func (x *StatePersist) ProtoReflect() protoreflect.Message {
+	mi := &file_runner_proto_runner_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatePersist.ProtoReflect.Descriptor instead.
+func (*StatePersist) Descriptor() ([]byte, []int) {
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *StatePersist) GetDigest() string {
+	if x != nil {
+		return x.Digest
+	}
+	return ""
+}
+
+func (x *StatePersist) GetSaved() bool {
+	if x != nil {
+		return x.Saved
+	}
+	return false
+}
+
+// One event of a watch: log lines first (with, when an apply or destroy
+// could not save the state, the unsaved state's chunks and state_persist
+// events among them); once the run ended, for a plan its files in chunks
+// (plan file, JSON plan, human plan, dependency lock file) and then
+// plan_result, for an apply or a destroy apply_result. The result is
+// always the last event.
 type RunEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Event:
@@ -905,6 +968,8 @@ type RunEvent struct {
 	//	*RunEvent_LockFileChunk
 	//	*RunEvent_PlanResult
 	//	*RunEvent_ApplyResult
+	//	*RunEvent_UnsavedStateChunk
+	//	*RunEvent_StatePersist
 	Event         isRunEvent_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -912,7 +977,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_runner_proto_runner_proto_msgTypes[12]
+	mi := &file_runner_proto_runner_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -924,7 +989,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[12]
+	mi := &file_runner_proto_runner_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -937,7 +1002,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{12}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RunEvent) GetEvent() isRunEvent_Event {
@@ -1010,6 +1075,24 @@ func (x *RunEvent) GetApplyResult() *ApplyResult {
 	return nil
 }
 
+func (x *RunEvent) GetUnsavedStateChunk() []byte {
+	if x != nil {
+		if x, ok := x.Event.(*RunEvent_UnsavedStateChunk); ok {
+			return x.UnsavedStateChunk
+		}
+	}
+	return nil
+}
+
+func (x *RunEvent) GetStatePersist() *StatePersist {
+	if x != nil {
+		if x, ok := x.Event.(*RunEvent_StatePersist); ok {
+			return x.StatePersist
+		}
+	}
+	return nil
+}
+
 type isRunEvent_Event interface {
 	isRunEvent_Event()
 }
@@ -1042,6 +1125,14 @@ type RunEvent_ApplyResult struct {
 	ApplyResult *ApplyResult `protobuf:"bytes,7,opt,name=apply_result,json=applyResult,proto3,oneof"`
 }
 
+type RunEvent_UnsavedStateChunk struct {
+	UnsavedStateChunk []byte `protobuf:"bytes,8,opt,name=unsaved_state_chunk,json=unsavedStateChunk,proto3,oneof"`
+}
+
+type RunEvent_StatePersist struct {
+	StatePersist *StatePersist `protobuf:"bytes,9,opt,name=state_persist,json=statePersist,proto3,oneof"`
+}
+
 func (*RunEvent_Log) isRunEvent_Event() {}
 
 func (*RunEvent_PlanFileChunk) isRunEvent_Event() {}
@@ -1056,6 +1147,10 @@ func (*RunEvent_PlanResult) isRunEvent_Event() {}
 
 func (*RunEvent_ApplyResult) isRunEvent_Event() {}
 
+func (*RunEvent_UnsavedStateChunk) isRunEvent_Event() {}
+
+func (*RunEvent_StatePersist) isRunEvent_Event() {}
+
 type OutputsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1064,7 +1159,7 @@ type OutputsRequest struct {
 
 func (x *OutputsRequest) Reset() {
 	*x = OutputsRequest{}
-	mi := &file_runner_proto_runner_proto_msgTypes[13]
+	mi := &file_runner_proto_runner_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1076,7 +1171,7 @@ func (x *OutputsRequest) String() string {
 func (*OutputsRequest) ProtoMessage() {}
 
 func (x *OutputsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[13]
+	mi := &file_runner_proto_runner_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1089,7 +1184,7 @@ func (x *OutputsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputsRequest.ProtoReflect.Descriptor instead.
 func (*OutputsRequest) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{13}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{14}
 }
 
 type Output struct {
@@ -1106,7 +1201,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_runner_proto_runner_proto_msgTypes[14]
+	mi := &file_runner_proto_runner_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1118,7 +1213,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[14]
+	mi := &file_runner_proto_runner_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1131,7 +1226,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{14}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Output) GetName() string {
@@ -1171,7 +1266,7 @@ type OutputsResponse struct {
 
 func (x *OutputsResponse) Reset() {
 	*x = OutputsResponse{}
-	mi := &file_runner_proto_runner_proto_msgTypes[15]
+	mi := &file_runner_proto_runner_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1183,7 +1278,7 @@ func (x *OutputsResponse) String() string {
 func (*OutputsResponse) ProtoMessage() {}
 
 func (x *OutputsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[15]
+	mi := &file_runner_proto_runner_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1196,7 +1291,7 @@ func (x *OutputsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputsResponse.ProtoReflect.Descriptor instead.
 func (*OutputsResponse) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{15}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *OutputsResponse) GetOutputs() []*Output {
@@ -1269,7 +1364,10 @@ const file_runner_proto_runner_proto_rawDesc = "" +
 	"\x14resources_to_destroy\x18\n" +
 	" \x03(\tR\x12resourcesToDestroy\"C\n" +
 	"\vApplyResult\x124\n" +
-	"\aoutputs\x18\x01 \x03(\v2\x1a.landform.runner.v1.OutputR\aoutputs\"\xf7\x02\n" +
+	"\aoutputs\x18\x01 \x03(\v2\x1a.landform.runner.v1.OutputR\aoutputs\"<\n" +
+	"\fStatePersist\x12\x16\n" +
+	"\x06digest\x18\x01 \x01(\tR\x06digest\x12\x14\n" +
+	"\x05saved\x18\x02 \x01(\bR\x05saved\"\xf2\x03\n" +
 	"\bRunEvent\x12/\n" +
 	"\x03log\x18\x01 \x01(\v2\x1b.landform.runner.v1.LogLineH\x00R\x03log\x12(\n" +
 	"\x0fplan_file_chunk\x18\x02 \x01(\fH\x00R\rplanFileChunk\x12(\n" +
@@ -1278,7 +1376,9 @@ const file_runner_proto_runner_proto_rawDesc = "" +
 	"\x0flock_file_chunk\x18\x05 \x01(\fH\x00R\rlockFileChunk\x12A\n" +
 	"\vplan_result\x18\x06 \x01(\v2\x1e.landform.runner.v1.PlanResultH\x00R\n" +
 	"planResult\x12D\n" +
-	"\fapply_result\x18\a \x01(\v2\x1f.landform.runner.v1.ApplyResultH\x00R\vapplyResultB\a\n" +
+	"\fapply_result\x18\a \x01(\v2\x1f.landform.runner.v1.ApplyResultH\x00R\vapplyResult\x120\n" +
+	"\x13unsaved_state_chunk\x18\b \x01(\fH\x00R\x11unsavedStateChunk\x12G\n" +
+	"\rstate_persist\x18\t \x01(\v2 .landform.runner.v1.StatePersistH\x00R\fstatePersistB\a\n" +
 	"\x05event\"\x10\n" +
 	"\x0eOutputsRequest\"v\n" +
 	"\x06Output\x12\x12\n" +
@@ -1314,7 +1414,7 @@ func file_runner_proto_runner_proto_rawDescGZIP() []byte {
 }
 
 var file_runner_proto_runner_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_runner_proto_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_runner_proto_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_runner_proto_runner_proto_goTypes = []any{
 	(Action)(0),                     // 0: landform.runner.v1.Action
 	(*WorkspaceSpec)(nil),           // 1: landform.runner.v1.WorkspaceSpec
@@ -1329,39 +1429,41 @@ var file_runner_proto_runner_proto_goTypes = []any{
 	(*LogLine)(nil),                 // 10: landform.runner.v1.LogLine
 	(*PlanResult)(nil),              // 11: landform.runner.v1.PlanResult
 	(*ApplyResult)(nil),             // 12: landform.runner.v1.ApplyResult
-	(*RunEvent)(nil),                // 13: landform.runner.v1.RunEvent
-	(*OutputsRequest)(nil),          // 14: landform.runner.v1.OutputsRequest
-	(*Output)(nil),                  // 15: landform.runner.v1.Output
-	(*OutputsResponse)(nil),         // 16: landform.runner.v1.OutputsResponse
-	nil,                             // 17: landform.runner.v1.WorkspaceSpec.BackendConfigEntry
-	nil,                             // 18: landform.runner.v1.WorkspaceSpec.EnvEntry
+	(*StatePersist)(nil),            // 13: landform.runner.v1.StatePersist
+	(*RunEvent)(nil),                // 14: landform.runner.v1.RunEvent
+	(*OutputsRequest)(nil),          // 15: landform.runner.v1.OutputsRequest
+	(*Output)(nil),                  // 16: landform.runner.v1.Output
+	(*OutputsResponse)(nil),         // 17: landform.runner.v1.OutputsResponse
+	nil,                             // 18: landform.runner.v1.WorkspaceSpec.BackendConfigEntry
+	nil,                             // 19: landform.runner.v1.WorkspaceSpec.EnvEntry
 }
 var file_runner_proto_runner_proto_depIdxs = []int32{
-	17, // 0: landform.runner.v1.WorkspaceSpec.backend_config:type_name -> landform.runner.v1.WorkspaceSpec.BackendConfigEntry
-	18, // 1: landform.runner.v1.WorkspaceSpec.env:type_name -> landform.runner.v1.WorkspaceSpec.EnvEntry
+	18, // 0: landform.runner.v1.WorkspaceSpec.backend_config:type_name -> landform.runner.v1.WorkspaceSpec.BackendConfigEntry
+	19, // 1: landform.runner.v1.WorkspaceSpec.env:type_name -> landform.runner.v1.WorkspaceSpec.EnvEntry
 	1,  // 2: landform.runner.v1.UploadWorkspaceRequest.spec:type_name -> landform.runner.v1.WorkspaceSpec
 	0,  // 3: landform.runner.v1.RunSpec.action:type_name -> landform.runner.v1.Action
 	4,  // 4: landform.runner.v1.StartRunRequest.spec:type_name -> landform.runner.v1.RunSpec
-	15, // 5: landform.runner.v1.ApplyResult.outputs:type_name -> landform.runner.v1.Output
+	16, // 5: landform.runner.v1.ApplyResult.outputs:type_name -> landform.runner.v1.Output
 	10, // 6: landform.runner.v1.RunEvent.log:type_name -> landform.runner.v1.LogLine
 	11, // 7: landform.runner.v1.RunEvent.plan_result:type_name -> landform.runner.v1.PlanResult
 	12, // 8: landform.runner.v1.RunEvent.apply_result:type_name -> landform.runner.v1.ApplyResult
-	15, // 9: landform.runner.v1.OutputsResponse.outputs:type_name -> landform.runner.v1.Output
-	2,  // 10: landform.runner.v1.Runner.UploadWorkspace:input_type -> landform.runner.v1.UploadWorkspaceRequest
-	5,  // 11: landform.runner.v1.Runner.StartRun:input_type -> landform.runner.v1.StartRunRequest
-	7,  // 12: landform.runner.v1.Runner.WatchRun:input_type -> landform.runner.v1.WatchRunRequest
-	8,  // 13: landform.runner.v1.Runner.CancelRun:input_type -> landform.runner.v1.CancelRunRequest
-	14, // 14: landform.runner.v1.Runner.Outputs:input_type -> landform.runner.v1.OutputsRequest
-	3,  // 15: landform.runner.v1.Runner.UploadWorkspace:output_type -> landform.runner.v1.UploadWorkspaceResponse
-	6,  // 16: landform.runner.v1.Runner.StartRun:output_type -> landform.runner.v1.StartRunResponse
-	13, // 17: landform.runner.v1.Runner.WatchRun:output_type -> landform.runner.v1.RunEvent
-	9,  // 18: landform.runner.v1.Runner.CancelRun:output_type -> landform.runner.v1.CancelRunResponse
-	16, // 19: landform.runner.v1.Runner.Outputs:output_type -> landform.runner.v1.OutputsResponse
-	15, // [15:20] is the sub-list for method output_type
-	10, // [10:15] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	13, // 9: landform.runner.v1.RunEvent.state_persist:type_name -> landform.runner.v1.StatePersist
+	16, // 10: landform.runner.v1.OutputsResponse.outputs:type_name -> landform.runner.v1.Output
+	2,  // 11: landform.runner.v1.Runner.UploadWorkspace:input_type -> landform.runner.v1.UploadWorkspaceRequest
+	5,  // 12: landform.runner.v1.Runner.StartRun:input_type -> landform.runner.v1.StartRunRequest
+	7,  // 13: landform.runner.v1.Runner.WatchRun:input_type -> landform.runner.v1.WatchRunRequest
+	8,  // 14: landform.runner.v1.Runner.CancelRun:input_type -> landform.runner.v1.CancelRunRequest
+	15, // 15: landform.runner.v1.Runner.Outputs:input_type -> landform.runner.v1.OutputsRequest
+	3,  // 16: landform.runner.v1.Runner.UploadWorkspace:output_type -> landform.runner.v1.UploadWorkspaceResponse
+	6,  // 17: landform.runner.v1.Runner.StartRun:output_type -> landform.runner.v1.StartRunResponse
+	14, // 18: landform.runner.v1.Runner.WatchRun:output_type -> landform.runner.v1.RunEvent
+	9,  // 19: landform.runner.v1.Runner.CancelRun:output_type -> landform.runner.v1.CancelRunResponse
+	17, // 20: landform.runner.v1.Runner.Outputs:output_type -> landform.runner.v1.OutputsResponse
+	16, // [16:21] is the sub-list for method output_type
+	11, // [11:16] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_runner_proto_runner_proto_init() }
@@ -1377,7 +1479,7 @@ func file_runner_proto_runner_proto_init() {
 		(*StartRunRequest_Spec)(nil),
 		(*StartRunRequest_PlanFileChunk)(nil),
 	}
-	file_runner_proto_runner_proto_msgTypes[12].OneofWrappers = []any{
+	file_runner_proto_runner_proto_msgTypes[13].OneofWrappers = []any{
 		(*RunEvent_Log)(nil),
 		(*RunEvent_PlanFileChunk)(nil),
 		(*RunEvent_JsonPlanChunk)(nil),
@@ -1385,6 +1487,8 @@ func file_runner_proto_runner_proto_init() {
 		(*RunEvent_LockFileChunk)(nil),
 		(*RunEvent_PlanResult)(nil),
 		(*RunEvent_ApplyResult)(nil),
+		(*RunEvent_UnsavedStateChunk)(nil),
+		(*RunEvent_StatePersist)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1392,7 +1496,7 @@ func file_runner_proto_runner_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_runner_proto_runner_proto_rawDesc), len(file_runner_proto_runner_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   18,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

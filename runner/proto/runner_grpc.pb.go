@@ -54,7 +54,8 @@ type RunnerClient interface {
 	// WatchRun streams a run's log from a line index, live, and once the run
 	// ended its artefacts and result, then ends OK; or it ends with the run's
 	// typed error (STATE_LOCKED, STALE_PLAN, PLAN_UNUSABLE,
-	// DEADLINE_EXCEEDED, INTERRUPTED, ...). Any number of watches, any time,
+	// DEADLINE_EXCEEDED, INTERRUPTED, STATE_UNSAVED, ...). A state the engine
+	// could not save is sent to every watch, whatever its offset. Any number of watches, any time,
 	// each complete from its offset: a run's log (bounded) and result are
 	// kept until the runner exits. Cancelling a watch never affects the run.
 	// An unknown run id: NOT_FOUND with reason UNKNOWN_RUN.
@@ -161,7 +162,8 @@ type RunnerServer interface {
 	// WatchRun streams a run's log from a line index, live, and once the run
 	// ended its artefacts and result, then ends OK; or it ends with the run's
 	// typed error (STATE_LOCKED, STALE_PLAN, PLAN_UNUSABLE,
-	// DEADLINE_EXCEEDED, INTERRUPTED, ...). Any number of watches, any time,
+	// DEADLINE_EXCEEDED, INTERRUPTED, STATE_UNSAVED, ...). A state the engine
+	// could not save is sent to every watch, whatever its offset. Any number of watches, any time,
 	// each complete from its offset: a run's log (bounded) and result are
 	// kept until the runner exits. Cancelling a watch never affects the run.
 	// An unknown run id: NOT_FOUND with reason UNKNOWN_RUN.

@@ -12,22 +12,24 @@ import (
 // apply applies a saved plan file and returns the outputs. Only a saved
 // plan is ever applied, so what was approved is what runs; terraform
 // refuses it when the state moved on (STALE_PLAN).
-func (s *Server) apply(ctx context.Context, ws *workspace, planPath string, locked bool, logf func(string)) ([]*runnerpb.Output, error) {
-	detach := attachLogs(ws.tf, logf)
+// A state the engine could not write is written by the runner before the
+// run ends (saveErroredState).
+func (s *Server) apply(ctx context.Context, ws *workspace, planPath string, locked bool, r *run) ([]*runnerpb.Output, error) {
+	detach := attachLogs(ws.tf, r.log)
 	err := ws.tf.apply(ctx, planPath, locked)
 	detach()
-	if err != nil {
+	if err = s.saveErroredState(ctx, ws, r, "apply", err); err != nil {
 		return nil, s.terraformError(ctx, ws, "apply", err, false)
 	}
 	return s.readOutputs(ctx, ws)
 }
 
 // destroy destroys everything in the state.
-func (s *Server) destroy(ctx context.Context, ws *workspace, locked bool, logf func(string)) error {
-	detach := attachLogs(ws.tf, logf)
+func (s *Server) destroy(ctx context.Context, ws *workspace, locked bool, r *run) error {
+	detach := attachLogs(ws.tf, r.log)
 	err := ws.tf.destroy(ctx, locked)
 	detach()
-	if err != nil {
+	if err = s.saveErroredState(ctx, ws, r, "destroy", err); err != nil {
 		return s.terraformError(ctx, ws, "destroy", err, true)
 	}
 	return nil

@@ -17,6 +17,10 @@ import (
 // whether the configuration is at fault (stalling) or something else
 // (retryable).
 func (s *Server) terraformError(ctx context.Context, ws *workspace, cmd string, err error, validate bool) error {
+	if _, typed := runner.AsError(err); typed {
+		// Decided already (a state the runner could not save).
+		return err
+	}
 	if ctx.Err() != nil {
 		return contextStatus(ctx)
 	}

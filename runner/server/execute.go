@@ -50,10 +50,10 @@ func (s *Server) execute(ctx context.Context, r *run, planPath string) (*runner.
 		out, err := s.plan(ctx, ws, spec.GetDestroy(), locked, r.log, release.start)
 		return out, nil, err
 	case runnerpb.Action_APPLY:
-		outs, err := s.apply(ctx, ws, planPath, locked, r.log)
+		outs, err := s.apply(ctx, ws, planPath, locked, r)
 		return nil, outs, err
 	default:
-		return nil, nil, s.destroy(ctx, ws, locked, r.log)
+		return nil, nil, s.destroy(ctx, ws, locked, r)
 	}
 }
 

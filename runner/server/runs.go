@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -47,6 +49,21 @@ type run struct {
 	plan    *runner.PlanOutput
 	outputs []*runnerpb.Output
 	err     error
+	// unsaved is the state the engine could not write to the backend,
+	// which every watch sends (watch.go); zero when there is none.
+	unsaved keptState
+
+	// lockID is the state lock the run holds, when the runner took it.
+	// Owned by the run's goroutine.
+	lockID string
+}
+
+// keptState is a state the runner keeps because the engine could not
+// write it: its bytes, as the engine wrote them, until saved.
+type keptState struct {
+	data   []byte
+	digest string
+	saved  bool
 }
 
 func newRun(spec *runnerpb.RunSpec) *run {
@@ -82,6 +99,23 @@ func (r *run) finish(plan *runner.PlanOutput, outputs []*runnerpb.Output, err er
 	r.notifyLocked()
 }
 
+// keepState records the state the engine could not save, for the watches.
+func (r *run) keepState(data []byte) {
+	sum := sha256.Sum256(data)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unsaved = keptState{data: data, digest: hex.EncodeToString(sum[:])}
+	r.notifyLocked()
+}
+
+// stateSaved records that the kept state is in the backend now.
+func (r *run) stateSaved() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unsaved.saved = true
+	r.notifyLocked()
+}
+
 func overflowMarker(dropped int) string {
 	if dropped == 0 {
 		return fmt.Sprintf("(the rest of this run's log is not kept: a run keeps at most %d lines or %d MiB)", maxRunLines, maxRunBytes>>20)
@@ -94,16 +128,16 @@ func (r *run) notifyLocked() {
 	r.changed = make(chan struct{})
 }
 
-// snapshot returns the lines from index from on, whether the run ended,
-// and a channel closed at the next change.
-func (r *run) snapshot(from int64) ([]string, bool, <-chan struct{}) {
+// snapshot returns the lines from index from on, the kept state, whether
+// the run ended, and a channel closed at the next change.
+func (r *run) snapshot(from int64) ([]string, keptState, bool, <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var lines []string
 	if from < int64(len(r.lines)) {
 		lines = append(lines, r.lines[max(from, 0):]...)
 	}
-	return lines, r.done, r.changed
+	return lines, r.unsaved, r.done, r.changed
 }
 
 // StartRun accepts a run and starts it in the background, on a context of

@@ -233,12 +233,12 @@ func TestRunLogIsBounded(t *testing.T) {
 	for i := range maxRunLines + 5 {
 		r.log(fmt.Sprintf("line %d", i))
 	}
-	lines, done, _ := r.snapshot(0)
+	lines, _, done, _ := r.snapshot(0)
 	if done || len(lines) != maxRunLines || lines[maxRunLines-2] != fmt.Sprintf("line %d", maxRunLines-2) || !strings.Contains(lines[maxRunLines-1], "not kept") {
 		t.Fatalf("%d lines, last %q", len(lines), lines[len(lines)-1])
 	}
 	r.finish(nil, nil, nil)
-	lines, done, _ = r.snapshot(maxRunLines - 1)
+	lines, _, done, _ = r.snapshot(maxRunLines - 1)
 	if !done || len(lines) != 1 || !strings.HasPrefix(lines[0], "(6 more lines") {
 		t.Fatalf("after the end: %q", lines)
 	}
@@ -248,7 +248,7 @@ func TestRunLogIsBounded(t *testing.T) {
 	for range 200 {
 		big.log(line)
 	}
-	lines, _, _ = big.snapshot(0)
+	lines, _, _, _ = big.snapshot(0)
 	kept := 0
 	for _, l := range lines {
 		kept += len(l)

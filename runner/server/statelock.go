@@ -65,6 +65,7 @@ func (s *Server) lockState(ctx context.Context, ws *workspace, r *run) (unlock f
 		return nil, false, newError(codes.Unavailable, runner.ReasonTerraformFailed, "taking the state lock: "+err.Error(), nil)
 	}
 	r.log(fmt.Sprintf("Landform took the state lock %s as %s.", id, holder.Who()))
+	r.lockID = id
 	return func() {
 		if err := releaseLock(leases, name, id); err != nil {
 			s.log.Error("releasing the state lock", "run", r.id, "lock", id, "error", err.Error())

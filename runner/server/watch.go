@@ -21,13 +21,17 @@ func (s *Server) WatchRun(req *runnerpb.WatchRunRequest, stream runnerpb.Runner_
 		return newError(codes.NotFound, runner.ReasonUnknownRun, fmt.Sprintf("no run %q on this runner", req.GetRunId()), nil)
 	}
 	next := max(req.GetFromLine(), 0)
+	var sent keptState
 	for {
-		lines, done, changed := r.snapshot(next)
+		lines, kept, done, changed := r.snapshot(next)
 		for _, line := range lines {
 			if err := stream.Send(&runnerpb.RunEvent{Event: &runnerpb.RunEvent_Log{Log: &runnerpb.LogLine{Text: line, Index: next}}}); err != nil {
 				return err
 			}
 			next++
+		}
+		if err := sendKeptState(stream, kept, &sent); err != nil {
+			return err
 		}
 		if done {
 			return sendResult(stream, r)
@@ -74,4 +78,34 @@ func sendResult(stream runnerpb.Runner_WatchRunServer, r *run) error {
 		}
 	}
 	return stream.Send(&runnerpb.RunEvent{Event: &runnerpb.RunEvent_PlanResult{PlanResult: plan.Result}})
+}
+
+// sendKeptState tells the watch about the state the run keeps unsaved,
+// whatever the watch's offset: its bytes and an event when the runner
+// began keeping it (unless it is saved already), and an event once it is
+// saved. sent is what this watch has sent.
+func sendKeptState(stream runnerpb.Runner_WatchRunServer, kept keptState, sent *keptState) error {
+	if kept.digest == "" {
+		return nil
+	}
+	if sent.digest != kept.digest {
+		if !kept.saved {
+			if err := chunk.Send(kept.data, func(b []byte) error {
+				return stream.Send(&runnerpb.RunEvent{Event: &runnerpb.RunEvent_UnsavedStateChunk{UnsavedStateChunk: b}})
+			}); err != nil {
+				return err
+			}
+			if err := stream.Send(&runnerpb.RunEvent{Event: &runnerpb.RunEvent_StatePersist{StatePersist: &runnerpb.StatePersist{Digest: kept.digest}}}); err != nil {
+				return err
+			}
+		}
+		*sent = keptState{digest: kept.digest}
+	}
+	if kept.saved && !sent.saved {
+		if err := stream.Send(&runnerpb.RunEvent{Event: &runnerpb.RunEvent_StatePersist{StatePersist: &runnerpb.StatePersist{Digest: kept.digest, Saved: true}}}); err != nil {
+			return err
+		}
+		sent.saved = true
+	}
+	return nil
 }
