@@ -154,6 +154,7 @@ func runSuite(m *testing.M) int {
 	controllerView = mgr.GetClient()
 	r := &TerraformReconciler{
 		Leases:        kube.CoordinationV1().Leases,
+		Secrets:       kube.CoreV1().Secrets,
 		Client:        mgr.GetClient(),
 		EventRecorder: mgr.GetEventRecorderFor("landform-controller"),
 		Fetcher:       source.NewFetcher(filepath.Join(tmp, "cache")),

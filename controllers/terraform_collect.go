@@ -14,6 +14,7 @@ import (
 	"github.com/landform-dev/landform/internal/metrics"
 	"github.com/landform-dev/landform/internal/planstore"
 	"github.com/landform-dev/landform/internal/runs"
+	"github.com/landform-dev/landform/internal/unsavedstate"
 	"github.com/landform-dev/landform/runner"
 )
 
@@ -116,6 +117,9 @@ func (r *TerraformReconciler) runProgress(obj *infrav1.Terraform, h *runs.Handle
 		return inProgress(infrav1.RunQueuedReason, after, "%s waits for a runner (revision %s)", what, run.Revision)
 	}
 	run.Runner = id
+	if err := r.persistProgress(obj, h, what, id, after); err != nil {
+		return err
+	}
 	return inProgress(infrav1.RunInProgressReason, after, "%s in progress on %s (revision %s)", what, id, run.Revision)
 }
 
@@ -126,6 +130,7 @@ func (r *TerraformReconciler) runProgress(obj *infrav1.Terraform, h *runs.Handle
 func (r *TerraformReconciler) collectApply(ctx context.Context, obj *infrav1.Terraform, run *infrav1.RunStatus, h *runs.Handle) error {
 	res, runErr := h.Result()
 	if runErr == nil {
+		r.persisted(obj, run, h)
 		r.keepApplied(ctx, obj, run)
 		return r.recordApply(ctx, obj, run, res.Outputs)
 	}
@@ -154,6 +159,7 @@ func (r *TerraformReconciler) collectDestroy(ctx context.Context, obj *infrav1.T
 	if _, err := h.Result(); err != nil {
 		return r.runFailed(ctx, obj, run, h, infrav1.AppliedCondition, infrav1.DestroyFailedReason, infrav1.DestroyTimeoutReason)
 	}
+	r.persisted(obj, run, h)
 	markUnlocked(obj)
 	// Nothing is applied any more: should the clean-up after it fail and
 	// be retried, deletion must not destroy again (its state is gone).
@@ -188,6 +194,9 @@ func (r *TerraformReconciler) runFailed(ctx context.Context, obj *infrav1.Terraf
 		switch rerr.Reason {
 		case runner.ReasonStateLocked:
 			return r.lockHeld(ctx, obj, rerr.Metadata)
+		case runner.ReasonStateUnsaved:
+			ferr = retry(infrav1.StateUnsavedReason, "%s run %s: %s; the state is kept in Secret %s and Landform writes it to the backend before the next run",
+				run.Action, run.ID, h.Redactor().String(rerr.Message), unsavedstate.SecretName(obj))
 		case runner.ReasonDeadlineExceeded:
 			ferr = retry(timeoutReason, "the %s phase ran out of spec.timeout (%s) and terraform was interrupted, saving its state: raise spec.timeout or make the module faster; Landform plans again from the saved state",
 				run.Action, obj.GetTimeout())

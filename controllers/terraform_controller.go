@@ -19,6 +19,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/placement"
@@ -43,6 +44,9 @@ type TerraformReconciler struct {
 	Placer        placement.Placer
 	// Leases reads and releases state locks (Leases) in a namespace.
 	Leases func(namespace string) coordinationv1client.LeaseInterface
+	// Secrets writes a state an apply could not save into its backend's
+	// state Secret in a namespace. Nil: Landform leaves that to a person.
+	Secrets func(namespace string) corev1client.SecretInterface
 	// AllowCrossNamespaceRefs lets sourceRef and dependsOn name objects in
 	// other namespaces; refused by default so tenants stay apart.
 	AllowCrossNamespaceRefs bool

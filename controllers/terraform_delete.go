@@ -32,6 +32,12 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *obje
 	if err != nil {
 		return err
 	}
+	// A state an apply could not save goes to the backend before the
+	// destroy plans from it, or Orphan keeps it; its Secret would go with
+	// the object.
+	if err := r.pushUnsaved(ctx, obj); err != nil {
+		return err
+	}
 	if obj.GetDeletionPolicy() == infrav1.DeletionPolicyDelete {
 		hasState, err := r.hasState(ctx, obj)
 		if err != nil {

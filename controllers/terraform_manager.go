@@ -75,11 +75,12 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	}
 	r.metrics = helper.NewMetrics(mgr, metrics.Flux(), infrav1.Finalizer)
 	r.runs = runs.New(runs.Config{
-		Placer: r.Placer,
-		Tokens: stateTokens{r},
-		Client: r.Client,
-		Slots:  cmp.Or(max(opts.MaxConcurrentRuns, 0), DefaultConcurrentRuns),
-		Drain:  cmp.Or(max(opts.DrainTimeout, 0), DefaultDrainTimeout),
+		Placer:  r.Placer,
+		Tokens:  stateTokens{r},
+		Unsaved: r.unsavedStates(),
+		Client:  r.Client,
+		Slots:   cmp.Or(max(opts.MaxConcurrentRuns, 0), DefaultConcurrentRuns),
+		Drain:   cmp.Or(max(opts.DrainTimeout, 0), DefaultDrainTimeout),
 		Collect: func(ctx context.Context, key types.NamespacedName) {
 			_, _ = r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
 		},

@@ -38,6 +38,11 @@ func (r *TerraformReconciler) startRun(ctx context.Context, patcher *objectPatch
 		req.Reuse.Stop()
 		return err
 	}
+	if err := r.pushUnsaved(ctx, obj); err != nil {
+		// Never a run from the backend's state while a newer one waits.
+		req.Reuse.Stop()
+		return err
+	}
 	req.Run.ID = runner.NewRunID()
 	now := metav1.NewTime(r.now())
 	req.Run.Started = &now

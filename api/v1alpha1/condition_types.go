@@ -134,6 +134,19 @@ const (
 	// node (a hostPath volume, ...), sets a security profile or shadows the
 	// runner's own mounts.
 	RunnerPodTemplateNotAllowedReason = "RunnerPodTemplateNotAllowed"
+	// StatePersistRetryingReason: an apply or destroy could not write the
+	// state to the backend (the API server or the backend was away); its
+	// runner keeps that state and retries writing it until the run's
+	// deadline, and the run goes on meanwhile.
+	StatePersistRetryingReason = "StatePersistRetrying"
+	// StatePersistedReason: Landform wrote a state the engine could not
+	// save to the backend (an event).
+	StatePersistedReason = "StatePersisted"
+	// StateUnsavedReason: a state the engine could not save is kept in
+	// Secret tfstate-unsaved-<name>-0 and not written yet: nothing plans
+	// before it is written, which Landform does before the next run
+	// unless the backend refuses it; then `landform state push` decides.
+	StateUnsavedReason = "StateUnsaved"
 )
 
 // Annotations and labels.

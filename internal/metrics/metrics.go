@@ -42,6 +42,11 @@ var (
 		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120},
 	}, []string{"placement"})
 
+	stateUnsaved = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "landform_state_unsaved",
+		Help: "1 while a Terraform object has a state its engine could not write to the backend and Landform has not written yet (kept by its runner or in Secret tfstate-unsaved-<name>-0).",
+	}, []string{"namespace", "name"})
+
 	locksRecovered = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "landform_state_locks_recovered_total",
 		Help: "State locks released because the runner holding them was proved gone.",
@@ -54,7 +59,7 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(reconcileDuration, runs, pendingPlans, drifted, runnerStart, locksRecovered)
+	ctrlmetrics.Registry.MustRegister(reconcileDuration, runs, pendingPlans, drifted, runnerStart, locksRecovered, stateUnsaved)
 	ctrlmetrics.Registry.MustRegister(flux.Collectors()...)
 }
 
@@ -82,6 +87,13 @@ func SetObjectState(namespace, name string, pending, isDrifted bool) {
 func ForgetObject(namespace, name string) {
 	pendingPlans.DeleteLabelValues(namespace, name)
 	drifted.DeleteLabelValues(namespace, name)
+	stateUnsaved.DeleteLabelValues(namespace, name)
+}
+
+// SetStateUnsaved records whether an object has a state its engine could
+// not write to the backend that Landform has not written yet.
+func SetStateUnsaved(namespace, name string, unsaved bool) {
+	stateUnsaved.WithLabelValues(namespace, name).Set(boolValue(unsaved))
 }
 
 // CountLockRecovered records a state lock released after its holder was

@@ -100,7 +100,7 @@ func (t *Tracker) execute(interrupt context.Context, h *Handle, req Request, att
 			return nil, err
 		}
 	}
-	return t.watch(interrupt, rn, req)
+	return t.watch(interrupt, h, rn, req)
 }
 
 // issuedToken is a state token, or why there is none.
@@ -213,7 +213,7 @@ func handOver(interrupt context.Context, rn *placement.Run, req Request) error {
 // left off when the connection breaks, for as long as the runner lives.
 // When interrupt ends, the run is interrupted gracefully and watched until
 // terraform stopped.
-func (t *Tracker) watch(interrupt context.Context, rn *placement.Run, req Request) (*runner.RunResult, error) {
+func (t *Tracker) watch(interrupt context.Context, h *Handle, rn *placement.Run, req Request) (*runner.RunResult, error) {
 	rec := runlog.Start(context.Background(), t.cfg.Client, req.Object, phaseOf(req.Run.Action))
 	debug := t.cfg.Log.V(1).WithValues("terraform", client.ObjectKeyFromObject(req.Object).String(), "run", req.Run.ID)
 	var next int64
@@ -240,7 +240,7 @@ func (t *Tracker) watch(interrupt context.Context, rn *placement.Run, req Reques
 	_ = reconnect.DelayFunc().Until(t.ctx, true, true, func(context.Context) (bool, error) {
 		ctx, cancel := context.WithCancel(context.Background())
 		stopDetach := context.AfterFunc(t.ctx, cancel)
-		res, err = rn.Client.WatchRun(ctx, req.Run.ID, next, logf)
+		res, err = rn.Client.WatchRun(ctx, req.Run.ID, next, logf, runner.OnStatePersist(func(p runner.StatePersist) { t.statePersist(h, req, p) }))
 		stopDetach()
 		cancel()
 		switch {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/opencontainers/go-digest"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -33,10 +34,22 @@ type StateTokens interface {
 	Reusable(validUntil time.Time, deadline time.Duration) bool
 }
 
+// UnsavedStates keep the states that runs could not write to their
+// backend (internal/unsavedstate).
+type UnsavedStates interface {
+	// Keep keeps data, the state run could not save, for obj.
+	Keep(ctx context.Context, obj *infrav1.Terraform, run string, data []byte, now time.Time) (digest.Digest, error)
+	// Forget drops obj's kept state if it is the one of digest d.
+	Forget(ctx context.Context, obj *infrav1.Terraform, d digest.Digest) error
+}
+
 // Config is what the tracker needs.
 type Config struct {
 	Placer placement.Placer
 	Tokens StateTokens
+	// Unsaved keeps what a run reports of a state it could not save, as
+	// soon as the API server takes it; nil keeps nothing.
+	Unsaved UnsavedStates
 	// Client keeps the run logs (internal/runlog).
 	Client client.Client
 	// Slots bounds the runs in flight (at least one).
@@ -92,6 +105,19 @@ type Handle struct {
 	// reused marks a runner handed over to a following run, so that
 	// finishing this handle does not stop it.
 	reused bool
+	// persist is what the run reported of a state it could not save.
+	persist StatePersist
+}
+
+// StatePersist is what a run reported of a state its engine could not
+// write to the backend: zero when it reported none.
+type StatePersist struct {
+	// Digest is the state's.
+	Digest digest.Digest
+	// Kept is set once the state is kept in the object's namespace.
+	Kept bool
+	// Saved is set once the runner wrote it to the backend.
+	Saved bool
 }
 
 // ID is the run's id, as recorded in status.run.
@@ -105,6 +131,14 @@ func (h *Handle) Result() (*runner.RunResult, error) { return h.result, h.err }
 
 // Redactor masks the run's secret values.
 func (h *Handle) Redactor() *redact.Redactor { return h.redactor }
+
+// StatePersist returns what the run of h reported of a state it could not
+// save.
+func (t *Tracker) StatePersist(h *Handle) StatePersist {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return h.persist
+}
 
 // New returns a tracker; add it to the manager so that it drains on
 // shutdown.

@@ -1,0 +1,197 @@
+// Package unsavedstate keeps a state the engine could not write to the
+// backend (its errored.tfstate), in Secrets of the object's namespace
+// (tfstate-unsaved-<name>-<i>, owned by the object), until it is written:
+// the runner hands it over while it still retries, so that it outlives a
+// runner that dies or gives up. Push writes it to the kubernetes
+// backend's state Secret under the state lock, as the runner does; the
+// controller does so before any run, and `landform state push` when a
+// person must decide.
+//
+// The bytes are the state as the engine wrote it: with OpenTofu state
+// encryption, as encrypted as the state in the backend.
+package unsavedstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/chunkstore"
+	"github.com/landform-dev/landform/internal/statelock"
+	"github.com/landform-dev/landform/internal/tfstate"
+)
+
+// Labels, annotations and the type of the Secrets.
+const (
+	// Label marks the Secrets of unsaved states.
+	Label = "infra.landform.dev/unsaved-state"
+	// SecretType is the type of those Secrets.
+	SecretType = "infra.landform.dev/unsaved-state"
+
+	annDigest  = "infra.landform.dev/unsaved-state-digest"
+	annChunks  = "infra.landform.dev/unsaved-state-chunks"
+	annChunk   = "infra.landform.dev/unsaved-state-chunk"
+	annRun     = "infra.landform.dev/unsaved-state-run"
+	annSerial  = "infra.landform.dev/unsaved-state-serial"
+	annLineage = "infra.landform.dev/unsaved-state-lineage"
+	annKept    = "infra.landform.dev/unsaved-state-kept"
+
+	dataKey    = "tfstate"
+	fieldOwner = "landform-unsavedstate"
+)
+
+var layout = chunkstore.Layout{
+	Kind:             "tfstate-unsaved",
+	What:             "unsaved state",
+	Type:             SecretType,
+	DataKey:          dataKey,
+	DigestAnnotation: annDigest,
+	ChunksAnnotation: annChunks,
+	ChunkAnnotation:  annChunk,
+	FieldOwner:       fieldOwner,
+}
+
+// SecretName is the Secret that holds owner's unsaved state (its first
+// chunk, the only one of a state under 512 KiB).
+func SecretName(owner *v1alpha1.Terraform) string { return layout.ChunkName(owner.Name, 0) }
+
+// Store keeps one unsaved state per Terraform object. Give it a client
+// that reads Secrets from the API server.
+type Store struct {
+	Client client.Client
+}
+
+func (s Store) chunks() chunkstore.Store { return chunkstore.Store{Client: s.Client, Layout: layout} }
+
+// State is a kept unsaved state.
+type State struct {
+	// Data is the state as the engine wrote it; nil from Stat.
+	Data   []byte
+	Digest digest.Digest
+	// Run is the run whose apply or destroy could not save it.
+	Run string
+	// Identity is the state's serial and lineage, when readable.
+	Identity tfstate.Identity
+	// Kept is when Landform kept it.
+	Kept time.Time
+}
+
+// Keep keeps data, the state run could not save, as owner's unsaved
+// state, replacing any kept before (an older one: the engine wrote this
+// one after it).
+func (s Store) Keep(ctx context.Context, owner *v1alpha1.Terraform, run string, data []byte, now time.Time) (digest.Digest, error) {
+	ann := map[string]string{annRun: run, annKept: now.UTC().Format(time.RFC3339)}
+	if id, err := tfstate.ReadIdentity(data); err == nil {
+		ann[annSerial] = strconv.FormatInt(id.Serial, 10)
+		ann[annLineage] = id.Lineage
+	}
+	return s.chunks().Write(ctx, owner, chunkstore.Blob{Data: data, Labels: map[string]string{Label: "true"}, Annotations: ann})
+}
+
+// Stat returns owner's unsaved state without its bytes; nil when none is
+// kept.
+func (s Store) Stat(ctx context.Context, owner *v1alpha1.Terraform) (*State, error) {
+	b, err := s.chunks().Stat(ctx, owner)
+	if errors.Is(err, chunkstore.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return stateOf(b), nil
+}
+
+// Read returns owner's unsaved state, its bytes checked against the digest
+// its index records; nil when none is kept. A set of chunks that does not
+// hold one intact state is an error: it may be a Keep cut short.
+func (s Store) Read(ctx context.Context, owner *v1alpha1.Terraform) (*State, error) {
+	if st, err := s.Stat(ctx, owner); st == nil || err != nil {
+		return nil, err
+	}
+	b, err := s.chunks().Read(ctx, owner, "")
+	if err != nil {
+		return nil, fmt.Errorf("reading the unsaved state of %s/%s (Secret %s): %w", owner.Namespace, owner.Name, SecretName(owner), err)
+	}
+	st := stateOf(b)
+	st.Data = b.Data
+	return st, nil
+}
+
+func stateOf(b *chunkstore.Blob) *State {
+	st := &State{Digest: b.Digest, Run: b.Annotations[annRun]}
+	st.Identity.Lineage = b.Annotations[annLineage]
+	st.Identity.Serial, _ = strconv.ParseInt(b.Annotations[annSerial], 10, 64)
+	st.Kept, _ = time.Parse(time.RFC3339, b.Annotations[annKept])
+	return st
+}
+
+// Forget deletes owner's unsaved state if it is the one of digest d (a
+// newer one stays). It succeeds when none is kept.
+func (s Store) Forget(ctx context.Context, owner *v1alpha1.Terraform, d digest.Digest) error {
+	st, err := s.Stat(ctx, owner)
+	if st == nil || err != nil {
+		return err
+	}
+	if st.Digest != d {
+		return nil
+	}
+	return s.chunks().Delete(ctx, owner)
+}
+
+// Backend is the kubernetes backend's state of an object: its Secret and
+// its lock Lease, in the object's namespace.
+type Backend struct {
+	Secrets corev1client.SecretInterface
+	Leases  coordinationv1client.LeaseInterface
+}
+
+// Pushed is a kept state written to the backend.
+type Pushed struct {
+	*State
+	// Previous is the backend's state it replaced.
+	Previous tfstate.Identity
+	// Written is false when the backend held it already.
+	Written bool
+}
+
+// Push writes owner's unsaved state into its kubernetes backend's state
+// Secret (see tfstate.Push) under the state lock, taken as holder, and
+// forgets it once written; nil when none is kept. A lock held by anyone
+// else fails with *statelock.LockedError; a state the backend's may not
+// be replaced with (another lineage, a newer serial) with a
+// *tfstate.RefusedError, unless force.
+func (s Store) Push(ctx context.Context, owner *v1alpha1.Terraform, b Backend, holder statelock.Holder, force bool) (*Pushed, error) {
+	st, err := s.Read(ctx, owner)
+	if st == nil || err != nil {
+		return nil, err
+	}
+	secret := owner.GetStateSecretName()
+	lease := statelock.LeaseName(secret)
+	id, err := statelock.Acquire(ctx, b.Leases, lease, holder, statelock.OperationApply)
+	if err != nil {
+		return nil, err
+	}
+	res, err := tfstate.Push(ctx, b.Secrets, secret, st.Data, tfstate.PushOptions{Force: force})
+	// Released on a context of its own: a lock left behind blocks every
+	// run.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if rerr := statelock.Release(rctx, b.Leases, lease, id); rerr != nil && err == nil {
+		err = fmt.Errorf("releasing the state lock %s after writing the state: %w", id, rerr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Forget(ctx, owner, st.Digest); err != nil {
+		return nil, fmt.Errorf("the state is written; forgetting its copy in Secret %s: %w", SecretName(owner), err)
+	}
+	return &Pushed{State: st, Previous: res.Previous, Written: res.Written}, nil
+}

@@ -1,0 +1,99 @@
+package unsavedstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/landform-dev/landform/internal/statelock"
+	"github.com/landform-dev/landform/internal/testenv"
+	"github.com/landform-dev/landform/internal/tfstate"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+func stateFile(lineage string, serial int) []byte {
+	return []byte(fmt.Sprintf(`{"version":4,"serial":%d,"lineage":%q,"resources":[{"name":"this"}],"outputs":{}}`, serial, lineage))
+}
+
+// A kept state is written into the backend's state Secret under the state
+// lock, and forgotten then; one the backend refuses, or one behind a lock
+// held by someone else, stays kept.
+func TestPushKeptState(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	owner := env.Terraform(t, ns, "app")
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := Backend{Secrets: cs.CoreV1().Secrets(ns), Leases: cs.CoordinationV1().Leases(ns)}
+	stateSecret := owner.GetStateSecretName()
+	if _, err := backend.Secrets.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: stateSecret}, Data: map[string][]byte{tfstate.DataKey: tfstate.Compress(stateFile("L", 3))}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	proc, err := statelock.CurrentProcess()
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := statelock.Holder{Tool: "landform state push", Process: proc}
+	store := Store{Client: env.Client}
+
+	if pushed, err := store.Push(ctx, owner, backend, me, false); pushed != nil || err != nil {
+		t.Fatalf("push with nothing kept: %+v, %v", pushed, err)
+	}
+	if _, err := store.Keep(ctx, owner, "run-1", stateFile("L", 2), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Stat(ctx, owner)
+	if err != nil || st == nil || st.Run != "run-1" || st.Identity.Serial != 2 || st.Identity.Lineage != "L" {
+		t.Fatalf("kept: %+v, %v", st, err)
+	}
+	if _, err := store.Push(ctx, owner, backend, me, false); !tfstate.IsRefused(err) {
+		t.Fatalf("pushing an older state: %v, want refused", err)
+	}
+	if st, _ := store.Stat(ctx, owner); st == nil {
+		t.Fatal("a refused state was forgotten")
+	}
+
+	next := stateFile("L", 4)
+	if _, err := store.Keep(ctx, owner, "run-2", next, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	lockID, err := statelock.Acquire(ctx, backend.Leases, statelock.LeaseName(stateSecret), statelock.Holder{Run: "run-3", Process: proc}, statelock.OperationPlan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var locked *statelock.LockedError
+	if _, err := store.Push(ctx, owner, backend, me, false); !errors.As(err, &locked) || locked.Info.ID != lockID {
+		t.Fatalf("pushing while run-3 holds the lock: %v", err)
+	}
+	if err := statelock.Release(ctx, backend.Leases, statelock.LeaseName(stateSecret), lockID); err != nil {
+		t.Fatal(err)
+	}
+	pushed, err := store.Push(ctx, owner, backend, me, false)
+	if err != nil || pushed == nil || !pushed.Written || pushed.Run != "run-2" || pushed.Previous.Serial != 3 {
+		t.Fatalf("push: %+v, %v", pushed, err)
+	}
+	s, err := backend.Secrets.Get(ctx, stateSecret, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw, err := tfstate.Decompress(s.Data[tfstate.DataKey]); err != nil || string(raw) != string(next) {
+		t.Fatalf("the state Secret holds %q (%v)", raw, err)
+	}
+	if st, err := store.Stat(ctx, owner); st != nil || err != nil {
+		t.Fatalf("the written state is still kept: %+v, %v", st, err)
+	}
+	if info, err := statelock.Read(ctx, backend.Leases, statelock.LeaseName(stateSecret)); info != nil || err != nil {
+		t.Fatalf("the lock outlived the push: %+v, %v", info, err)
+	}
+}
