@@ -14,12 +14,15 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -41,6 +44,8 @@ type Env struct {
 
 	env *envtest.Environment
 	ns  atomic.Int32
+	// certDir holds a restartable API server's certificates.
+	certDir string
 }
 
 // repoRoot is found from this file's location, so tests work from any
@@ -62,6 +67,30 @@ func assets() (string, error) {
 
 // Start starts the API server and installs the CRDs.
 func Start() (*Env, error) {
+	return start("")
+}
+
+// StartRestartable is Start with an API server that StopAPIServer and
+// StartAPIServer stop and start again on the same address, with the same
+// certificates (its serving certificate, client CA, service account
+// keys) and the same etcd, which keeps running: clients, kubeconfigs and
+// tokens from before the stop work after it, as after a kube-apiserver
+// restart in a cluster. Its certificates live in a directory of its own,
+// which envtest would otherwise remove (and generate anew) at every stop.
+func StartRestartable() (*Env, error) {
+	dir, err := os.MkdirTemp("", "landform-apiserver-")
+	if err != nil {
+		return nil, err
+	}
+	e, err := start(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return e, nil
+}
+
+func start(certDir string) (*Env, error) {
 	bin, err := assets()
 	if err != nil {
 		return nil, err
@@ -82,6 +111,11 @@ func Start() (*Env, error) {
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
 	}
+	if certDir != "" {
+		// A directory of envtest's own choosing is removed at every stop,
+		// and a new CA generated at the next start.
+		env.ControlPlane.APIServer = &envtest.APIServer{CertDir: certDir}
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting envtest with binaries from %s: %w", bin, err)
@@ -91,12 +125,57 @@ func Start() (*Env, error) {
 		_ = env.Stop()
 		return nil, err
 	}
-	return &Env{Config: cfg, Scheme: scheme, Client: c, env: env}, nil
+	return &Env{Config: cfg, Scheme: scheme, Client: c, env: env, certDir: certDir}, nil
 }
 
 // Stop stops the API server.
 func (e *Env) Stop() error {
-	return e.env.Stop()
+	err := e.env.Stop()
+	if e.certDir != "" {
+		os.RemoveAll(e.certDir)
+	}
+	return err
+}
+
+// apiServerStopTimeout is how long a stopping kube-apiserver may drain
+// before it is killed: with clients watching it, it takes longer than
+// envtest's own 20 s, which then reports a failure.
+const apiServerStopTimeout = 10 * time.Second
+
+// StopAPIServer stops the kube-apiserver of an Env from StartRestartable:
+// SIGTERM, SIGKILL when it has not exited after apiServerStopTimeout. It
+// returns once nothing listens on its port any more; etcd keeps running.
+func (e *Env) StopAPIServer() error {
+	if e.certDir == "" {
+		return errors.New("the API server of this Env cannot be restarted: use StartRestartable")
+	}
+	s := e.env.ControlPlane.APIServer
+	s.StopTimeout = apiServerStopTimeout
+	err := s.Stop()
+	if err != nil && !strings.Contains(err.Error(), "timeout waiting for process") {
+		return err
+	}
+	// Killed at the timeout: envtest does not wait for the process.
+	addr := net.JoinHostPort(s.SecureServing.Address, s.SecureServing.Port)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return nil
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kube-apiserver still listens on %s after it was stopped", addr)
+		}
+	}
+}
+
+// StartAPIServer starts the kube-apiserver StopAPIServer stopped, on the
+// same port and certificates, and returns once it is healthy.
+func (e *Env) StartAPIServer() error {
+	if e.certDir == "" {
+		return errors.New("the API server of this Env cannot be restarted: use StartRestartable")
+	}
+	return e.env.ControlPlane.APIServer.Start()
 }
 
 // Main runs a package's tests against a fresh Env stored in *env, and
