@@ -16,7 +16,6 @@ package durable
 
 import (
 	"os"
-	"sync"
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
@@ -29,6 +28,6 @@ var suite = &testenv.Suite{Name: "the durability tests"}
 
 func TestMain(m *testing.M) { os.Exit(suite.Main(m)) }
 
-// kube is a clientset of the API server, for what the controller-runtime
-// client lacks (typed Leases for statelock).
-var kube = sync.OnceValue(func() *kubernetes.Clientset { return kubernetes.NewForConfigOrDie(suite.Env.Config) })
+// kube is a clientset of the API server (the suite's, or a test's own), for
+// what the controller-runtime client lacks (typed Leases for statelock).
+func kube() *kubernetes.Clientset { return kubernetes.NewForConfigOrDie(suite.Env.Config) }

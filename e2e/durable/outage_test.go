@@ -14,7 +14,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
@@ -26,22 +25,21 @@ import (
 
 // ownControlPlane gives the calling test a control plane of its own, whose
 // kube-apiserver it may stop and start again (testenv.StartRestartable),
-// in place of the suite's until the test ends: env, kube and kubeconfig,
-// which the harness uses, name it meanwhile. The tests of this package run
-// one at a time, so no other test sees the swap.
+// in place of the suite's until the test ends: suite.Env and
+// suite.Kubeconfig, which the harness uses, name it meanwhile. The tests of
+// this package run one at a time, so no other test sees the swap.
 func ownControlPlane(t *testing.T) {
 	t.Helper()
 	g := NewWithT(t)
+	suite.Require(t)
 	own, err := testenv.StartRestartable()
 	g.Expect(err).NotTo(HaveOccurred(), "starting a restartable API server")
-	ownKube, err := kubernetes.NewForConfig(own.Config)
-	g.Expect(err).NotTo(HaveOccurred())
 	ownKubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	g.Expect(placement.WriteKubeconfig(own.Config, ownKubeconfig)).To(Succeed())
-	prevEnv, prevKube, prevKubeconfig := env, kube, kubeconfig
-	env, kube, kubeconfig = own, ownKube, ownKubeconfig
+	prevEnv, prevKubeconfig := suite.Env, suite.Kubeconfig
+	suite.Env, suite.Kubeconfig = own, ownKubeconfig
 	t.Cleanup(func() {
-		env, kube, kubeconfig = prevEnv, prevKube, prevKubeconfig
+		suite.Env, suite.Kubeconfig = prevEnv, prevKubeconfig
 		_ = own.Stop()
 	})
 }
@@ -61,7 +59,7 @@ func stopAPIServerMidCreate(t *testing.T, work, effects string) {
 	t.Helper()
 	g := NewWithT(t)
 	g.Eventually(func() int { return began(effects) }, 2*time.Minute, 100*time.Millisecond).Should(Equal(1), "the create has begun")
-	g.Expect(env.StopAPIServer()).To(Succeed())
+	g.Expect(suite.Env.StopAPIServer()).To(Succeed())
 	g.Eventually(func() int { _, f := creates(effects); return f }, time.Minute, 100*time.Millisecond).Should(Equal(1), "the create ends while the API server is away")
 	g.Eventually(func() []string { return keptStates(work) }, time.Minute, 100*time.Millisecond).Should(HaveLen(1),
 		"terraform could not write the state, and the runner keeps it in its run directory")
@@ -80,7 +78,7 @@ func stateAfterOutage(g Gomega, tf *infrav1.Terraform, work, effects string) {
 	g.Expect(finished).To(Equal(1))
 	st := readState(g, tf)
 	g.Expect(st.Resources).To(ContainElement(HaveField("Name", "this")), "the state holds the resource")
-	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: tf.Namespace, Name: unsavedstate.SecretName(tf)}, &corev1.Secret{})
+	err := suite.Env.Client.Get(context.Background(), client.ObjectKey{Namespace: tf.Namespace, Name: unsavedstate.SecretName(tf)}, &corev1.Secret{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no unsaved state is kept once it is written: %v", err)
 	g.Expect(keptStates(work)).To(BeEmpty())
 	g.Expect(events(g, tf, infrav1.StatePersistedReason)).NotTo(BeEmpty(), "an event says Landform wrote the state")
@@ -96,8 +94,8 @@ func stateAfterOutage(g Gomega, tf *infrav1.Terraform, work, effects string) {
 func TestAPIServerOutageMidApplyKeepsTheState(t *testing.T) {
 	ownControlPlane(t)
 	g := NewWithT(t)
-	ns := env.Namespace(t)
-	publish(t, ns, map[string]string{"main.tf": slowModule})
+	ns := suite.Namespace(t)
+	suite.Publish(t, ns, map[string]string{"main.tf": slowModule})
 	work := t.TempDir()
 	startController(t, local, work)
 	effects := filepath.Join(t.TempDir(), "effects")
@@ -107,7 +105,7 @@ func TestAPIServerOutageMidApplyKeepsTheState(t *testing.T) {
 	stopped := time.Now()
 	stopAPIServerMidCreate(t, work, effects)
 	time.Sleep(time.Until(stopped.Add(30 * time.Second)))
-	g.Expect(env.StartAPIServer()).To(Succeed())
+	g.Expect(suite.Env.StartAPIServer()).To(Succeed())
 
 	g.Eventually(func(g Gomega) { settled(g, tf, effects) }, 3*time.Minute, 250*time.Millisecond).Should(Succeed())
 	stateAfterOutage(g, tf, work, effects)
@@ -125,8 +123,8 @@ func TestAPIServerOutageMidApplyKeepsTheState(t *testing.T) {
 func TestRunnerKilledWithAnUnsavedStateNextRunWritesIt(t *testing.T) {
 	ownControlPlane(t)
 	g := NewWithT(t)
-	ns := env.Namespace(t)
-	publish(t, ns, map[string]string{"main.tf": slowModule})
+	ns := suite.Namespace(t)
+	suite.Publish(t, ns, map[string]string{"main.tf": slowModule})
 	work := t.TempDir()
 	startController(t, local, work)
 	effects := filepath.Join(t.TempDir(), "effects")
@@ -138,7 +136,7 @@ func TestRunnerKilledWithAnUnsavedStateNextRunWritesIt(t *testing.T) {
 	g.Expect(pids).To(HaveLen(1), "one runner runs")
 	g.Expect(syscall.Kill(pids[0], syscall.SIGKILL)).To(Succeed())
 	g.Eventually(func() []int { return runnerProcesses(work) }, 30*time.Second, 100*time.Millisecond).Should(BeEmpty())
-	g.Expect(env.StartAPIServer()).To(Succeed())
+	g.Expect(suite.Env.StartAPIServer()).To(Succeed())
 
 	g.Eventually(func(g Gomega) { ready(g, tf, effects) }, 3*time.Minute, 250*time.Millisecond).Should(Succeed())
 	g.Expect(events(g, tf, infrav1.RunLostReason)).NotTo(BeEmpty(), "the killed runner's run is lost")
@@ -161,7 +159,7 @@ func runnerProcesses(work string) []int {
 		if err != nil || !bytes.Contains(cmdline, dir) {
 			continue
 		}
-		if args := strings.Split(string(cmdline), "\x00"); filepath.Base(args[0]) == filepath.Base(bins.runner) {
+		if args := strings.Split(string(cmdline), "\x00"); filepath.Base(args[0]) == filepath.Base(suite.Runner) {
 			pids = append(pids, pid)
 		}
 	}

@@ -26,12 +26,14 @@ const StateRestoredReason = "StateRestored"
 func (a *app) stateCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "state",
-		Short: "List and restore the kept versions of a Terraform object's state",
+		Short: "Work with the state of a Terraform object: its kept versions, a state an apply could not save",
 		Long: "The controller keeps the state of each object as it is before every apply\n" +
 			"and destroy (the last --state-history versions, 3 by default), in Secrets\n" +
-			"<state Secret>-v<n> beside the state Secret, as encrypted as the state itself.",
+			"<state Secret>-v<n> beside the state Secret, as encrypted as the state itself:\n" +
+			"history lists them, restore writes one back. push writes a state an apply\n" +
+			"could not save, when the controller cannot.",
 	}
-	cmd.AddCommand(a.stateHistoryCommand(), a.stateRestoreCommand())
+	cmd.AddCommand(a.stateHistoryCommand(), a.stateRestoreCommand(), a.statePushCommand())
 	return cmd
 }
 

@@ -25,6 +25,7 @@ import (
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/chunkstore"
+	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/internal/tfstate"
 )
@@ -173,7 +174,7 @@ func (s Store) Push(ctx context.Context, owner *v1alpha1.Terraform, b Backend, h
 	if st == nil || err != nil {
 		return nil, err
 	}
-	secret := owner.GetStateSecretName()
+	secret := names.StateSecret(owner)
 	lease := statelock.LeaseName(secret)
 	id, err := statelock.Acquire(ctx, b.Leases, lease, holder, statelock.OperationApply)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/internal/testenv"
 	"github.com/landform-dev/landform/internal/tfstate"
@@ -36,7 +37,7 @@ func TestPushKeptState(t *testing.T) {
 		t.Fatal(err)
 	}
 	backend := Backend{Secrets: cs.CoreV1().Secrets(ns), Leases: cs.CoordinationV1().Leases(ns)}
-	stateSecret := owner.GetStateSecretName()
+	stateSecret := names.StateSecret(owner)
 	if _, err := backend.Secrets.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: stateSecret}, Data: map[string][]byte{tfstate.DataKey: tfstate.Compress(stateFile("L", 3))}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
