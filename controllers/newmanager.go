@@ -261,8 +261,14 @@ func newPlacer(ctx context.Context, c Config, cfg *rest.Config, scheme *runtime.
 		}
 		local := &placement.Local{CA: ca, Kubeconfig: kubeconfig, Options: opts}
 		// Runners of an earlier controller process ended with it.
-		if err := local.RemoveStale(); err != nil {
+		kept, err := local.RemoveStale()
+		if err != nil {
 			log.Error(err, "removing the directories of earlier local runners")
+		}
+		for _, k := range kept {
+			// The controller could not keep its own copy before it
+			// stopped: `landform state push --file` writes it.
+			log.Info("an earlier local runner left a state its engine could not save; see docs/troubleshooting.md", "file", k)
 		}
 		return local, nil
 	}

@@ -209,13 +209,41 @@ func StartLocalRunner(ctx context.Context, ca *mtls.CA, opts LocalOptions) (*Loc
 				kill()
 				stopErr = errors.Join(stopErr, fmt.Errorf("runner still running %s after SIGTERM: killed", grace))
 			}
-			if err := os.RemoveAll(dir); err != nil {
+			if _, err := RemoveRunnerDir(dir); err != nil {
 				stopErr = errors.Join(stopErr, fmt.Errorf("remove runner dir: %w", err))
 			}
 		})
 		return stopErr
 	}
 	return &LocalRunner{Client: client, PID: cmd.Process.Pid, Address: addr, Dir: dir, Stop: stop, exited: exited}, nil
+}
+
+// KeptStateFile is where a runner keeps, in its work directory, a state
+// the engine could not write to the backend, until it is written.
+const KeptStateFile = "unsaved.tfstate"
+
+// RemoveRunnerDir removes a local runner's directory, but for a state the
+// runner kept unsaved (work/KeptStateFile), which stays where it was: the
+// copy of last resort, should the controller never have been able to keep
+// its own in the object's namespace. It returns that file's path, if any.
+func RemoveRunnerDir(dir string) (kept string, err error) {
+	kept = filepath.Join(dir, "work", KeptStateFile)
+	if _, err := os.Stat(kept); err != nil {
+		return "", os.RemoveAll(dir)
+	}
+	var errs []error
+	for _, d := range []string{dir, filepath.Dir(kept)} {
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			return kept, err
+		}
+		for _, e := range entries {
+			if p := filepath.Join(d, e.Name()); p != kept && p != filepath.Dir(kept) {
+				errs = append(errs, os.RemoveAll(p))
+			}
+		}
+	}
+	return kept, errors.Join(errs...)
 }
 
 type certFiles struct{ cert, key, ca string }

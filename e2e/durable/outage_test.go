@@ -20,7 +20,7 @@ import (
 	"github.com/landform-dev/landform/internal/placement"
 	"github.com/landform-dev/landform/internal/testenv"
 	"github.com/landform-dev/landform/internal/unsavedstate"
-	"github.com/landform-dev/landform/runner/server"
+	"github.com/landform-dev/landform/runner"
 )
 
 // ownControlPlane gives the calling test a control plane of its own, whose
@@ -47,7 +47,7 @@ func ownControlPlane(t *testing.T) {
 // keptStates are the unsaved states local runners keep in their run
 // directories under the controller's work directory.
 func keptStates(work string) []string {
-	m, _ := filepath.Glob(filepath.Join(work, "runners", "landform-runner-*", "work", server.KeptStateFile))
+	m, _ := filepath.Glob(filepath.Join(work, "runners", "landform-runner-*", "work", runner.KeptStateFile))
 	return m
 }
 

@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
+	"github.com/opencontainers/go-digest"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
+
+	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 
 	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/statelock"
@@ -17,6 +22,7 @@ import (
 
 func (a *app) statePushCommand() *cobra.Command {
 	var force bool
+	var file string
 	cmd := &cobra.Command{
 		Use:   "push NAME",
 		Short: "Write a state an apply could not save into the object's backend",
@@ -30,18 +36,23 @@ func (a *app) statePushCommand() *cobra.Command {
 			"It takes the state lock as `tofu state push` does, so it refuses while a run\n" +
 			"holds it, and refuses what `tofu state push` refuses unless --force is given.\n" +
 			"Once the state is written, the Secret is deleted. The state is written as the\n" +
-			"engine wrote it: an OpenTofu-encrypted state stays encrypted.",
+			"engine wrote it: an OpenTofu-encrypted state stays encrypted.\n\n" +
+			"--file pushes a state file instead, such as the unsaved.tfstate a local runner\n" +
+			"leaves in its directory when the controller stopped before it could keep a\n" +
+			"copy (the controller logs where at its next start): it is kept in the Secret\n" +
+			"first, so that nothing plans before it is written.",
 		Args:              a.oneName("state push NAME"),
 		ValidArgsFunction: a.completeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.runStatePush(cmd.Context(), args[0], force)
+			return a.runStatePush(cmd.Context(), args[0], file, force)
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "write the kept state even over a state of another lineage or a newer serial")
+	cmd.Flags().StringVar(&file, "file", "", "push this state file (as the engine wrote it) instead of the one kept in the Secret")
 	return cmd
 }
 
-func (a *app) runStatePush(ctx context.Context, name string, force bool) error {
+func (a *app) runStatePush(ctx context.Context, name, file string, force bool) error {
 	s, err := a.connect()
 	if err != nil {
 		return err
@@ -52,6 +63,11 @@ func (a *app) runStatePush(ctx context.Context, name string, force bool) error {
 	}
 	store := unsavedstate.Store{Client: s.c}
 	secret := unsavedstate.SecretName(obj)
+	if file != "" {
+		if err := a.keepFile(ctx, s, store, obj, file); err != nil {
+			return err
+		}
+	}
 	st, err := store.Read(ctx, obj)
 	if err != nil {
 		return s.explain(err, "get", "secrets", "Secret", obj.Namespace, secret)
@@ -116,4 +132,27 @@ func describeIdentity(id tfstate.Identity) string {
 		return "an empty state"
 	}
 	return id.String()
+}
+
+// keepFile keeps the state file path as obj's unsaved state, unless
+// another one is kept already.
+func (a *app) keepFile(ctx context.Context, s *session, store unsavedstate.Store, obj *v1alpha1.Terraform, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if _, err := tfstate.ReadIdentity(data); err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	secret := unsavedstate.SecretName(obj)
+	st, err := store.Stat(ctx, obj)
+	if err != nil {
+		return s.explain(err, "get", "secrets", "Secret", obj.Namespace, secret)
+	}
+	if st != nil && st.Digest != digest.FromBytes(data) {
+		return fmt.Errorf("Secret %s/%s keeps another unsaved state (%s, of run %s): push that one first, or delete the Secret to discard it",
+			obj.Namespace, secret, st.Identity, orDash(st.Run))
+	}
+	_, err = store.Keep(ctx, obj, "file "+filepath.Base(path), data, a.Now())
+	return s.explain(err, "update", "secrets", "Secret", obj.Namespace, secret)
 }

@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -118,4 +120,18 @@ func TestStatePush(t *testing.T) {
 		t.Fatalf("the kept copy outlived the push: %v", err)
 	}
 	released(t, obj)
+
+	// A state file a local runner left behind.
+	left := filepath.Join(t.TempDir(), "unsaved.tfstate")
+	if err := os.WriteFile(left, stateFile("L", 6), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, "", "state", "push", "-n", ns, "app", "--file", left)
+	if r.err != nil {
+		t.Fatalf("--file:\n%s", r.transcript())
+	}
+	wantIn(t, "state push --file", r.stdout, "file unsaved.tfstate", "serial 6 of lineage L", "over serial 4 of lineage L")
+	if got := backendState(t, obj); got != string(stateFile("L", 6)) {
+		t.Fatalf("the backend holds %s, want the file's state", got)
+	}
 }

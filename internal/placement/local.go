@@ -209,7 +209,8 @@ func stopProcess(p *statelock.ProcessHolder, dir string, grace time.Duration) er
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	return os.RemoveAll(dir)
+	_, err := runner.RemoveRunnerDir(dir)
+	return err
 }
 
 // Durable implements Placer: detached runners outlive the controller,
@@ -219,19 +220,21 @@ func (l *Local) Durable() bool { return l.Options.Detach }
 
 // RemoveStale removes the directories of local runners that no longer
 // run: children of earlier controller processes, and detached runners
-// that exited (their idle exit, say). Call it before the first Start.
-func (l *Local) RemoveStale() error {
+// that exited (their idle exit, say). A state a runner kept unsaved stays
+// (runner.RemoveRunnerDir), and is returned: `landform state push` is for
+// it. Call it before the first Start.
+func (l *Local) RemoveStale() (kept []string, err error) {
 	if l.Options.WorkDir == "" {
 		// Runners live in the system temp dir, beside everything else.
-		return nil
+		return nil, nil
 	}
 	dirs, err := filepath.Glob(filepath.Join(l.Options.WorkDir, "landform-runner-*"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	records, err := l.records()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	running := map[string]bool{}
 	for _, r := range records {
@@ -241,11 +244,16 @@ func (l *Local) RemoveStale() error {
 	}
 	var errs []error
 	for _, d := range dirs {
-		if !running[d] {
-			errs = append(errs, os.RemoveAll(d))
+		if running[d] {
+			continue
 		}
+		k, err := runner.RemoveRunnerDir(d)
+		if k != "" {
+			kept = append(kept, k)
+		}
+		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	return kept, errors.Join(errs...)
 }
 
 // WriteKubeconfig writes cfg as a kubeconfig file readable only by its owner,

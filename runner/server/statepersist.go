@@ -18,16 +18,10 @@ import (
 	"github.com/landform-dev/landform/runner"
 )
 
-const (
-	// erroredStateFile is where the engine writes, in its working
-	// directory, the state of an apply or destroy it could not write to
-	// the backend.
-	erroredStateFile = "errored.tfstate"
-	// KeptStateFile is where the runner keeps such a state, in its work
-	// directory, until it is written: outside the module tree a new
-	// upload replaces. A local runner's stays in its run directory.
-	KeptStateFile = "unsaved.tfstate"
-)
+// erroredStateFile is where the engine writes, in its working directory,
+// the state of an apply or destroy it could not write to the backend. The
+// runner keeps it as runner.KeptStateFile in its work directory.
+const erroredStateFile = "errored.tfstate"
 
 // persistBackoff spaces the runner's attempts to write a kept state: from
 // a second, doubling up to fifteen, so that the state reaches the backend
@@ -53,7 +47,7 @@ func (s *Server) saveErroredState(ctx context.Context, ws *workspace, r *run, cm
 	if err != nil {
 		return internalError("read "+erroredStateFile, err)
 	}
-	kept := filepath.Join(s.workDir, KeptStateFile)
+	kept := filepath.Join(s.workDir, runner.KeptStateFile)
 	if err := writePrivate(kept, data); err != nil {
 		return internalError("keep "+erroredStateFile, err)
 	}
@@ -151,7 +145,7 @@ func (s *Server) pushToStateSecret(ctx context.Context, ws *workspace, r *run, d
 // for it. It cannot push an OpenTofu-encrypted state (see tfstate.Push):
 // that one is kept for a person.
 func (s *Server) pushWithEngine(ctx context.Context, ws *workspace, _ *run, _ []byte) error {
-	err := ws.tf.run(ctx, nil, "state", "push", "-no-color", "-input=false", "-lock-timeout=0s", filepath.Join(s.workDir, KeptStateFile))
+	err := ws.tf.run(ctx, nil, "state", "push", "-no-color", "-input=false", "-lock-timeout=0s", filepath.Join(s.workDir, runner.KeptStateFile))
 	if err == nil {
 		return nil
 	}

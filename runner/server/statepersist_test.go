@@ -176,7 +176,7 @@ func TestRunnerWritesTheStateTheEngineCouldNotSave(t *testing.T) {
 	link.setCut(true)
 	l.waitFor(t, "Landform keeps the state", time.Minute)
 	l.waitFor(t, "could not write the kept state to the backend yet (attempt 2)", time.Minute)
-	kept, err := os.ReadFile(filepath.Join(r.server.workDir, KeptStateFile))
+	kept, err := os.ReadFile(filepath.Join(r.server.workDir, runner.KeptStateFile))
 	if err != nil {
 		t.Fatalf("the runner keeps no state in its work directory: %v", err)
 	}
@@ -210,7 +210,7 @@ func TestRunnerWritesTheStateTheEngineCouldNotSave(t *testing.T) {
 	if info := k.lock(t); info != nil {
 		t.Fatalf("the lock outlived the run: %+v", info)
 	}
-	if _, err := os.Stat(filepath.Join(r.server.workDir, KeptStateFile)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(r.server.workDir, runner.KeptStateFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the kept state outlived its write: %v", err)
 	}
 	if !strings.Contains(l.text(), "Landform wrote the kept state to the backend") {
@@ -253,7 +253,7 @@ func TestRunnerKeepsTheStateItCouldNotSaveByTheDeadline(t *testing.T) {
 	if len(events) != 1 || events[0].Saved || !strings.Contains(string(events[0].State), "terraform_data") {
 		t.Fatalf("state persist events %+v, want the kept state, unsaved", events)
 	}
-	kept, err := os.ReadFile(filepath.Join(r.server.workDir, KeptStateFile))
+	kept, err := os.ReadFile(filepath.Join(r.server.workDir, runner.KeptStateFile))
 	if err != nil || string(kept) != string(events[0].State) {
 		t.Fatalf("the runner keeps %q (%v), want the state it sent", kept, err)
 	}
