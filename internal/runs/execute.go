@@ -240,7 +240,7 @@ func (t *Tracker) watch(interrupt context.Context, h *Handle, rn *placement.Run,
 	_ = reconnect.DelayFunc().Until(t.ctx, true, true, func(context.Context) (bool, error) {
 		ctx, cancel := context.WithCancel(context.Background())
 		stopDetach := context.AfterFunc(t.ctx, cancel)
-		res, err = rn.Client.WatchRun(ctx, req.Run.ID, next, logf, runner.OnStatePersist(func(p runner.StatePersist) { t.statePersist(h, req, p) }))
+		res, err = rn.Client.WatchRun(ctx, req.Run.ID, next, logf, runner.OnStatePersist(func(p runner.StatePersist) { t.statePersist(interrupt, h, req, p) }))
 		stopDetach()
 		cancel()
 		switch {

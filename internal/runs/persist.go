@@ -18,9 +18,10 @@ const keepTimeout = 30 * time.Second
 // not write to the backend. The runner retries writing it; meanwhile the
 // state is kept in the object's namespace as soon as the API server takes
 // it (the report waits: the watch reads on once it is kept, or once this
-// process stops following runs), so that it outlives a runner that dies or
-// gives up. Once the runner wrote it, the kept copy goes.
-func (t *Tracker) statePersist(h *Handle, req Request, p runner.StatePersist) {
+// process stops following runs or interrupts the run: a local runner then
+// leaves the state in its directory), so that it outlives a runner that
+// dies or gives up. Once the runner wrote it, the kept copy goes.
+func (t *Tracker) statePersist(interrupt context.Context, h *Handle, req Request, p runner.StatePersist) {
 	d := digest.NewDigestFromEncoded(digest.SHA256, p.Digest)
 	key := client.ObjectKeyFromObject(req.Object)
 	t.mu.Lock()
@@ -51,7 +52,10 @@ func (t *Tracker) statePersist(h *Handle, req Request, p runner.StatePersist) {
 		t.wake(key)
 		return
 	}
-	_ = reconnect.DelayFunc().Until(t.ctx, true, true, func(ctx context.Context) (bool, error) {
+	keeping, stop := context.WithCancel(t.ctx)
+	defer stop()
+	defer context.AfterFunc(interrupt, stop)()
+	_ = reconnect.DelayFunc().Until(keeping, true, true, func(ctx context.Context) (bool, error) {
 		ctx, cancel := context.WithTimeout(ctx, keepTimeout)
 		defer cancel()
 		if _, err := t.cfg.Unsaved.Keep(ctx, req.Object, req.Run.ID, p.State, time.Now()); err != nil {

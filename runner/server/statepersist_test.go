@@ -142,17 +142,32 @@ func (p *persistEvents) all() []runner.StatePersist {
 // errored.tfstate and fails. The runner keeps that state, hands it to the
 // watch, writes it to the state Secret once the API server answers again,
 // and the run succeeds: the state holds the resource, created once, and
-// the lock is free.
+// the lock is free. With OpenTofu state encryption (which `tofu state
+// push` cannot read back) the state is written as encrypted as the engine
+// wrote it.
 func TestRunnerWritesTheStateTheEngineCouldNotSave(t *testing.T) {
-	t.Parallel()
+	for _, module := range []string{"counted", "encrypted"} {
+		t.Run(module, func(t *testing.T) {
+			t.Parallel()
+			writesTheStateTheEngineCouldNotSave(t, module)
+		})
+	}
+}
+
+func writesTheStateTheEngineCouldNotSave(t *testing.T, module string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	k := newKubeState(t, "unsaved")
+	k := newKubeState(t, "unsaved-"+module)
 	link := startAPILink(t, apiHost(t))
 	r := startRunner(t)
-	tb := modulesTarball(t, 0)
+	// The encrypted module is the counted module with encryption.tf.
+	counted, err := os.ReadFile(filepath.Join("testdata", "modules", "counted", "main.tf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := buildTarball(t, map[string][]byte{"encrypted/main.tf": counted})
 	effects := filepath.Join(t.TempDir(), "effects")
-	spec := k.useBackend(workspaceSpec(t, tb, "counted", map[string]any{"effects": effects, "seconds": 10}, ""))
+	spec := k.useBackend(workspaceSpec(t, tb, module, map[string]any{"effects": effects, "seconds": 10}, ""))
 	spec.BackendConfig["config_path"] = k.kubeconfigThrough(t, link)
 	upload(t, ctx, r.client, spec, tb)
 	plan := planFor(t, ctx, r.client)
@@ -180,7 +195,10 @@ func TestRunnerWritesTheStateTheEngineCouldNotSave(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the runner keeps no state in its work directory: %v", err)
 	}
-	if !strings.Contains(string(kept), "terraform_data") {
+	switch encrypted := strings.Contains(string(kept), `"encrypted_data"`); {
+	case module == "encrypted" && (!encrypted || strings.Contains(string(kept), "terraform_data")):
+		t.Fatalf("the kept state is not encrypted:\n%s", kept)
+	case module != "encrypted" && !strings.Contains(string(kept), "terraform_data"):
 		t.Fatalf("the kept state lacks the resource:\n%s", kept)
 	}
 	link.setCut(false)
@@ -215,6 +233,10 @@ func TestRunnerWritesTheStateTheEngineCouldNotSave(t *testing.T) {
 	}
 	if !strings.Contains(l.text(), "Landform wrote the kept state to the backend") {
 		t.Fatalf("the run log does not say the state was written:\n%s", l.text())
+	}
+	// The engine reads the state as written: a plan finds nothing to do.
+	if again := planFor(t, ctx, r.client); again.Result.GetHasChanges() {
+		t.Fatalf("a plan after the written state has changes: %+v", again.Result)
 	}
 }
 
