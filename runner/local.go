@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -80,10 +81,19 @@ type LocalRunner struct {
 	// Dir is the runner's private directory (certificates, work dir).
 	Dir string
 	// Stop closes the client, sends SIGTERM, kills after grace and
-	// removes the runner's directory.
+	// removes the runner's directory (RemoveRunnerDir: a state the runner
+	// kept unsaved stays, unless ForgetKeptState was called).
 	Stop   func(grace time.Duration) error
 	exited chan struct{}
+	// keptElsewhere is set once the controller holds its own copy of a
+	// state the runner kept unsaved.
+	keptElsewhere *atomic.Bool
 }
+
+// ForgetKeptState lets Stop remove a state the runner kept unsaved with
+// the rest of its directory: the controller keeps a copy of its own, or
+// the state is written.
+func (l *LocalRunner) ForgetKeptState() { l.keptElsewhere.Store(true) }
 
 // Exited is closed when the runner process has exited.
 func (l *LocalRunner) Exited() <-chan struct{} { return l.exited }
@@ -195,6 +205,7 @@ func StartLocalRunner(ctx context.Context, ca *mtls.CA, opts LocalOptions) (*Loc
 	}
 
 	cleanupDir = false
+	keptElsewhere := &atomic.Bool{}
 	var once sync.Once
 	var stopErr error
 	stop := func(grace time.Duration) error {
@@ -209,13 +220,17 @@ func StartLocalRunner(ctx context.Context, ca *mtls.CA, opts LocalOptions) (*Loc
 				kill()
 				stopErr = errors.Join(stopErr, fmt.Errorf("runner still running %s after SIGTERM: killed", grace))
 			}
-			if _, err := RemoveRunnerDir(dir); err != nil {
+			remove := RemoveRunnerDir
+			if keptElsewhere.Load() {
+				remove = func(dir string) (string, error) { return "", os.RemoveAll(dir) }
+			}
+			if _, err := remove(dir); err != nil {
 				stopErr = errors.Join(stopErr, fmt.Errorf("remove runner dir: %w", err))
 			}
 		})
 		return stopErr
 	}
-	return &LocalRunner{Client: client, PID: cmd.Process.Pid, Address: addr, Dir: dir, Stop: stop, exited: exited}, nil
+	return &LocalRunner{Client: client, PID: cmd.Process.Pid, Address: addr, Dir: dir, Stop: stop, exited: exited, keptElsewhere: keptElsewhere}, nil
 }
 
 // KeptStateFile is where a runner keeps, in its work directory, a state

@@ -81,7 +81,9 @@ func stateAfterOutage(g Gomega, tf *infrav1.Terraform, work, effects string) {
 	err := suite.Env.Client.Get(context.Background(), client.ObjectKey{Namespace: tf.Namespace, Name: unsavedstate.SecretName(tf)}, &corev1.Secret{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no unsaved state is kept once it is written: %v", err)
 	g.Expect(keptStates(work)).To(BeEmpty())
-	g.Expect(events(g, tf, infrav1.StatePersistedReason)).NotTo(BeEmpty(), "an event says Landform wrote the state")
+	// Events are recorded asynchronously.
+	g.Eventually(func(g Gomega) []string { return events(g, tf, infrav1.StatePersistedReason) }, 30*time.Second, 250*time.Millisecond).
+		ShouldNot(BeEmpty(), "an event says Landform wrote the state")
 }
 
 // The kube-apiserver is stopped while an apply creates its resource and
@@ -139,7 +141,8 @@ func TestRunnerKilledWithAnUnsavedStateNextRunWritesIt(t *testing.T) {
 	g.Expect(suite.Env.StartAPIServer()).To(Succeed())
 
 	g.Eventually(func(g Gomega) { ready(g, tf, effects) }, 3*time.Minute, 250*time.Millisecond).Should(Succeed())
-	g.Expect(events(g, tf, infrav1.RunLostReason)).NotTo(BeEmpty(), "the killed runner's run is lost")
+	g.Eventually(func(g Gomega) []string { return events(g, tf, infrav1.RunLostReason) }, 30*time.Second, 250*time.Millisecond).
+		ShouldNot(BeEmpty(), "the killed runner's run is lost")
 	g.Expect(get(g, tf).Status.Plan).To(Or(BeNil(), HaveField("Add", BeZero())), "the plan after it starts from the written state: nothing to create")
 	stateAfterOutage(g, tf, work, effects)
 }

@@ -77,11 +77,12 @@ func (l *Local) Start(ctx context.Context, obj *infrav1.Terraform, runID string)
 		}
 	}
 	return &Run{
-		Client:   lr.Client,
-		Backend:  map[string]string{"config_path": l.Kubeconfig},
-		Identity: fmt.Sprintf("local runner (pid %d)", lr.PID),
-		stop:     lr.Stop,
-		grace:    l.grace(),
+		Client:      lr.Client,
+		Backend:     map[string]string{"config_path": l.Kubeconfig},
+		Identity:    fmt.Sprintf("local runner (pid %d)", lr.PID),
+		stop:        lr.Stop,
+		grace:       l.grace(),
+		forgetState: lr.ForgetKeptState,
 		alive: func(context.Context) (bool, string) {
 			select {
 			case <-lr.Exited():

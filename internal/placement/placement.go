@@ -32,6 +32,17 @@ type Run struct {
 	stop  func(grace time.Duration) error
 	grace time.Duration
 	alive func(ctx context.Context) (bool, string)
+	// forgetState lets a local runner's directory go whole (StateKept).
+	forgetState func()
+}
+
+// StateKept tells the runner's placement that the controller keeps its own
+// copy of a state the runner reported unsaved (or that it is written): a
+// local runner need not leave it behind in its directory.
+func (r *Run) StateKept() {
+	if r.forgetState != nil {
+		r.forgetState()
+	}
 }
 
 // RunnerClient is what the controller asks of a runner: *runner.Client,

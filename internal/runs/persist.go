@@ -29,6 +29,7 @@ func (t *Tracker) statePersist(interrupt context.Context, h *Handle, req Request
 	t.mu.Unlock()
 	if p.Saved {
 		t.setPersist(h, StatePersist{Digest: d, Kept: prev.Kept, Saved: true})
+		t.stateKept(h)
 		metrics.SetStateUnsaved(key.Namespace, key.Name, false)
 		if prev.Kept && t.cfg.Unsaved != nil {
 			ctx, cancel := context.WithTimeout(t.ctx, keepTimeout)
@@ -63,6 +64,7 @@ func (t *Tracker) statePersist(interrupt context.Context, h *Handle, req Request
 			return false, nil
 		}
 		t.setPersist(h, StatePersist{Digest: d, Kept: true})
+		t.stateKept(h)
 		return true, nil
 	})
 	t.wake(key)
@@ -72,4 +74,14 @@ func (t *Tracker) setPersist(h *Handle, p StatePersist) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	h.persist = p
+}
+
+// stateKept tells h's runner that its unsaved state is kept elsewhere.
+func (t *Tracker) stateKept(h *Handle) {
+	t.mu.Lock()
+	rn := h.rn
+	t.mu.Unlock()
+	if rn != nil {
+		rn.StateKept()
+	}
 }
