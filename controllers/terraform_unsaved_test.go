@@ -19,13 +19,14 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/cli"
+	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/tfstate"
 	"github.com/landform-dev/landform/internal/unsavedstate"
 )
 
 // backendState is obj's state as its state Secret holds it, decoded.
 func backendState(g Gomega, tf *infrav1.Terraform) map[string]any {
-	raw, err := tfstate.Decompress(secretData(g, tf.Namespace, tf.GetStateSecretName())[tfstate.DataKey])
+	raw, err := tfstate.Decompress(secretData(g, tf.Namespace, names.StateSecret(tf))[tfstate.DataKey])
 	g.Expect(err).NotTo(HaveOccurred())
 	var st map[string]any
 	g.Expect(json.Unmarshal(raw, &st)).To(Succeed())
@@ -39,7 +40,7 @@ func setBackendState(t *testing.T, tf *infrav1.Terraform, st map[string]any) {
 	raw, err := json.Marshal(st)
 	g.Expect(err).NotTo(HaveOccurred())
 	var s corev1.Secret
-	g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: tf.Namespace, Name: tf.GetStateSecretName()}, &s)).To(Succeed())
+	g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: tf.Namespace, Name: names.StateSecret(tf)}, &s)).To(Succeed())
 	s.Data[tfstate.DataKey] = tfstate.Compress(raw)
 	g.Expect(k8sClient.Update(context.Background(), &s)).To(Succeed())
 }
