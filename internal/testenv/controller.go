@@ -270,19 +270,21 @@ func (c *Controller) Close() {
 	if c.opts.WorkDir != "" {
 		// Detached local runners outlive the controller on purpose; the
 		// test is done with them too.
-		KillProcessesUnder(c.opts.WorkDir)
+		KillLocalRunners(c.opts.WorkDir)
 	}
 }
 
-// KillProcessesUnder kills (SIGKILL) every process whose command line
-// names a path under dir: the local runners a controller with that work
-// directory started, which run in sessions of their own. Linux only (it
+// KillLocalRunners kills (SIGKILL) the local runners a controller with
+// work directory workDir started, which run in sessions of their own: the
+// processes whose command line names one of their run directories
+// (<workDir>/runners/landform-runner-*), and nothing else. Linux only (it
 // reads /proc); elsewhere it does nothing.
-func KillProcessesUnder(dir string) {
+func KillLocalRunners(workDir string) {
+	runDirs := filepath.Join(workDir, "runners", "landform-runner-")
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		b, err := os.ReadFile(p)
-		if err != nil || !strings.Contains(string(b), dir+string(filepath.Separator)) {
+		if err != nil || !strings.Contains(string(b), runDirs) {
 			continue
 		}
 		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
