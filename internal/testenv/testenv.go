@@ -20,8 +20,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -145,18 +148,23 @@ const apiServerStopTimeout = 10 * time.Second
 
 // StopAPIServer stops the kube-apiserver of an Env from StartRestartable:
 // SIGTERM, SIGKILL when it has not exited after apiServerStopTimeout. It
-// returns once nothing listens on its port any more; etcd keeps running.
+// returns once the process has exited and nothing listens on its port any
+// more; etcd keeps running.
 func (e *Env) StopAPIServer() error {
 	if e.certDir == "" {
 		return errors.New("the API server of this Env cannot be restarted: use StartRestartable")
 	}
 	s := e.env.ControlPlane.APIServer
-	s.StopTimeout = apiServerStopTimeout
-	err := s.Stop()
-	if err != nil && !strings.Contains(err.Error(), "timeout waiting for process") {
+	// The kill is ours, not envtest's: when envtest's Stop times out, it
+	// kills the process but still counts it as started, and its next
+	// Start then returns at once without starting anything. Given time
+	// enough, its Stop sees the killed process exit and forgets it.
+	s.StopTimeout = apiServerStopTimeout + time.Minute
+	kill := time.AfterFunc(apiServerStopTimeout, func() { killAPIServer(e.certDir) })
+	defer kill.Stop()
+	if err := s.Stop(); err != nil {
 		return err
 	}
-	// Killed at the timeout: envtest does not wait for the process.
 	addr := net.JoinHostPort(s.SecureServing.Address, s.SecureServing.Port)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
@@ -166,6 +174,26 @@ func (e *Env) StopAPIServer() error {
 		c.Close()
 		if time.Now().After(deadline) {
 			return fmt.Errorf("kube-apiserver still listens on %s after it was stopped", addr)
+		}
+	}
+}
+
+// killAPIServer SIGKILLs the kube-apiserver serving from certDir (its
+// --cert-dir), found in /proc.
+func killAPIServer(certDir string) {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		if filepath.Base(args[0]) == "kube-apiserver" && slices.Contains(args, "--cert-dir="+certDir) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
 }
