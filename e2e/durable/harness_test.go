@@ -77,7 +77,14 @@ const retryInterval = 2 * time.Second
 // whose create sleeps sleep seconds, with its outputs in <name>-outputs.
 func newSlowTerraform(t *testing.T, ns, name, effects string, sleep int) *infrav1.Terraform {
 	t.Helper()
-	tf := &infrav1.Terraform{
+	tf := slowTerraform(ns, name, effects, sleep)
+	NewWithT(t).Expect(suite.Env.Client.Create(context.Background(), tf)).To(Succeed())
+	return tf
+}
+
+// slowTerraform is the object newSlowTerraform creates, not yet created.
+func slowTerraform(ns, name, effects string, sleep int) *infrav1.Terraform {
+	return &infrav1.Terraform{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: infrav1.TerraformSpec{
 			SourceRef:     infrav1.SourceReference{Kind: sourcev1.GitRepositoryKind, Name: "repo"},
@@ -95,8 +102,6 @@ func newSlowTerraform(t *testing.T, ns, name, effects string, sleep int) *infrav
 			WriteOutputsToSecret: &infrav1.WriteOutputsToSecretSpec{Name: name + "-outputs"},
 		},
 	}
-	NewWithT(t).Expect(suite.Env.Client.Create(context.Background(), tf)).To(Succeed())
-	return tf
 }
 
 func get(g Gomega, tf *infrav1.Terraform) *infrav1.Terraform {

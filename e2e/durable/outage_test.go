@@ -11,12 +11,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/placement"
 	"github.com/landform-dev/landform/internal/testenv"
 	"github.com/landform-dev/landform/internal/unsavedstate"
@@ -167,4 +171,133 @@ func runnerProcesses(work string) []int {
 		}
 	}
 	return pids
+}
+
+// slowDestroyModule: the create of terraform_data.this appends "created"
+// to var.effects; its destroy appends "destroying", sleeps var.sleep
+// seconds and appends "destroyed". A destroy-time provisioner may refer to
+// self only, so the resource carries both in its input.
+const slowDestroyModule = `
+variable "effects" { type = string }
+variable "sleep" { type = number }
+resource "terraform_data" "this" {
+  input = { effects = var.effects, sleep = var.sleep }
+  provisioner "local-exec" {
+    command = "echo created >> ${var.effects}"
+  }
+  provisioner "local-exec" {
+    when    = destroy
+    command = "echo destroying >> ${self.input.effects} && sleep ${self.input.sleep} && echo destroyed >> ${self.input.effects}"
+  }
+}
+output "effects" { value = var.effects }
+`
+
+// lines counts the lines of effects equal to line.
+func lines(effects, line string) int {
+	b, _ := os.ReadFile(effects)
+	n := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		if l == line {
+			n++
+		}
+	}
+	return n
+}
+
+// The kube-apiserver is stopped while the destroy of a deleted object
+// (deletionPolicy Delete) runs its resource's destroy, kept away for 30 s,
+// far longer than terraform tries to write the emptied state at the end
+// of the destroy, then started again on the same address, certificates and
+// etcd. The runner keeps the state, writes it once the API server answers,
+// and the controller collects the destroy: the destroy ran once and to
+// its end, the object is gone, so are its state Secret and lock Lease, no
+// unsaved state is kept, and nothing created the resource again.
+func TestAPIServerOutageMidDestroyKeepsTheState(t *testing.T) {
+	ownControlPlane(t)
+	g := NewWithT(t)
+	ns := suite.Namespace(t)
+	suite.Publish(t, ns, map[string]string{"main.tf": slowDestroyModule})
+	work := t.TempDir()
+	startController(t, local, work)
+	effects := filepath.Join(t.TempDir(), "effects")
+	tf := newSlowTerraform(t, ns, "outage-destroy", effects, 15)
+	logOnFailure(t, tf)
+	g.Eventually(func(g Gomega) { settled(g, tf, effects) }, 3*time.Minute, 250*time.Millisecond).Should(Succeed())
+	g.Expect(lines(effects, "created")).To(Equal(1))
+
+	g.Expect(suite.Env.Client.Delete(context.Background(), tf)).To(Succeed())
+	g.Eventually(func() int { return lines(effects, "destroying") }, 2*time.Minute, 100*time.Millisecond).Should(Equal(1), "the destroy has begun")
+	stopped := time.Now()
+	g.Expect(suite.Env.StopAPIServer()).To(Succeed())
+	g.Eventually(func() int { return lines(effects, "destroyed") }, time.Minute, 100*time.Millisecond).Should(Equal(1), "the destroy ends while the API server is away")
+	g.Eventually(func() []string { return keptStates(work) }, time.Minute, 100*time.Millisecond).Should(HaveLen(1),
+		"terraform could not write the state, and the runner keeps it in its run directory")
+	time.Sleep(time.Until(stopped.Add(30 * time.Second)))
+	g.Expect(suite.Env.StartAPIServer()).To(Succeed())
+
+	g.Eventually(func() error {
+		return suite.Env.Client.Get(context.Background(), client.ObjectKeyFromObject(tf), &infrav1.Terraform{})
+	}, 3*time.Minute, 250*time.Millisecond).Should(Satisfy(apierrors.IsNotFound), "the finalizer is released and the object is gone")
+	g.Expect(lines(effects, "destroying")).To(Equal(1), "the destroy ran once")
+	g.Expect(lines(effects, "destroyed")).To(Equal(1), "and to its end")
+	g.Expect(lines(effects, "created")).To(Equal(1), "nothing created the resource again")
+	for _, s := range []string{names.StateSecret(tf), unsavedstate.SecretName(tf)} {
+		err := suite.Env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: s}, &corev1.Secret{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Secret %s is gone: %v", s, err)
+	}
+	err := suite.Env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: names.StateLease(tf)}, &coordinationv1.Lease{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the state's lock Lease is gone: %v", err)
+	g.Expect(keptStates(work)).To(BeEmpty(), "nothing is kept unsaved")
+	g.Consistently(func() int { return lines(effects, "created") }, 10*time.Second, time.Second).Should(Equal(1), "nothing creates the resource again")
+}
+
+// The kube-apiserver is stopped as soon as the object records its plan
+// run (manual approval: only a plan runs), kept away for 30 s and started
+// again on the same address, certificates and etcd. The engine cannot
+// reach its backend (init fails to list the workspaces), so the plan
+// fails, and the controller can record neither that nor anything else: it
+// retries with its backoff. Once the API server answers, it plans again:
+// the object waits with one pending plan that creates the resource,
+// nothing was created, no lock is left, no run is in flight, and no
+// further plan replaces the pending one.
+func TestAPIServerOutageAtPlanStartLeavesOnePendingPlan(t *testing.T) {
+	ownControlPlane(t)
+	g := NewWithT(t)
+	ns := suite.Namespace(t)
+	suite.Publish(t, ns, map[string]string{"main.tf": slowModule})
+	work := t.TempDir()
+	startController(t, local, work)
+	effects := filepath.Join(t.TempDir(), "effects")
+	tf := slowTerraform(ns, "outage-plan", effects, 1)
+	tf.Spec.ApprovePlan = ""
+	g.Expect(suite.Env.Client.Create(context.Background(), tf)).To(Succeed())
+	logOnFailure(t, tf)
+
+	g.Eventually(func(g Gomega) {
+		run := get(g, tf).Status.Run
+		g.Expect(run).NotTo(BeNil())
+		g.Expect(run.Action).To(Equal("plan"))
+	}, 2*time.Minute, 20*time.Millisecond).Should(Succeed(), "the plan run is recorded")
+	stopped := time.Now()
+	g.Expect(suite.Env.StopAPIServer()).To(Succeed())
+	time.Sleep(time.Until(stopped.Add(30 * time.Second)))
+	g.Expect(suite.Env.StartAPIServer()).To(Succeed())
+
+	pending := func(g Gomega) string {
+		obj := get(g, tf)
+		g.Expect(conditions.GetReason(obj, meta.ReadyCondition)).To(Equal(infrav1.PlanPendingReason), "Ready: %s", conditions.GetMessage(obj, meta.ReadyCondition))
+		g.Expect(obj.Status.Run).To(BeNil(), "no run in flight")
+		g.Expect(obj.Status.Plan).NotTo(BeNil())
+		g.Expect(obj.Status.Plan.Pending).NotTo(BeEmpty())
+		g.Expect(obj.Status.Plan.ID).To(Equal(obj.Status.Plan.Pending))
+		g.Expect(obj.Status.Plan.Add).To(BeEquivalentTo(1), "the plan creates the resource")
+		noLock(g, tf)
+		g.Expect(began(effects)).To(BeZero(), "nothing was created")
+		return obj.Status.Plan.Pending
+	}
+	// The controller's backoff after 30 s of errors is up to 80 s.
+	g.Eventually(func(g Gomega) { pending(g) }, 4*time.Minute, 250*time.Millisecond).Should(Succeed())
+	id := pending(g)
+	g.Consistently(func(g Gomega) string { return pending(g) }, 10*time.Second, time.Second).Should(Equal(id), "no plan replaces the pending one")
 }
