@@ -18,7 +18,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -243,21 +242,18 @@ func parse(name string, a map[string]string) (Version, bool) {
 	return v, true
 }
 
-// identify reads a plain state's serial and lineage; -1 and "" for a
-// state it cannot read (encrypted).
+// identify reads a state's serial and lineage (tfstate.ReadIdentity);
+// -1 and "" for a state it cannot read.
 func identify(gzipped []byte) (int64, string) {
 	raw, err := tfstate.Decompress(gzipped)
 	if err != nil {
 		return -1, ""
 	}
-	var s struct {
-		Serial  *int64 `json:"serial"`
-		Lineage string `json:"lineage"`
-	}
-	if json.Unmarshal(raw, &s) != nil || s.Serial == nil {
+	id, err := tfstate.ReadIdentity(raw)
+	if err != nil {
 		return -1, ""
 	}
-	return *s.Serial, s.Lineage
+	return id.Serial, id.Lineage
 }
 
 // digestOf is the sha256 of a Secret's data, keys in order.
