@@ -23,17 +23,19 @@ func logOnFailure(t *testing.T, tf *infrav1.Terraform) {
 
 // localApplyUnderWay starts a controller with local runners and an
 // auto-approved object on the slow module whose create sleeps sleep
-// seconds, and returns once the create has begun.
-func localApplyUnderWay(t *testing.T, name string, sleep int) (*testenv.Controller, *infrav1.Terraform, string) {
+// seconds, and returns once the create has begun, with the controller's
+// work directory.
+func localApplyUnderWay(t *testing.T, name string, sleep int) (c *testenv.Controller, tf *infrav1.Terraform, effects, work string) {
 	t.Helper()
 	ns := suite.Namespace(t)
 	suite.Publish(t, ns, map[string]string{"main.tf": slowModule})
-	c := startController(t, local, t.TempDir())
-	effects := filepath.Join(t.TempDir(), "effects")
-	tf := newSlowTerraform(t, ns, name, effects, sleep)
+	work = t.TempDir()
+	c = startController(t, local, work)
+	effects = filepath.Join(t.TempDir(), "effects")
+	tf = newSlowTerraform(t, ns, name, effects, sleep)
 	logOnFailure(t, tf)
 	NewWithT(t).Eventually(func() int { return began(effects) }, 2*time.Minute, 100*time.Millisecond).Should(Equal(1), "the create has begun")
-	return c, tf, effects
+	return c, tf, effects, work
 }
 
 // SIGTERM to the controller 3 s into an apply whose create takes 15 s, with
@@ -43,7 +45,7 @@ func localApplyUnderWay(t *testing.T, name string, sleep int) (*testenv.Controll
 // create ran once and to its end, the object is Ready, no lock is left.
 func TestControllerSIGTERMLeavesLocalApplyRunning(t *testing.T) {
 	g := NewWithT(t)
-	c, tf, effects := localApplyUnderWay(t, "sigterm", 15)
+	c, tf, effects, _ := localApplyUnderWay(t, "sigterm", 15)
 	time.Sleep(3 * time.Second)
 	g.Expect(get(g, tf).Status.Run).NotTo(BeNil(), "the apply is in flight")
 	g.Expect(c.Signal(syscall.SIGTERM)).To(Succeed())
@@ -68,7 +70,7 @@ func TestControllerSIGTERMLeavesLocalApplyRunning(t *testing.T) {
 // Secret is written, no lock is left and no run was reported lost.
 func TestControllerSIGKILLWithLocalRunnersCollectsTheRun(t *testing.T) {
 	g := NewWithT(t)
-	c, tf, effects := localApplyUnderWay(t, "killed", 10)
+	c, tf, effects, _ := localApplyUnderWay(t, "killed", 10)
 	g.Expect(get(g, tf).Status.Run).NotTo(BeNil(), "the run is recorded in status")
 	run := get(g, tf).Status.Run.ID
 	g.Expect(c.Kill()).To(Succeed())

@@ -100,13 +100,7 @@ func stateAfterOutage(g Gomega, tf *infrav1.Terraform, work, effects string) {
 func TestAPIServerOutageMidApplyKeepsTheState(t *testing.T) {
 	ownControlPlane(t)
 	g := NewWithT(t)
-	ns := suite.Namespace(t)
-	suite.Publish(t, ns, map[string]string{"main.tf": slowModule})
-	work := t.TempDir()
-	startController(t, local, work)
-	effects := filepath.Join(t.TempDir(), "effects")
-	tf := newSlowTerraform(t, ns, "outage", effects, 15)
-	logOnFailure(t, tf)
+	_, tf, effects, work := localApplyUnderWay(t, "outage", 15)
 
 	stopped := time.Now()
 	stopAPIServerMidCreate(t, work, effects)
@@ -129,13 +123,7 @@ func TestAPIServerOutageMidApplyKeepsTheState(t *testing.T) {
 func TestRunnerKilledWithAnUnsavedStateNextRunWritesIt(t *testing.T) {
 	ownControlPlane(t)
 	g := NewWithT(t)
-	ns := suite.Namespace(t)
-	suite.Publish(t, ns, map[string]string{"main.tf": slowModule})
-	work := t.TempDir()
-	startController(t, local, work)
-	effects := filepath.Join(t.TempDir(), "effects")
-	tf := newSlowTerraform(t, ns, "orphaned-state", effects, 15)
-	logOnFailure(t, tf)
+	_, tf, effects, work := localApplyUnderWay(t, "orphaned-state", 15)
 
 	stopAPIServerMidCreate(t, work, effects)
 	pids := runnerProcesses(work)
