@@ -42,6 +42,22 @@ const (
 	InvalidPathReason = "InvalidPath"
 	// VarsNotFoundReason: a varsFrom object or key is missing.
 	VarsNotFoundReason = "VarsNotFound"
+	// InputNotReadyReason: a field that varsFrom or an import's idFrom
+	// reads from an object is absent or empty; the module is planned as
+	// soon as it is set (the object is watched).
+	InputNotReadyReason = "InputNotReady"
+	// InputNotFoundReason: the object that varsFrom's fields or an
+	// import's idFrom reads does not exist, or its kind is not served.
+	InputNotFoundReason = "InputNotFound"
+	// InvalidInputPathReason: a varsFrom field's or idFrom's path is not
+	// valid JSONPath.
+	InvalidInputPathReason = "InvalidInputPath"
+	// InputForbiddenReason: the controller may not read (get, list and
+	// watch) the kind an input names; grant it (the chart's inputKinds).
+	InputForbiddenReason = "InputForbidden"
+	// ImportUnsupportedReason: spec.imports needs an engine with import
+	// blocks (OpenTofu or Terraform 1.5 or later).
+	ImportUnsupportedReason = "ImportUnsupported"
 	// InvalidConfigurationReason: the module does not parse or validate.
 	InvalidConfigurationReason = "InvalidConfiguration"
 	// MissingVariableReason: a required variable has no value.

@@ -99,11 +99,25 @@ type TerraformSpec struct {
 	Vars []Variable `json:"vars,omitempty"`
 
 	// VarsFrom reads input variables from Secrets and ConfigMaps in the
-	// object's namespace. Later entries override earlier ones; Vars override
-	// all of them.
+	// object's namespace, and from fields of any other object (a Service's
+	// load-balancer hostname, say): while a required field is absent or
+	// empty the module is not planned (reason InputNotReady), and it is
+	// planned as soon as the field is set. Later entries override earlier
+	// ones; Vars override all of them.
 	// +kubebuilder:validation:MaxItems=50
 	// +optional
 	VarsFrom []VarsReference `json:"varsFrom,omitempty"`
+
+	// Imports bring existing resources under this module's management
+	// instead of creating them: each becomes an import block in the root
+	// module before planning (OpenTofu and Terraform 1.5 or later). The
+	// plan counts them, and approval works as for any plan. Once a
+	// resource is in the state, its entry is a no-op and may stay.
+	// +listType=map
+	// +listMapKey=to
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
+	Imports []Import `json:"imports,omitempty"`
 
 	// WriteOutputsToSecret writes the module's outputs into a Secret owned by
 	// this object.
@@ -209,30 +223,139 @@ type Variable struct {
 	Value *apiextensionsv1.JSON `json:"value,omitempty"`
 }
 
-// VarsReference reads variables from a Secret or ConfigMap.
+// VarsReference reads variables from a Secret or ConfigMap (all keys, or
+// those varsKeys selects), or from fields of any other namespaced object
+// (those fields selects).
+// +kubebuilder:validation:XValidation:rule="self.kind in ['Secret', 'ConfigMap'] ? !has(self.fields) && !has(self.namespace) : has(self.fields) && has(self.apiVersion) && !has(self.varsKeys)",message="a Secret or ConfigMap takes varsKeys (in this object's namespace); any other kind takes apiVersion and fields"
 type VarsReference struct {
-	// Kind is Secret or ConfigMap.
-	// +kubebuilder:validation:Enum=Secret;ConfigMap
+	// APIVersion of the object, e.g. v1 or networking.k8s.io/v1. Required
+	// for kinds other than Secret and ConfigMap.
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+
+	// Kind is Secret, ConfigMap, or the kind of any namespaced object
+	// whose fields to read (Service, Ingress, a custom resource). The
+	// controller's ClusterRole reads Secrets, ConfigMaps, Services and
+	// Ingresses; other kinds need read access granted (the chart's
+	// inputKinds value).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
 	// +required
 	Kind string `json:"kind"`
 
-	// Name of the Secret or ConfigMap, in the object's namespace.
+	// Name of the object.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +required
 	Name string `json:"name"`
 
-	// VarsKeys selects keys; "key:name" reads key into variable name. All
-	// keys when empty. A value that is a JSON object or list is passed as
-	// that structured value; anything else (numbers and booleans included)
-	// as a string, which terraform converts for number and bool variables.
+	// Namespace of an object read by fields; defaults to this object's
+	// namespace. Another namespace is refused unless the controller runs
+	// with --no-cross-namespace-refs=false. Secrets and ConfigMaps are
+	// always read from this object's namespace.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
+	// VarsKeys selects a Secret's or ConfigMap's keys; "key:name" reads key
+	// into variable name. All keys when empty. A value that is a JSON object
+	// or list is passed as that structured value; anything else (numbers
+	// and booleans included) as a string, which terraform converts for
+	// number and bool variables.
 	// +kubebuilder:validation:MaxItems=100
 	// +optional
 	VarsKeys []string `json:"varsKeys,omitempty"`
 
-	// Optional tolerates a missing object or key.
+	// Fields map fields of an object other than a Secret or ConfigMap to
+	// variables.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=50
+	// +optional
+	Fields []FieldVariable `json:"fields,omitempty"`
+
+	// Optional tolerates a missing object, key or field: the variables it
+	// would set keep the module's defaults.
 	// +optional
 	Optional bool `json:"optional,omitempty"`
+}
+
+// FieldVariable reads one field of an object into a variable.
+type FieldVariable struct {
+	// Path selects the field with kubectl's JSONPath syntax, braces
+	// optional: .status.loadBalancer.ingress[0].hostname, or
+	// .metadata.annotations['example\.com/id']. A string is passed as a
+	// string, a number or boolean as that value, an object or list as that
+	// structured value; a path that selects several values passes them as
+	// a list. Absent, null and empty values are not ready.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +required
+	Path string `json:"path"`
+
+	// Name of the variable.
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z_][a-zA-Z0-9_-]*$`
+	// +kubebuilder:validation:MaxLength=128
+	// +required
+	Name string `json:"name"`
+}
+
+// Import names an existing resource to bring under management.
+// +kubebuilder:validation:XValidation:rule="has(self.id) != has(self.idFrom)",message="set exactly one of id and idFrom"
+type Import struct {
+	// To is the resource's address in the module:
+	// aws_db_instance.main, module.db.aws_db_instance.this["a"].
+	// +kubebuilder:validation:Pattern=`^(module\.[a-zA-Z_][a-zA-Z0-9_-]*(\[("[^"\\${}%]*"|[0-9]+)\])?\.)*[a-zA-Z_][a-zA-Z0-9_-]*\.[a-zA-Z_][a-zA-Z0-9_-]*(\[("[^"\\${}%]*"|[0-9]+)\])?$`
+	// +kubebuilder:validation:MaxLength=512
+	// +required
+	To string `json:"to"`
+
+	// ID is the provider's id of the existing resource, as its import
+	// documentation names it (e.g. a database's identifier).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	ID string `json:"id,omitempty"`
+
+	// IDFrom reads the id from a Secret's or ConfigMap's key, or from a
+	// field of any other object (waiting for it as varsFrom does).
+	// +optional
+	IDFrom *ImportIDReference `json:"idFrom,omitempty"`
+}
+
+// ImportIDReference reads an import id from another object.
+// +kubebuilder:validation:XValidation:rule="self.kind in ['Secret', 'ConfigMap'] ? has(self.key) && !has(self.path) && !has(self.namespace) : has(self.path) && has(self.apiVersion) && !has(self.key)",message="a Secret or ConfigMap takes key (in this object's namespace); any other kind takes apiVersion and path"
+type ImportIDReference struct {
+	// APIVersion of the object; required for kinds other than Secret and
+	// ConfigMap.
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+
+	// Kind is Secret, ConfigMap or any namespaced kind.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +required
+	Kind string `json:"kind"`
+
+	// Name of the object.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Name string `json:"name"`
+
+	// Namespace of an object read by path, as in varsFrom.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
+	// Key of a Secret or ConfigMap.
+	// +optional
+	Key string `json:"key,omitempty"`
+
+	// Path of the field of any other kind, as in varsFrom's fields.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Path string `json:"path,omitempty"`
 }
 
 // WriteOutputsToSecretSpec says which outputs to write where.
@@ -474,6 +597,15 @@ type PlanStatus struct {
 	// the state ("forget") is in neither.
 	// +optional
 	ResourcesToDestroy []string `json:"resourcesToDestroy,omitempty"`
+
+	// Import counts the existing resources the plan imports.
+	// +optional
+	Import int32 `json:"import"`
+
+	// ResourcesToImport are the addresses of the resources the plan
+	// imports, as many as Resources lists.
+	// +optional
+	ResourcesToImport []string `json:"resourcesToImport,omitempty"`
 
 	// IsDestroy is true for a plan that destroys everything.
 	// +optional

@@ -99,7 +99,10 @@ type WorkspaceSpec struct {
 	// Terraform workspace name.
 	Workspace string `protobuf:"bytes,7,opt,name=workspace,proto3" json:"workspace,omitempty"`
 	// Extra environment for terraform (never logged).
-	Env           map[string]string `protobuf:"bytes,8,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Env map[string]string `protobuf:"bytes,8,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Existing resources to import: the runner writes them as import blocks
+	// into the root module before planning (not for a destroy).
+	Imports       []*Import `protobuf:"bytes,9,rep,name=imports,proto3" json:"imports,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -190,6 +193,68 @@ func (x *WorkspaceSpec) GetEnv() map[string]string {
 	return nil
 }
 
+func (x *WorkspaceSpec) GetImports() []*Import {
+	if x != nil {
+		return x.Imports
+	}
+	return nil
+}
+
+// Import names an existing resource for an import block.
+type Import struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Resource address in the root module, validated by the controller.
+	To string `protobuf:"bytes,1,opt,name=to,proto3" json:"to,omitempty"`
+	// The provider's id of the resource.
+	Id            string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Import) Reset() {
+	*x = Import{}
+	mi := &file_runner_proto_runner_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Import) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Import) ProtoMessage() {}
+
+func (x *Import) ProtoReflect() protoreflect.Message {
+	mi := &file_runner_proto_runner_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Import.ProtoReflect.Descriptor instead.
+func (*Import) Descriptor() ([]byte, []int) {
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Import) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *Import) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
 type UploadWorkspaceRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Msg:
@@ -203,7 +268,7 @@ type UploadWorkspaceRequest struct {
 
 func (x *UploadWorkspaceRequest) Reset() {
 	*x = UploadWorkspaceRequest{}
-	mi := &file_runner_proto_runner_proto_msgTypes[1]
+	mi := &file_runner_proto_runner_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -215,7 +280,7 @@ func (x *UploadWorkspaceRequest) String() string {
 func (*UploadWorkspaceRequest) ProtoMessage() {}
 
 func (x *UploadWorkspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[1]
+	mi := &file_runner_proto_runner_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -228,7 +293,7 @@ func (x *UploadWorkspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UploadWorkspaceRequest.ProtoReflect.Descriptor instead.
 func (*UploadWorkspaceRequest) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{1}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *UploadWorkspaceRequest) GetMsg() isUploadWorkspaceRequest_Msg {
@@ -281,7 +346,7 @@ type UploadWorkspaceResponse struct {
 
 func (x *UploadWorkspaceResponse) Reset() {
 	*x = UploadWorkspaceResponse{}
-	mi := &file_runner_proto_runner_proto_msgTypes[2]
+	mi := &file_runner_proto_runner_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -293,7 +358,7 @@ func (x *UploadWorkspaceResponse) String() string {
 func (*UploadWorkspaceResponse) ProtoMessage() {}
 
 func (x *UploadWorkspaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[2]
+	mi := &file_runner_proto_runner_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -306,7 +371,7 @@ func (x *UploadWorkspaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UploadWorkspaceResponse.ProtoReflect.Descriptor instead.
 func (*UploadWorkspaceResponse) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{2}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *UploadWorkspaceResponse) GetTarballDigest() string {
@@ -342,7 +407,7 @@ type RunSpec struct {
 
 func (x *RunSpec) Reset() {
 	*x = RunSpec{}
-	mi := &file_runner_proto_runner_proto_msgTypes[3]
+	mi := &file_runner_proto_runner_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -354,7 +419,7 @@ func (x *RunSpec) String() string {
 func (*RunSpec) ProtoMessage() {}
 
 func (x *RunSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[3]
+	mi := &file_runner_proto_runner_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -367,7 +432,7 @@ func (x *RunSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunSpec.ProtoReflect.Descriptor instead.
 func (*RunSpec) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{3}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RunSpec) GetRunId() string {
@@ -425,7 +490,7 @@ type StartRunRequest struct {
 
 func (x *StartRunRequest) Reset() {
 	*x = StartRunRequest{}
-	mi := &file_runner_proto_runner_proto_msgTypes[4]
+	mi := &file_runner_proto_runner_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -437,7 +502,7 @@ func (x *StartRunRequest) String() string {
 func (*StartRunRequest) ProtoMessage() {}
 
 func (x *StartRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[4]
+	mi := &file_runner_proto_runner_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -450,7 +515,7 @@ func (x *StartRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRunRequest.ProtoReflect.Descriptor instead.
 func (*StartRunRequest) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{4}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *StartRunRequest) GetMsg() isStartRunRequest_Msg {
@@ -502,7 +567,7 @@ type StartRunResponse struct {
 
 func (x *StartRunResponse) Reset() {
 	*x = StartRunResponse{}
-	mi := &file_runner_proto_runner_proto_msgTypes[5]
+	mi := &file_runner_proto_runner_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -514,7 +579,7 @@ func (x *StartRunResponse) String() string {
 func (*StartRunResponse) ProtoMessage() {}
 
 func (x *StartRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[5]
+	mi := &file_runner_proto_runner_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -527,7 +592,7 @@ func (x *StartRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRunResponse.ProtoReflect.Descriptor instead.
 func (*StartRunResponse) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{5}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{6}
 }
 
 type WatchRunRequest struct {
@@ -541,7 +606,7 @@ type WatchRunRequest struct {
 
 func (x *WatchRunRequest) Reset() {
 	*x = WatchRunRequest{}
-	mi := &file_runner_proto_runner_proto_msgTypes[6]
+	mi := &file_runner_proto_runner_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -553,7 +618,7 @@ func (x *WatchRunRequest) String() string {
 func (*WatchRunRequest) ProtoMessage() {}
 
 func (x *WatchRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[6]
+	mi := &file_runner_proto_runner_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -566,7 +631,7 @@ func (x *WatchRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRunRequest.ProtoReflect.Descriptor instead.
 func (*WatchRunRequest) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{6}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *WatchRunRequest) GetRunId() string {
@@ -592,7 +657,7 @@ type CancelRunRequest struct {
 
 func (x *CancelRunRequest) Reset() {
 	*x = CancelRunRequest{}
-	mi := &file_runner_proto_runner_proto_msgTypes[7]
+	mi := &file_runner_proto_runner_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -604,7 +669,7 @@ func (x *CancelRunRequest) String() string {
 func (*CancelRunRequest) ProtoMessage() {}
 
 func (x *CancelRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[7]
+	mi := &file_runner_proto_runner_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -617,7 +682,7 @@ func (x *CancelRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRunRequest.ProtoReflect.Descriptor instead.
 func (*CancelRunRequest) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{7}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CancelRunRequest) GetRunId() string {
@@ -635,7 +700,7 @@ type CancelRunResponse struct {
 
 func (x *CancelRunResponse) Reset() {
 	*x = CancelRunResponse{}
-	mi := &file_runner_proto_runner_proto_msgTypes[8]
+	mi := &file_runner_proto_runner_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -647,7 +712,7 @@ func (x *CancelRunResponse) String() string {
 func (*CancelRunResponse) ProtoMessage() {}
 
 func (x *CancelRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[8]
+	mi := &file_runner_proto_runner_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -660,7 +725,7 @@ func (x *CancelRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRunResponse.ProtoReflect.Descriptor instead.
 func (*CancelRunResponse) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{8}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{9}
 }
 
 type LogLine struct {
@@ -674,7 +739,7 @@ type LogLine struct {
 
 func (x *LogLine) Reset() {
 	*x = LogLine{}
-	mi := &file_runner_proto_runner_proto_msgTypes[9]
+	mi := &file_runner_proto_runner_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -686,7 +751,7 @@ func (x *LogLine) String() string {
 func (*LogLine) ProtoMessage() {}
 
 func (x *LogLine) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[9]
+	mi := &file_runner_proto_runner_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -699,7 +764,7 @@ func (x *LogLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogLine.ProtoReflect.Descriptor instead.
 func (*LogLine) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{9}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *LogLine) GetText() string {
@@ -741,13 +806,17 @@ type PlanResult struct {
 	// again (actions ["delete"], deposed objects included), sorted. A
 	// resource only removed from the state ("forget") is in neither list.
 	ResourcesToDestroy []string `protobuf:"bytes,10,rep,name=resources_to_destroy,json=resourcesToDestroy,proto3" json:"resources_to_destroy,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Resources the plan imports (a change with "importing"), sorted; an
+	// import makes a plan one with changes even when its actions are no-op.
+	ImportCount       int32    `protobuf:"varint,11,opt,name=import_count,json=importCount,proto3" json:"import_count,omitempty"`
+	ResourcesToImport []string `protobuf:"bytes,12,rep,name=resources_to_import,json=resourcesToImport,proto3" json:"resources_to_import,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *PlanResult) Reset() {
 	*x = PlanResult{}
-	mi := &file_runner_proto_runner_proto_msgTypes[10]
+	mi := &file_runner_proto_runner_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -759,7 +828,7 @@ func (x *PlanResult) String() string {
 func (*PlanResult) ProtoMessage() {}
 
 func (x *PlanResult) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[10]
+	mi := &file_runner_proto_runner_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -772,7 +841,7 @@ func (x *PlanResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResult.ProtoReflect.Descriptor instead.
 func (*PlanResult) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{10}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PlanResult) GetHasChanges() bool {
@@ -845,6 +914,20 @@ func (x *PlanResult) GetResourcesToDestroy() []string {
 	return nil
 }
 
+func (x *PlanResult) GetImportCount() int32 {
+	if x != nil {
+		return x.ImportCount
+	}
+	return 0
+}
+
+func (x *PlanResult) GetResourcesToImport() []string {
+	if x != nil {
+		return x.ResourcesToImport
+	}
+	return nil
+}
+
 type ApplyResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Outputs after the apply; empty after a destroy.
@@ -855,7 +938,7 @@ type ApplyResult struct {
 
 func (x *ApplyResult) Reset() {
 	*x = ApplyResult{}
-	mi := &file_runner_proto_runner_proto_msgTypes[11]
+	mi := &file_runner_proto_runner_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -867,7 +950,7 @@ func (x *ApplyResult) String() string {
 func (*ApplyResult) ProtoMessage() {}
 
 func (x *ApplyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[11]
+	mi := &file_runner_proto_runner_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -880,7 +963,7 @@ func (x *ApplyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResult.ProtoReflect.Descriptor instead.
 func (*ApplyResult) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{11}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ApplyResult) GetOutputs() []*Output {
@@ -909,7 +992,7 @@ type StatePersist struct {
 
 func (x *StatePersist) Reset() {
 	*x = StatePersist{}
-	mi := &file_runner_proto_runner_proto_msgTypes[12]
+	mi := &file_runner_proto_runner_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -921,7 +1004,7 @@ func (x *StatePersist) String() string {
 func (*StatePersist) ProtoMessage() {}
 
 func (x *StatePersist) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[12]
+	mi := &file_runner_proto_runner_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -934,7 +1017,7 @@ func (x *StatePersist) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatePersist.ProtoReflect.Descriptor instead.
 func (*StatePersist) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{12}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StatePersist) GetDigest() string {
@@ -977,7 +1060,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_runner_proto_runner_proto_msgTypes[13]
+	mi := &file_runner_proto_runner_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -989,7 +1072,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[13]
+	mi := &file_runner_proto_runner_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1002,7 +1085,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{13}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RunEvent) GetEvent() isRunEvent_Event {
@@ -1159,7 +1242,7 @@ type OutputsRequest struct {
 
 func (x *OutputsRequest) Reset() {
 	*x = OutputsRequest{}
-	mi := &file_runner_proto_runner_proto_msgTypes[14]
+	mi := &file_runner_proto_runner_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1171,7 +1254,7 @@ func (x *OutputsRequest) String() string {
 func (*OutputsRequest) ProtoMessage() {}
 
 func (x *OutputsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[14]
+	mi := &file_runner_proto_runner_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1184,7 +1267,7 @@ func (x *OutputsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputsRequest.ProtoReflect.Descriptor instead.
 func (*OutputsRequest) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{14}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{15}
 }
 
 type Output struct {
@@ -1201,7 +1284,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_runner_proto_runner_proto_msgTypes[15]
+	mi := &file_runner_proto_runner_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1213,7 +1296,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[15]
+	mi := &file_runner_proto_runner_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1226,7 +1309,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{15}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Output) GetName() string {
@@ -1266,7 +1349,7 @@ type OutputsResponse struct {
 
 func (x *OutputsResponse) Reset() {
 	*x = OutputsResponse{}
-	mi := &file_runner_proto_runner_proto_msgTypes[16]
+	mi := &file_runner_proto_runner_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1278,7 +1361,7 @@ func (x *OutputsResponse) String() string {
 func (*OutputsResponse) ProtoMessage() {}
 
 func (x *OutputsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[16]
+	mi := &file_runner_proto_runner_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1291,7 +1374,7 @@ func (x *OutputsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputsResponse.ProtoReflect.Descriptor instead.
 func (*OutputsResponse) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{16}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *OutputsResponse) GetOutputs() []*Output {
@@ -1305,7 +1388,7 @@ var File_runner_proto_runner_proto protoreflect.FileDescriptor
 
 const file_runner_proto_runner_proto_rawDesc = "" +
 	"\n" +
-	"\x19runner/proto/runner.proto\x12\x12landform.runner.v1\"\xe4\x03\n" +
+	"\x19runner/proto/runner.proto\x12\x12landform.runner.v1\"\x9a\x04\n" +
 	"\rWorkspaceSpec\x12%\n" +
 	"\x0etarball_digest\x18\x01 \x01(\tR\rtarballDigest\x12!\n" +
 	"\ftarball_size\x18\x02 \x01(\x03R\vtarballSize\x12\x12\n" +
@@ -1314,13 +1397,17 @@ const file_runner_proto_runner_proto_rawDesc = "" +
 	"\x0ebackend_config\x18\x05 \x03(\v24.landform.runner.v1.WorkspaceSpec.BackendConfigEntryR\rbackendConfig\x12%\n" +
 	"\x0ecustom_backend\x18\x06 \x01(\tR\rcustomBackend\x12\x1c\n" +
 	"\tworkspace\x18\a \x01(\tR\tworkspace\x12<\n" +
-	"\x03env\x18\b \x03(\v2*.landform.runner.v1.WorkspaceSpec.EnvEntryR\x03env\x1a@\n" +
+	"\x03env\x18\b \x03(\v2*.landform.runner.v1.WorkspaceSpec.EnvEntryR\x03env\x124\n" +
+	"\aimports\x18\t \x03(\v2\x1a.landform.runner.v1.ImportR\aimports\x1a@\n" +
 	"\x12BackendConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"p\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"(\n" +
+	"\x06Import\x12\x0e\n" +
+	"\x02to\x18\x01 \x01(\tR\x02to\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"p\n" +
 	"\x16UploadWorkspaceRequest\x127\n" +
 	"\x04spec\x18\x01 \x01(\v2!.landform.runner.v1.WorkspaceSpecH\x00R\x04spec\x12\x16\n" +
 	"\x05chunk\x18\x02 \x01(\fH\x00R\x05chunkB\x05\n" +
@@ -1348,7 +1435,7 @@ const file_runner_proto_runner_proto_rawDesc = "" +
 	"\x11CancelRunResponse\"3\n" +
 	"\aLogLine\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x14\n" +
-	"\x05index\x18\x02 \x01(\x03R\x05index\"\xd5\x02\n" +
+	"\x05index\x18\x02 \x01(\x03R\x05index\"\xa8\x03\n" +
 	"\n" +
 	"PlanResult\x12\x1f\n" +
 	"\vhas_changes\x18\x01 \x01(\bR\n" +
@@ -1362,7 +1449,9 @@ const file_runner_proto_runner_proto_rawDesc = "" +
 	"\fstate_digest\x18\b \x01(\tR\vstateDigest\x120\n" +
 	"\x14resources_to_replace\x18\t \x03(\tR\x12resourcesToReplace\x120\n" +
 	"\x14resources_to_destroy\x18\n" +
-	" \x03(\tR\x12resourcesToDestroy\"C\n" +
+	" \x03(\tR\x12resourcesToDestroy\x12!\n" +
+	"\fimport_count\x18\v \x01(\x05R\vimportCount\x12.\n" +
+	"\x13resources_to_import\x18\f \x03(\tR\x11resourcesToImport\"C\n" +
 	"\vApplyResult\x124\n" +
 	"\aoutputs\x18\x01 \x03(\v2\x1a.landform.runner.v1.OutputR\aoutputs\"<\n" +
 	"\fStatePersist\x12\x16\n" +
@@ -1414,56 +1503,58 @@ func file_runner_proto_runner_proto_rawDescGZIP() []byte {
 }
 
 var file_runner_proto_runner_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_runner_proto_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_runner_proto_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_runner_proto_runner_proto_goTypes = []any{
 	(Action)(0),                     // 0: landform.runner.v1.Action
 	(*WorkspaceSpec)(nil),           // 1: landform.runner.v1.WorkspaceSpec
-	(*UploadWorkspaceRequest)(nil),  // 2: landform.runner.v1.UploadWorkspaceRequest
-	(*UploadWorkspaceResponse)(nil), // 3: landform.runner.v1.UploadWorkspaceResponse
-	(*RunSpec)(nil),                 // 4: landform.runner.v1.RunSpec
-	(*StartRunRequest)(nil),         // 5: landform.runner.v1.StartRunRequest
-	(*StartRunResponse)(nil),        // 6: landform.runner.v1.StartRunResponse
-	(*WatchRunRequest)(nil),         // 7: landform.runner.v1.WatchRunRequest
-	(*CancelRunRequest)(nil),        // 8: landform.runner.v1.CancelRunRequest
-	(*CancelRunResponse)(nil),       // 9: landform.runner.v1.CancelRunResponse
-	(*LogLine)(nil),                 // 10: landform.runner.v1.LogLine
-	(*PlanResult)(nil),              // 11: landform.runner.v1.PlanResult
-	(*ApplyResult)(nil),             // 12: landform.runner.v1.ApplyResult
-	(*StatePersist)(nil),            // 13: landform.runner.v1.StatePersist
-	(*RunEvent)(nil),                // 14: landform.runner.v1.RunEvent
-	(*OutputsRequest)(nil),          // 15: landform.runner.v1.OutputsRequest
-	(*Output)(nil),                  // 16: landform.runner.v1.Output
-	(*OutputsResponse)(nil),         // 17: landform.runner.v1.OutputsResponse
-	nil,                             // 18: landform.runner.v1.WorkspaceSpec.BackendConfigEntry
-	nil,                             // 19: landform.runner.v1.WorkspaceSpec.EnvEntry
+	(*Import)(nil),                  // 2: landform.runner.v1.Import
+	(*UploadWorkspaceRequest)(nil),  // 3: landform.runner.v1.UploadWorkspaceRequest
+	(*UploadWorkspaceResponse)(nil), // 4: landform.runner.v1.UploadWorkspaceResponse
+	(*RunSpec)(nil),                 // 5: landform.runner.v1.RunSpec
+	(*StartRunRequest)(nil),         // 6: landform.runner.v1.StartRunRequest
+	(*StartRunResponse)(nil),        // 7: landform.runner.v1.StartRunResponse
+	(*WatchRunRequest)(nil),         // 8: landform.runner.v1.WatchRunRequest
+	(*CancelRunRequest)(nil),        // 9: landform.runner.v1.CancelRunRequest
+	(*CancelRunResponse)(nil),       // 10: landform.runner.v1.CancelRunResponse
+	(*LogLine)(nil),                 // 11: landform.runner.v1.LogLine
+	(*PlanResult)(nil),              // 12: landform.runner.v1.PlanResult
+	(*ApplyResult)(nil),             // 13: landform.runner.v1.ApplyResult
+	(*StatePersist)(nil),            // 14: landform.runner.v1.StatePersist
+	(*RunEvent)(nil),                // 15: landform.runner.v1.RunEvent
+	(*OutputsRequest)(nil),          // 16: landform.runner.v1.OutputsRequest
+	(*Output)(nil),                  // 17: landform.runner.v1.Output
+	(*OutputsResponse)(nil),         // 18: landform.runner.v1.OutputsResponse
+	nil,                             // 19: landform.runner.v1.WorkspaceSpec.BackendConfigEntry
+	nil,                             // 20: landform.runner.v1.WorkspaceSpec.EnvEntry
 }
 var file_runner_proto_runner_proto_depIdxs = []int32{
-	18, // 0: landform.runner.v1.WorkspaceSpec.backend_config:type_name -> landform.runner.v1.WorkspaceSpec.BackendConfigEntry
-	19, // 1: landform.runner.v1.WorkspaceSpec.env:type_name -> landform.runner.v1.WorkspaceSpec.EnvEntry
-	1,  // 2: landform.runner.v1.UploadWorkspaceRequest.spec:type_name -> landform.runner.v1.WorkspaceSpec
-	0,  // 3: landform.runner.v1.RunSpec.action:type_name -> landform.runner.v1.Action
-	4,  // 4: landform.runner.v1.StartRunRequest.spec:type_name -> landform.runner.v1.RunSpec
-	16, // 5: landform.runner.v1.ApplyResult.outputs:type_name -> landform.runner.v1.Output
-	10, // 6: landform.runner.v1.RunEvent.log:type_name -> landform.runner.v1.LogLine
-	11, // 7: landform.runner.v1.RunEvent.plan_result:type_name -> landform.runner.v1.PlanResult
-	12, // 8: landform.runner.v1.RunEvent.apply_result:type_name -> landform.runner.v1.ApplyResult
-	13, // 9: landform.runner.v1.RunEvent.state_persist:type_name -> landform.runner.v1.StatePersist
-	16, // 10: landform.runner.v1.OutputsResponse.outputs:type_name -> landform.runner.v1.Output
-	2,  // 11: landform.runner.v1.Runner.UploadWorkspace:input_type -> landform.runner.v1.UploadWorkspaceRequest
-	5,  // 12: landform.runner.v1.Runner.StartRun:input_type -> landform.runner.v1.StartRunRequest
-	7,  // 13: landform.runner.v1.Runner.WatchRun:input_type -> landform.runner.v1.WatchRunRequest
-	8,  // 14: landform.runner.v1.Runner.CancelRun:input_type -> landform.runner.v1.CancelRunRequest
-	15, // 15: landform.runner.v1.Runner.Outputs:input_type -> landform.runner.v1.OutputsRequest
-	3,  // 16: landform.runner.v1.Runner.UploadWorkspace:output_type -> landform.runner.v1.UploadWorkspaceResponse
-	6,  // 17: landform.runner.v1.Runner.StartRun:output_type -> landform.runner.v1.StartRunResponse
-	14, // 18: landform.runner.v1.Runner.WatchRun:output_type -> landform.runner.v1.RunEvent
-	9,  // 19: landform.runner.v1.Runner.CancelRun:output_type -> landform.runner.v1.CancelRunResponse
-	17, // 20: landform.runner.v1.Runner.Outputs:output_type -> landform.runner.v1.OutputsResponse
-	16, // [16:21] is the sub-list for method output_type
-	11, // [11:16] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	19, // 0: landform.runner.v1.WorkspaceSpec.backend_config:type_name -> landform.runner.v1.WorkspaceSpec.BackendConfigEntry
+	20, // 1: landform.runner.v1.WorkspaceSpec.env:type_name -> landform.runner.v1.WorkspaceSpec.EnvEntry
+	2,  // 2: landform.runner.v1.WorkspaceSpec.imports:type_name -> landform.runner.v1.Import
+	1,  // 3: landform.runner.v1.UploadWorkspaceRequest.spec:type_name -> landform.runner.v1.WorkspaceSpec
+	0,  // 4: landform.runner.v1.RunSpec.action:type_name -> landform.runner.v1.Action
+	5,  // 5: landform.runner.v1.StartRunRequest.spec:type_name -> landform.runner.v1.RunSpec
+	17, // 6: landform.runner.v1.ApplyResult.outputs:type_name -> landform.runner.v1.Output
+	11, // 7: landform.runner.v1.RunEvent.log:type_name -> landform.runner.v1.LogLine
+	12, // 8: landform.runner.v1.RunEvent.plan_result:type_name -> landform.runner.v1.PlanResult
+	13, // 9: landform.runner.v1.RunEvent.apply_result:type_name -> landform.runner.v1.ApplyResult
+	14, // 10: landform.runner.v1.RunEvent.state_persist:type_name -> landform.runner.v1.StatePersist
+	17, // 11: landform.runner.v1.OutputsResponse.outputs:type_name -> landform.runner.v1.Output
+	3,  // 12: landform.runner.v1.Runner.UploadWorkspace:input_type -> landform.runner.v1.UploadWorkspaceRequest
+	6,  // 13: landform.runner.v1.Runner.StartRun:input_type -> landform.runner.v1.StartRunRequest
+	8,  // 14: landform.runner.v1.Runner.WatchRun:input_type -> landform.runner.v1.WatchRunRequest
+	9,  // 15: landform.runner.v1.Runner.CancelRun:input_type -> landform.runner.v1.CancelRunRequest
+	16, // 16: landform.runner.v1.Runner.Outputs:input_type -> landform.runner.v1.OutputsRequest
+	4,  // 17: landform.runner.v1.Runner.UploadWorkspace:output_type -> landform.runner.v1.UploadWorkspaceResponse
+	7,  // 18: landform.runner.v1.Runner.StartRun:output_type -> landform.runner.v1.StartRunResponse
+	15, // 19: landform.runner.v1.Runner.WatchRun:output_type -> landform.runner.v1.RunEvent
+	10, // 20: landform.runner.v1.Runner.CancelRun:output_type -> landform.runner.v1.CancelRunResponse
+	18, // 21: landform.runner.v1.Runner.Outputs:output_type -> landform.runner.v1.OutputsResponse
+	17, // [17:22] is the sub-list for method output_type
+	12, // [12:17] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_runner_proto_runner_proto_init() }
@@ -1471,15 +1562,15 @@ func file_runner_proto_runner_proto_init() {
 	if File_runner_proto_runner_proto != nil {
 		return
 	}
-	file_runner_proto_runner_proto_msgTypes[1].OneofWrappers = []any{
+	file_runner_proto_runner_proto_msgTypes[2].OneofWrappers = []any{
 		(*UploadWorkspaceRequest_Spec)(nil),
 		(*UploadWorkspaceRequest_Chunk)(nil),
 	}
-	file_runner_proto_runner_proto_msgTypes[4].OneofWrappers = []any{
+	file_runner_proto_runner_proto_msgTypes[5].OneofWrappers = []any{
 		(*StartRunRequest_Spec)(nil),
 		(*StartRunRequest_PlanFileChunk)(nil),
 	}
-	file_runner_proto_runner_proto_msgTypes[13].OneofWrappers = []any{
+	file_runner_proto_runner_proto_msgTypes[14].OneofWrappers = []any{
 		(*RunEvent_Log)(nil),
 		(*RunEvent_PlanFileChunk)(nil),
 		(*RunEvent_JsonPlanChunk)(nil),
@@ -1496,7 +1587,7 @@ func file_runner_proto_runner_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_runner_proto_runner_proto_rawDesc), len(file_runner_proto_runner_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
