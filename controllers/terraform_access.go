@@ -9,7 +9,8 @@ import (
 
 // checkNamespaces refuses references to other namespaces unless the
 // controller allows them: a tenant may only use sources and dependencies of
-// its own namespace. (varsFrom has no namespace field: always the object's.)
+// its own namespace. Secrets and ConfigMaps are always read from the
+// object's namespace (the CRD refuses a namespace on them).
 func (r *TerraformReconciler) checkNamespaces(obj *infrav1.Terraform) error {
 	if r.AllowCrossNamespaceRefs {
 		return nil
@@ -17,6 +18,16 @@ func (r *TerraformReconciler) checkNamespaces(obj *infrav1.Terraform) error {
 	var refused []string
 	if ns := obj.Spec.SourceRef.Namespace; ns != "" && ns != obj.Namespace {
 		refused = append(refused, fmt.Sprintf("sourceRef %s %s/%s", obj.Spec.SourceRef.Kind, ns, obj.Spec.SourceRef.Name))
+	}
+	for _, v := range obj.Spec.VarsFrom {
+		if v.Namespace != "" && v.Namespace != obj.Namespace {
+			refused = append(refused, fmt.Sprintf("varsFrom %s %s/%s", v.Kind, v.Namespace, v.Name))
+		}
+	}
+	for _, im := range obj.Spec.Imports {
+		if f := im.IDFrom; f != nil && f.Namespace != "" && f.Namespace != obj.Namespace {
+			refused = append(refused, fmt.Sprintf("imports %s idFrom %s %s/%s", im.To, f.Kind, f.Namespace, f.Name))
+		}
 	}
 	for _, d := range obj.Spec.DependsOn {
 		if d.Namespace != "" && d.Namespace != obj.Namespace {

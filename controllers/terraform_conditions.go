@@ -75,8 +75,12 @@ func destructiveChanges(p *infrav1.PlanStatus) string {
 	return strings.Join(parts, " and ")
 }
 
-// planCounts is the short summary "+1 ~2 -0".
+// planCounts is the short summary "+1 ~2 -0", and ", 1 to import" when
+// the plan imports.
 func planCounts(p *infrav1.PlanStatus) string {
+	if p.Import > 0 {
+		return fmt.Sprintf("+%d ~%d -%d, %d to import", p.Add, p.Change, p.Destroy, p.Import)
+	}
 	return fmt.Sprintf("+%d ~%d -%d", p.Add, p.Change, p.Destroy)
 }
 

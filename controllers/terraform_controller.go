@@ -70,6 +70,9 @@ type TerraformReconciler struct {
 	// sourceKinds are the Flux source kinds the API server serves
 	// (terraform_sourcekinds.go).
 	sourceKinds *source.Served
+	// inputWatches watch the kinds whose fields are inputs
+	// (terraform_inputwatch.go).
+	inputWatches *inputWatches
 	// stateIdentities remembers which objects' state identities are in
 	// place (terraform_stateaccess.go).
 	stateIdentities sync.Map

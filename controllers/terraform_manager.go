@@ -132,6 +132,13 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 		return err
 	}
 	kinds.ctrl = c
+	r.inputWatches = &inputWatches{
+		watched: map[schema.GroupVersionKind]bool{},
+		ctrl:    c,
+		cache:   mgr.GetCache(),
+		reader:  r.APIReader,
+		mapFor:  r.requestsForInput,
+	}
 	if err := kinds.discover(ctx, false); err != nil {
 		return fmt.Errorf("discovering the Flux source kinds served: %w", err)
 	}
@@ -162,13 +169,44 @@ func (r *TerraformReconciler) requestsForSource(kind string) handler.MapFunc {
 	}
 }
 
+// indexVarsFrom keys an object by the inputs it reads: "<kind>/<name>"
+// for a Secret or ConfigMap of its namespace, inputKey for any other
+// object (varsFrom's and imports' idFrom alike).
 func indexVarsFrom(o client.Object) []string {
 	tf := o.(*infrav1.Terraform)
-	keys := make([]string, 0, len(tf.Spec.VarsFrom))
+	keys := make([]string, 0, len(tf.Spec.VarsFrom)+len(tf.Spec.Imports))
+	add := func(apiVersion, kind, namespace, name string) {
+		if isDataKind(kind) {
+			keys = append(keys, kind+"/"+name)
+			return
+		}
+		in := inputObjectRef(tf, apiVersion, kind, namespace, name, false)
+		keys = append(keys, inputKey(in.gvk(), in.namespace, in.name))
+	}
 	for _, v := range tf.Spec.VarsFrom {
-		keys = append(keys, v.Kind+"/"+v.Name)
+		add(v.APIVersion, v.Kind, v.Namespace, v.Name)
+	}
+	for _, im := range tf.Spec.Imports {
+		if f := im.IDFrom; f != nil {
+			add(f.APIVersion, f.Kind, f.Namespace, f.Name)
+		}
 	}
 	return keys
+}
+
+// inputKey is the index key of an object whose fields are inputs: its
+// group, kind, namespace and name (not its version: the watch may be on
+// another version of the same kind).
+func inputKey(gvk schema.GroupVersionKind, namespace, name string) string {
+	return gvk.Group + "/" + gvk.Kind + "/" + namespace + "/" + name
+}
+
+// requestsForInput maps an object of gvk to the Terraform objects (of any
+// namespace) whose inputs read its fields.
+func (r *TerraformReconciler) requestsForInput(gvk schema.GroupVersionKind) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		return r.listRequests(ctx, client.MatchingFields{varsFromIndexKey: inputKey(gvk, o.GetNamespace(), o.GetName())})
+	}
 }
 
 // requestsForVars maps a Secret or ConfigMap to the Terraform objects of

@@ -59,6 +59,8 @@ func (r *TerraformReconciler) recordPlan(ctx context.Context, obj *infrav1.Terra
 		Resources:          capList(res.Resources, maxStatusResources),
 		ResourcesToReplace: capList(res.ResourcesToReplace, maxStatusResources),
 		ResourcesToDestroy: capList(res.ResourcesToDestroy, maxStatusResources),
+		Import:             res.ImportCount,
+		ResourcesToImport:  capList(res.ResourcesToImport, maxStatusResources),
 		IsDestroy:          obj.Spec.Destroy || run.Destroy,
 		IsDrift:            drift && res.HasChanges,
 		PlannedAt:          &now,

@@ -90,7 +90,7 @@ func (r *TerraformReconciler) checkRunner(obj *infrav1.Terraform, redactor *reda
 // attachRun follows a run recorded in status by an earlier controller
 // process, collecting its result without running terraform again.
 func (r *TerraformReconciler) attachRun(ctx context.Context, obj *infrav1.Terraform) (*runs.Handle, error) {
-	vars, err := r.renderVars(ctx, obj)
+	vars, err := r.renderVars(ctx, obj, redactionInputs)
 	if err != nil {
 		// Without the variables' Secrets the log cannot be redacted:
 		// attach once they are readable.

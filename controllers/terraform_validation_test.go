@@ -23,10 +23,25 @@ func TestAPIValidation(t *testing.T) {
 		"approvePlan neither auto nor a plan id": {func(tf *infrav1.Terraform) { tf.Spec.ApprovePlan = "yes" }, "spec.approvePlan"},
 		"unknown deletionPolicy":                 {func(tf *infrav1.Terraform) { tf.Spec.DeletionPolicy = "Keep" }, "spec.deletionPolicy"},
 		"unknown source kind":                    {func(tf *infrav1.Terraform) { tf.Spec.SourceRef.Kind = "HelmRepository" }, "spec.sourceRef.kind"},
-		"varsFrom kind":                          {func(tf *infrav1.Terraform) { tf.Spec.VarsFrom = []infrav1.VarsReference{{Kind: "Pod", Name: "x"}} }, "spec.varsFrom[0].kind"},
-		"variable name":                          {func(tf *infrav1.Terraform) { tf.Spec.Vars = []infrav1.Variable{{Name: "1bad"}} }, "spec.vars[0].name"},
-		"interval":                               {func(tf *infrav1.Terraform) { tf.Spec.Interval = metav1.Duration{Duration: -1} }, "spec.interval"},
-		"interval below one second":              {func(tf *infrav1.Terraform) { tf.Spec.Interval = metav1.Duration{Duration: 100 * time.Millisecond} }, "interval must be at least 1s"},
+		"varsFrom object without fields": {func(tf *infrav1.Terraform) {
+			tf.Spec.VarsFrom = []infrav1.VarsReference{{APIVersion: "v1", Kind: "Pod", Name: "x"}}
+		},
+			"any other kind takes apiVersion and fields"},
+		"varsFrom Secret with fields": {func(tf *infrav1.Terraform) {
+			tf.Spec.VarsFrom = []infrav1.VarsReference{{Kind: "Secret", Name: "x", Fields: []infrav1.FieldVariable{{Path: ".data", Name: "d"}}}}
+		}, "a Secret or ConfigMap takes varsKeys"},
+		"varsFrom Secret in another namespace": {func(tf *infrav1.Terraform) {
+			tf.Spec.VarsFrom = []infrav1.VarsReference{{Kind: "Secret", Name: "x", Namespace: "other"}}
+		}, "a Secret or ConfigMap takes varsKeys (in this object's namespace)"},
+		"import with id and idFrom": {func(tf *infrav1.Terraform) {
+			tf.Spec.Imports = []infrav1.Import{{To: "a.b", ID: "x", IDFrom: &infrav1.ImportIDReference{Kind: "Secret", Name: "s", Key: "id"}}}
+		}, "set exactly one of id and idFrom"},
+		"import address that injects code": {func(tf *infrav1.Terraform) {
+			tf.Spec.Imports = []infrav1.Import{{To: "a.b\n}\nresource \"x\" \"y\" {", ID: "x"}}
+		}, "spec.imports[0].to"},
+		"variable name":             {func(tf *infrav1.Terraform) { tf.Spec.Vars = []infrav1.Variable{{Name: "1bad"}} }, "spec.vars[0].name"},
+		"interval":                  {func(tf *infrav1.Terraform) { tf.Spec.Interval = metav1.Duration{Duration: -1} }, "spec.interval"},
+		"interval below one second": {func(tf *infrav1.Terraform) { tf.Spec.Interval = metav1.Duration{Duration: 100 * time.Millisecond} }, "interval must be at least 1s"},
 		"retryInterval below one second": {func(tf *infrav1.Terraform) {
 			tf.Spec.RetryInterval = &metav1.Duration{Duration: 500 * time.Millisecond}
 		}, "retryInterval must be at least 1s"},

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"sort"
 	"strings"
 
@@ -11,22 +12,63 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
-// renderedVars are the variable values handed to terraform.
+// renderedVars are the inputs handed to terraform: variable values and
+// the resources to import.
 type renderedVars struct {
 	// json is one JSON object of all values, sorted by name.
 	json []byte
 	// secrets are the values read from Secrets, to redact from any text.
 	secrets []string
+	// imports are spec.imports with their ids read (terraform_imports.go).
+	imports []*runnerpb.Import
 }
 
-// renderVars merges varsFrom (in order) and then vars into one JSON object.
-// Values from Secrets are remembered so they can be redacted everywhere.
-func (r *TerraformReconciler) renderVars(ctx context.Context, obj *infrav1.Terraform) (*renderedVars, error) {
+// inputsMode says how strictly inputs are read.
+type inputsMode int
+
+const (
+	// planInputs reads every input and waits for fields not set yet.
+	planInputs inputsMode = iota
+	// destroyInputs reads inputs for deleting the object: an object or a
+	// field that is gone leaves its variables to the module's defaults
+	// (uninstalling an app often deletes a Service before the Terraform
+	// object, and waiting for it would keep the finalizer forever), and
+	// imports are not read.
+	destroyInputs
+	// redactionInputs reads only what comes from Secrets: the values a
+	// run's log is redacted of when a restarted controller attaches to it.
+	redactionInputs
+)
+
+// renderVars merges varsFrom (in order) and then vars into one JSON object,
+// and reads the imports' ids. Values from Secrets are remembered so they
+// can be redacted everywhere. Fields of other objects that are not set yet
+// are waited for together, in one InputNotReady message.
+func (r *TerraformReconciler) renderVars(ctx context.Context, obj *infrav1.Terraform, mode inputsMode) (*renderedVars, error) {
 	values := map[string]json.RawMessage{}
-	var secrets []string
+	var secrets, notSet []string
 	for _, ref := range obj.Spec.VarsFrom {
+		if !isDataKind(ref.Kind) {
+			if mode == redactionInputs {
+				continue
+			}
+			in := inputObjectRef(obj, ref.APIVersion, ref.Kind, ref.Namespace, ref.Name, ref.Optional || mode == destroyInputs)
+			fields, waitingFor, err := r.objectFieldValues(ctx, obj, in, ref.Fields)
+			if err != nil {
+				return nil, err
+			}
+			for _, w := range waitingFor {
+				notSet = append(notSet, in.String()+" to set "+w)
+			}
+			maps.Copy(values, fields)
+			continue
+		}
+		if mode == redactionInputs && ref.Kind != "Secret" {
+			continue
+		}
 		data, err := r.readVarsSource(ctx, obj.Namespace, ref)
 		if err != nil {
 			return nil, err
@@ -42,6 +84,14 @@ func (r *TerraformReconciler) renderVars(ctx context.Context, obj *infrav1.Terra
 			}
 		}
 	}
+	imports, importSecrets, importsNotSet, err := r.resolveImports(ctx, obj, mode)
+	if err != nil {
+		return nil, err
+	}
+	secrets = append(secrets, importSecrets...)
+	if notSet = append(notSet, importsNotSet...); len(notSet) > 0 {
+		return nil, inputsNotReady(obj, notSet)
+	}
 	for _, v := range obj.Spec.Vars {
 		if v.Value == nil || len(v.Value.Raw) == 0 {
 			values[v.Name] = json.RawMessage("null")
@@ -54,7 +104,7 @@ func (r *TerraformReconciler) renderVars(ctx context.Context, obj *infrav1.Terra
 		return nil, stalling(infrav1.VarsNotFoundReason, "spec.vars holds a value that is not valid JSON: %v", err)
 	}
 	sort.Strings(secrets)
-	return &renderedVars{json: out, secrets: secrets}, nil
+	return &renderedVars{json: out, secrets: secrets, imports: imports}, nil
 }
 
 // readVarsSource reads a Secret's or ConfigMap's data; nil for a missing
@@ -78,8 +128,6 @@ func (r *TerraformReconciler) readVarsSource(ctx context.Context, namespace stri
 				data[k] = v
 			}
 		}
-	default:
-		return nil, stalling(infrav1.VarsNotFoundReason, "varsFrom kind %q is not supported: use Secret or ConfigMap", ref.Kind)
 	}
 	switch {
 	case apierrors.IsNotFound(err) && ref.Optional:

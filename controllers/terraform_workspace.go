@@ -39,7 +39,11 @@ func (r *TerraformReconciler) prepareWorkspace(ctx context.Context, obj *infrav1
 	if err != nil {
 		return nil, stalling(infrav1.InvalidPathReason, "%v (revision %s); fix spec.path", err, a.Revision)
 	}
-	vars, err := r.renderVars(ctx, obj)
+	mode := planInputs
+	if !obj.DeletionTimestamp.IsZero() {
+		mode = destroyInputs
+	}
+	vars, err := r.renderVars(ctx, obj, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -100,6 +104,11 @@ func inputsDigest(obj *infrav1.Terraform, ws *workspace) string {
 		fmt.Fprintf(h, "custom=%s\n", obj.Spec.BackendConfig.CustomConfiguration)
 	}
 	h.Write(ws.vars.json)
+	// Only when there are imports, so that the ids of plans made before
+	// spec.imports existed (and their approvals) stay the same.
+	for _, im := range ws.vars.imports {
+		fmt.Fprintf(h, "\nimport %q=%q", im.To, im.Id)
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -133,6 +142,7 @@ func workspaceSpec(obj *infrav1.Terraform, ws *workspace, placementBackend map[s
 		VarsJson:      ws.vars.json,
 		Workspace:     obj.GetWorkspace(),
 		CustomBackend: customBackend(obj),
+		Imports:       ws.vars.imports,
 	}
 	if spec.CustomBackend == "" {
 		spec.BackendConfig = backendConfig(obj, placementBackend)
