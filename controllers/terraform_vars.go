@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,6 +26,9 @@ type renderedVars struct {
 	secrets []string
 	// imports are spec.imports with their ids read (terraform_imports.go).
 	imports []*runnerpb.Import
+	// fields are the values read from other objects' fields, by variable
+	// name: what status.inputs records.
+	fields map[string]json.RawMessage
 }
 
 // inputsMode says how strictly inputs are read.
@@ -48,7 +53,7 @@ const (
 // can be redacted everywhere. Fields of other objects that are not set yet
 // are waited for together, in one InputNotReady message.
 func (r *TerraformReconciler) renderVars(ctx context.Context, obj *infrav1.Terraform, mode inputsMode) (*renderedVars, error) {
-	values := map[string]json.RawMessage{}
+	values, fieldValues := map[string]json.RawMessage{}, map[string]json.RawMessage{}
 	var secrets, notSet []string
 	for _, ref := range obj.Spec.VarsFrom {
 		if !isDataKind(ref.Kind) {
@@ -63,7 +68,11 @@ func (r *TerraformReconciler) renderVars(ctx context.Context, obj *infrav1.Terra
 			for _, w := range waitingFor {
 				notSet = append(notSet, in.String()+" to set "+w)
 			}
+			if mode == destroyInputs {
+				fields = withRecordedInputs(obj, ref.Fields, fields)
+			}
 			maps.Copy(values, fields)
+			maps.Copy(fieldValues, fields)
 			continue
 		}
 		if mode == redactionInputs && ref.Kind != "Secret" {
@@ -104,7 +113,42 @@ func (r *TerraformReconciler) renderVars(ctx context.Context, obj *infrav1.Terra
 		return nil, stalling(infrav1.VarsNotFoundReason, "spec.vars holds a value that is not valid JSON: %v", err)
 	}
 	sort.Strings(secrets)
-	return &renderedVars{json: out, secrets: secrets, imports: imports}, nil
+	return &renderedVars{json: out, secrets: secrets, imports: imports, fields: fieldValues}, nil
+}
+
+// withRecordedInputs fills in, for a destroy, the fields that are gone
+// with the values status.inputs recorded when they were last read.
+func withRecordedInputs(obj *infrav1.Terraform, fields []infrav1.FieldVariable, values map[string]json.RawMessage) map[string]json.RawMessage {
+	out := maps.Clone(values)
+	if out == nil {
+		out = map[string]json.RawMessage{}
+	}
+	for _, f := range fields {
+		if _, ok := out[f.Name]; ok {
+			continue
+		}
+		for _, rec := range obj.Status.Inputs {
+			if rec.Name == f.Name && rec.Value != nil {
+				out[f.Name] = json.RawMessage(rec.Value.Raw)
+			}
+		}
+	}
+	return out
+}
+
+// recordInputs keeps the values read from objects' fields in
+// status.inputs, sorted by name, for a destroy after those objects are
+// gone.
+func recordInputs(obj *infrav1.Terraform, fields map[string]json.RawMessage) {
+	if len(fields) == 0 {
+		obj.Status.Inputs = nil
+		return
+	}
+	recorded := make([]infrav1.Variable, 0, len(fields))
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		recorded = append(recorded, infrav1.Variable{Name: name, Value: &apiextensionsv1.JSON{Raw: fields[name]}})
+	}
+	obj.Status.Inputs = recorded
 }
 
 // readVarsSource reads a Secret's or ConfigMap's data; nil for a missing

@@ -47,6 +47,9 @@ func (r *TerraformReconciler) prepareWorkspace(ctx context.Context, obj *infrav1
 	if err != nil {
 		return nil, err
 	}
+	if mode == planInputs {
+		recordInputs(obj, vars.fields)
+	}
 	ws := &workspace{artifact: a, tarball: tarball, path: rel, vars: vars, redactor: redact.New(vars.secrets...)}
 	ws.inputsDigest = inputsDigest(obj, ws)
 	return ws, nil

@@ -521,6 +521,16 @@ type TerraformStatus struct {
 	// +optional
 	Plan *PlanStatus `json:"plan,omitempty"`
 
+	// Inputs are the values last read from other objects' fields
+	// (varsFrom fields; never from Secrets or ConfigMaps). Deleting the
+	// object destroys with them when those objects or fields are gone
+	// already: an uninstall often deletes a Service with its Terraform
+	// object, and the destroy still needs the module's variables.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Inputs []Variable `json:"inputs,omitempty"`
+
 	// AvailableOutputs lists the module's output names (never values).
 	// +optional
 	AvailableOutputs []string `json:"availableOutputs,omitempty"`

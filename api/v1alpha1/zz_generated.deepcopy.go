@@ -458,6 +458,13 @@ func (in *TerraformStatus) DeepCopyInto(out *TerraformStatus) {
 		*out = new(PlanStatus)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.Inputs != nil {
+		in, out := &in.Inputs, &out.Inputs
+		*out = make([]Variable, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
 	if in.AvailableOutputs != nil {
 		in, out := &in.AvailableOutputs, &out.AvailableOutputs
 		*out = make([]string, len(*in))
