@@ -53,7 +53,9 @@ func (s *Server) plan(ctx context.Context, ws *workspace, destroy, locked bool, 
 	if err != nil {
 		return nil, internalError("summarize plan", err)
 	}
-	result.HasChanges = hasChanges
+	// OpenTofu and Terraform 1.5.7 report an import-only plan as one with
+	// changes; the count makes sure of it: such a plan must be applied.
+	result.HasChanges = hasChanges || result.ImportCount > 0
 	result.Engine = s.engineVersion(ctx, ws, decoded.TerraformVersion)
 	lockFile, err := os.ReadFile(filepath.Join(ws.moduleDir, lockFileName))
 	if err != nil && !os.IsNotExist(err) {

@@ -39,11 +39,15 @@ type canonicalChange struct {
 	Before       any      `json:"before"`
 	After        any      `json:"after"`
 	AfterUnknown any      `json:"after_unknown"`
+	// Importing is omitted when nil, so that the digest of a plan without
+	// imports is what it was before imports were counted.
+	Importing *tfjson.Importing `json:"importing,omitempty"`
 }
 
 // summarizePlan counts the changes like terraform's "Plan:" line (a replace
-// is one add and one destroy), names the resources it destroys or replaces,
-// and computes the changes digest: sha256 over a canonical JSON of the
+// is one add and one destroy, an import is counted apart from what else the
+// change does), names the resources it destroys, replaces or imports, and
+// computes the changes digest: sha256 over a canonical JSON of the
 // planned changes, so that planning the same changes again gives the same
 // digest whatever the plan file's bytes.
 func summarizePlan(planJSON []byte) (*runnerpb.PlanResult, error) {
@@ -69,10 +73,17 @@ func decodePlan(planJSON []byte) (*jsonPlan, error) {
 func (plan *jsonPlan) summary() (*runnerpb.PlanResult, error) {
 	res := &runnerpb.PlanResult{}
 	var resources []canonicalChange
-	changed, replaced, destroyed := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	changed, replaced, destroyed, imported := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, rc := range plan.ResourceChanges {
-		if rc == nil || rc.Change == nil || !isChange(rc.Change.Actions) {
+		// An import is a change whatever its actions: an import-only
+		// plan ("no-op") must be applied to record the object in the
+		// state.
+		importing := rc != nil && rc.Change != nil && rc.Change.Importing != nil
+		if rc == nil || rc.Change == nil || (!isChange(rc.Change.Actions) && !importing) {
 			continue
+		}
+		if importing {
+			imported[rc.Address] = true
 		}
 		switch kindOf(rc.Change.Actions) {
 		case replaceChange:
@@ -100,6 +111,8 @@ func (plan *jsonPlan) summary() (*runnerpb.PlanResult, error) {
 	res.Resources = sortedKeys(changed)
 	res.ResourcesToReplace = sortedKeys(replaced)
 	res.ResourcesToDestroy = sortedKeys(destroyed)
+	res.ResourcesToImport = sortedKeys(imported)
+	res.ImportCount = int32(len(imported))
 	sort.Slice(resources, func(i, j int) bool {
 		if resources[i].Address != resources[j].Address {
 			return resources[i].Address < resources[j].Address
@@ -214,5 +227,5 @@ func canonical(c *tfjson.Change) canonicalChange {
 	for i, a := range c.Actions {
 		actions[i] = string(a)
 	}
-	return canonicalChange{Actions: actions, Before: c.Before, After: c.After, AfterUnknown: c.AfterUnknown}
+	return canonicalChange{Actions: actions, Before: c.Before, After: c.After, AfterUnknown: c.AfterUnknown, Importing: c.Importing}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -140,5 +141,81 @@ func TestSummarizePlanDestructiveChanges(t *testing.T) {
 				t.Errorf("resources (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A change with "importing" is an import, whatever its actions: counted
+// apart, listed with the resources, and destroyed or replaced only when
+// its actions say so.
+func TestSummarizePlanImports(t *testing.T) {
+	cases := []struct {
+		name                                     string
+		changes                                  string
+		add, change, destroy                     int32
+		imported, replaced, destroyed, resources []string
+	}{
+		{name: "import only", changes: `{"address":"a.db","change":{"actions":["no-op"],"before":{"id":"db-1"},"after":{"id":"db-1"},"importing":{"id":"db-1"}}}`,
+			imported: []string{"a.db"}, resources: []string{"a.db"}},
+		{name: "import and update", changes: `{"address":"a.db","change":{"actions":["update"],"before":{"v":1},"after":{"v":2},"importing":{"id":"db-1"}}}`,
+			change: 1, imported: []string{"a.db"}, resources: []string{"a.db"}},
+		{name: "import and replace", changes: `{"address":"a.db","change":{"actions":["delete","create"],"before":{"v":1},"after":{"v":2},"importing":{"id":"db-1"}}}`,
+			add: 1, destroy: 1, imported: []string{"a.db"}, replaced: []string{"a.db"}, resources: []string{"a.db"}},
+		{name: "imports among other changes, sorted", changes: `{"address":"module.m.b.x[\"k\"]","change":{"actions":["no-op"],"before":{},"after":{},"importing":{"id":"x"}}},
+			{"address":"c.new","change":{"actions":["create"],"before":null,"after":{}}},
+			{"address":"a.old","change":{"actions":["delete"],"before":{},"after":null}},
+			{"address":"b.x","change":{"actions":["no-op"],"before":{},"after":{},"importing":{"id":"y"}}},
+			{"address":"d.same","change":{"actions":["no-op"],"before":{},"after":{}}}`,
+			add: 1, destroy: 1, imported: []string{"b.x", `module.m.b.x["k"]`}, destroyed: []string{"a.old"},
+			resources: []string{"a.old", "b.x", "c.new", `module.m.b.x["k"]`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := summarizePlan([]byte(`{"resource_changes":[` + tc.changes + `]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Add != tc.add || res.Change != tc.change || res.Destroy != tc.destroy || res.ImportCount != int32(len(tc.imported)) {
+				t.Errorf("counts add=%d change=%d destroy=%d import=%d, want %d %d %d %d",
+					res.Add, res.Change, res.Destroy, res.ImportCount, tc.add, tc.change, tc.destroy, len(tc.imported))
+			}
+			for _, l := range []struct {
+				name      string
+				want, got []string
+			}{
+				{"imported", tc.imported, res.ResourcesToImport},
+				{"replaced", tc.replaced, res.ResourcesToReplace},
+				{"destroyed", tc.destroyed, res.ResourcesToDestroy},
+				{"resources", tc.resources, res.Resources},
+			} {
+				if diff := cmp.Diff(l.want, l.got); diff != "" {
+					t.Errorf("%s (-want +got):\n%s", l.name, diff)
+				}
+			}
+		})
+	}
+}
+
+// The digest covers the imports: an import-only plan differs from a plan
+// without changes and from one importing another object, and a plan
+// without imports keeps the digest it had before imports were counted
+// (plan ids, and their approvals, survive the upgrade).
+func TestSummarizePlanImportDigest(t *testing.T) {
+	digest := func(doc string) string {
+		t.Helper()
+		res, err := summarizePlan([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.ChangesDigest
+	}
+	const change = `{"resource_changes":[{"address":"a.db","change":{"actions":["no-op"],"before":{"id":"db-1"},"after":{"id":"db-1"}%s}}]}`
+	none := digest(fmt.Sprintf(change, ""))
+	imported := digest(fmt.Sprintf(change, `,"importing":{"id":"db-1"}`))
+	other := digest(fmt.Sprintf(change, `,"importing":{"id":"db-2"}`))
+	if imported == none || imported == other {
+		t.Fatalf("digests: no import %s, import db-1 %s, import db-2 %s", none, imported, other)
+	}
+	if got := digest(planFixture); got != "bb00a84535ec69be5a5bbf8260fe5b14eda026806d6d344cf5c5c1b6d70481ff" {
+		t.Fatalf("the digest of a plan without imports moved: %s", got)
 	}
 }
