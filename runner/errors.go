@@ -25,6 +25,11 @@ const (
 	// ReasonMissingVariable (codes.InvalidArgument): a required variable has
 	// no value.
 	ReasonMissingVariable = "MISSING_VARIABLE"
+	// ReasonImportUnsupported (codes.FailedPrecondition): the workspace
+	// spec has imports, and the engine has no import blocks (Terraform
+	// before 1.5); only another engine (OpenTofu, Terraform 1.5 or later)
+	// or no imports helps.
+	ReasonImportUnsupported = "IMPORT_UNSUPPORTED"
 	// ReasonStalePlan (codes.FailedPrecondition): the state changed after the
 	// plan was made; plan again.
 	ReasonStalePlan = "STALE_PLAN"

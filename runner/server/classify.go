@@ -94,9 +94,17 @@ func classify(text string) (codes.Code, string, map[string]string) {
 		// another engine version, with other providers, against
 		// another state. Only a new plan helps.
 		return codes.FailedPrecondition, runner.ReasonPlanUnusable, nil
+	case strings.Contains(flat, `Blocks of type "import" are not expected here`):
+		// Terraform before 1.5, at init or plan, which say so among
+		// "problems with the configuration": checked first.
+		return codes.FailedPrecondition, runner.ReasonImportUnsupported, nil
 	case strings.Contains(flat, "No value for required variable"):
 		return codes.InvalidArgument, runner.ReasonMissingVariable, nil
 	case strings.Contains(flat, "problems with the configuration"),
+		// An import's `to` names no resource of the module (OpenTofu,
+		// Terraform), which validate does not check.
+		strings.Contains(flat, "Configuration for import target does not exist"),
+		strings.Contains(flat, "Import block target does not exist"),
 		strings.Contains(flat, "Invalid value for variable"),
 		strings.Contains(flat, "Invalid value for input variable"),
 		strings.Contains(flat, "Invalid backend configuration"):

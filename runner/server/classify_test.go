@@ -66,6 +66,48 @@ checksums previously recorded in the dependency lock file (this might be
 because the available checksums are for packages targeting different
 platforms); for more information:
 https://opentofu.org/docs/language/files/dependency-lock/#checksum-verification`
+	// Terraform before 1.5 given the runner's import blocks, at init and
+	// at plan: HCL's text for a block its schema lacks (hclsyntax's
+	// "Unsupported block type", the same Terraform 1.5.7 prints for any
+	// unknown block).
+	importInitText = `Terraform encountered problems during initialisation, including problems
+with the configuration, described below.
+
+The Terraform configuration must be valid before initialization so that
+Terraform can determine which modules and providers need to be installed.
+
+Error: Unsupported block type
+
+  on landform_imports.tf line 3:
+   3: import {
+
+Blocks of type "import" are not expected here.`
+	importPlanText = `Error: Unsupported block type
+
+  on landform_imports.tf line 3:
+   3: import {
+
+Blocks of type "import" are not expected here.`
+	// An import to an address the module does not have, by tofu 1.12.6
+	// and terraform 1.5.7.
+	importTargetTofuText = `Error: Configuration for import target does not exist
+
+  on landform_imports.tf line 3:
+   3: import {
+
+The configuration for the given import terraform_data.nope does not exist.
+All target instances must have an associated configuration to be imported.`
+	importTargetTerraformText = `Error: Import block target does not exist
+
+  on landform_imports.tf line 3:
+   3: import {
+
+The target for the given import block does not exist. If you wish to
+automatically generate config for this resource, use the -generate-config-out
+option within terraform plan. Otherwise, make sure the target resource exists
+within your configuration. For example:
+
+  terraform plan -generate-config-out=generated.tf`
 	goneVersionText = `Error: Failed to resolve provider packages
 
 Could not resolve provider landform-dev/landform: the previously-selected
@@ -94,6 +136,14 @@ func TestClassify(t *testing.T) {
 		{name: "plan from another terraform version", text: otherTerraformVersionText, code: codes.FailedPrecondition, reason: runner.ReasonPlanUnusable},
 		{name: "plan from another state lineage", text: otherLineageText, code: codes.FailedPrecondition, reason: runner.ReasonPlanUnusable},
 		{name: "lock file checksums, outside an apply", text: checksumsText, code: codes.OK, reason: ""},
+		{name: "import blocks at init, old engine", text: importInitText, code: codes.FailedPrecondition, reason: runner.ReasonImportUnsupported},
+		{name: "import blocks at plan, old engine", text: importPlanText, code: codes.FailedPrecondition, reason: runner.ReasonImportUnsupported},
+		{
+			name: "another unsupported block", code: codes.OK, reason: "",
+			text: "Error: Unsupported block type\n\n  on main.tf line 1:\n   1: import2 {\n\nBlocks of type \"import2\" are not expected here. Did you mean \"import\"?",
+		},
+		{name: "import target missing, tofu", text: importTargetTofuText, code: codes.InvalidArgument, reason: runner.ReasonInvalidConfiguration},
+		{name: "import target missing, terraform", text: importTargetTerraformText, code: codes.InvalidArgument, reason: runner.ReasonInvalidConfiguration},
 		{name: "missing variable", text: "Error: No value for required variable\n\n  on main.tf line 1:", code: codes.InvalidArgument, reason: runner.ReasonMissingVariable},
 		{
 			name: "init configuration error, wrapped", code: codes.InvalidArgument, reason: runner.ReasonInvalidConfiguration,

@@ -29,6 +29,10 @@ func (s *Server) execute(ctx context.Context, r *run, planPath string) (*runner.
 			return nil, nil, err
 		}
 	}
+	// Before init: an engine without import blocks refuses them there.
+	if err := ws.placeImports(spec.GetAction() == runnerpb.Action_PLAN && !spec.GetDestroy()); err != nil {
+		return nil, nil, err
+	}
 	if err := s.useStateToken(ws, spec.GetStateToken()); err != nil {
 		return nil, nil, err
 	}

@@ -12,13 +12,7 @@ import (
 // tools` installs as bin/terraform) through the same protocol as OpenTofu.
 func TestTerraformEngine(t *testing.T) {
 	t.Parallel()
-	engine := os.Getenv("LANDFORM_TERRAFORM")
-	if engine == "" {
-		engine = filepath.Join("..", "..", "bin", "terraform")
-	}
-	if _, err := os.Stat(engine); err != nil {
-		t.Fatalf("Terraform engine %s missing: run `make tools` (%v)", engine, err)
-	}
+	engine := terraformBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := startRunnerWith(t, engine).client
@@ -52,4 +46,18 @@ func TestTerraformEngine(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(markerDir, "marker.txt")); !os.IsNotExist(err) {
 		t.Fatalf("marker not destroyed: %v", err)
 	}
+}
+
+// terraformBinary is Terraform 1.5.7: LANDFORM_TERRAFORM, else the
+// repository's bin/terraform.
+func terraformBinary(t *testing.T) string {
+	t.Helper()
+	engine := os.Getenv("LANDFORM_TERRAFORM")
+	if engine == "" {
+		engine = filepath.Join("..", "..", "bin", "terraform")
+	}
+	if _, err := os.Stat(engine); err != nil {
+		t.Fatalf("Terraform engine %s missing: run `make tools` (%v)", engine, err)
+	}
+	return engine
 }

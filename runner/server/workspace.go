@@ -50,6 +50,10 @@ type workspace struct {
 	stateBackend  map[string]string
 	customBackend string
 	env           map[string]string
+	// imports are the import blocks a plan writes at importsPath (in
+	// the module dir); importsPath is empty when the spec has none.
+	imports     []byte
+	importsPath string
 	// secrets are values never to echo in an error: the spec's env.
 	secrets []string
 
@@ -128,6 +132,9 @@ func validateSpec(spec *runnerpb.WorkspaceSpec) error {
 			// The JSON error may quote a value: keep it out.
 			return newError(codes.InvalidArgument, runner.ReasonInvalidConfiguration, "vars_json is not a JSON object", nil)
 		}
+	}
+	if err := checkImports(spec.Imports); err != nil {
+		return err
 	}
 	return checkSpecEnv(spec.Env)
 }
@@ -230,6 +237,21 @@ func (s *Server) prepareWorkspace(root string, spec *runnerpb.WorkspaceSpec) (*w
 		return nil, internalError("remove vars", err)
 	}
 
+	if s.ws != nil && s.ws.root == root && s.ws.importsPath != "" {
+		// The same tree: the previous spec's import blocks must not
+		// stay for this spec's module, or for another spec of theirs.
+		if err := os.Remove(s.ws.importsPath); err != nil && !os.IsNotExist(err) {
+			return nil, internalError("remove the import blocks", err)
+		}
+	}
+	importsPath := filepath.Join(moduleDir, ImportsFile)
+	if len(spec.Imports) == 0 {
+		importsPath = ""
+	} else if _, err := os.Lstat(importsPath); err == nil {
+		return nil, newError(codes.InvalidArgument, runner.ReasonInvalidConfiguration,
+			fmt.Sprintf("the module has a file %s, where the runner writes spec.imports' import blocks: rename it", path.Join(spec.Path, ImportsFile)), nil)
+	}
+
 	backend := spec.CustomBackend
 	if backend == "" {
 		backend = defaultBackend
@@ -247,6 +269,8 @@ func (s *Server) prepareWorkspace(root string, spec *runnerpb.WorkspaceSpec) (*w
 		customBackend: spec.CustomBackend,
 		env:           s.environment(spec.Env),
 		configKey:     configKey(moduleDir, backend, spec),
+		imports:       renderImports(spec.Imports),
+		importsPath:   importsPath,
 	}
 	for _, v := range spec.Env {
 		if len(v) >= 3 {
