@@ -132,11 +132,18 @@ func heldDestructive(obj *v1alpha1.Terraform) {
 // fixturePlan reads testdata/plan: the JSON and human plans.
 func fixturePlan(t testing.TB) (jsonPlan, humanPlan []byte) {
 	t.Helper()
+	return readFixturePlan(t, "plan")
+}
+
+// readFixturePlan reads the JSON and human plans name.json and name.txt of
+// testdata/plan.
+func readFixturePlan(t testing.TB, name string) (jsonPlan, humanPlan []byte) {
+	t.Helper()
 	var err error
-	if jsonPlan, err = os.ReadFile(filepath.Join("testdata", "plan", "plan.json")); err != nil {
+	if jsonPlan, err = os.ReadFile(filepath.Join("testdata", "plan", name+".json")); err != nil {
 		t.Fatal(err)
 	}
-	if humanPlan, err = os.ReadFile(filepath.Join("testdata", "plan", "plan.txt")); err != nil {
+	if humanPlan, err = os.ReadFile(filepath.Join("testdata", "plan", name+".txt")); err != nil {
 		t.Fatal(err)
 	}
 	return jsonPlan, humanPlan

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -88,12 +89,40 @@ func (a *app) runPlanShow(ctx context.Context, name string, asJSON bool) error {
 	default:
 		fmt.Fprintf(a.Streams.Out, "Plan %s of %s/%s (revision %s) waits for approval.\n", p.ID, obj.Namespace, obj.Name, orDash(p.Revision))
 	}
+	printImports(a.Streams.Out, obj, p)
 	text := p.HumanPlan
+	if !bytes.HasPrefix(text, []byte("\n")) {
+		// The plan's own text starts with its refresh lines.
+		text = append([]byte("\n"), text...)
+	}
 	if !bytes.HasSuffix(text, []byte("\n")) {
 		text = append(text, '\n')
 	}
 	_, err = a.Streams.Out.Write(text)
 	return err
+}
+
+// printImports names the resources a plan imports (spec.imports), which
+// terraform's own text mentions only among the changes; the counts are the
+// status's when it describes this plan. Nothing for a plan that imports
+// none, or an unreadable JSON plan.
+func printImports(w io.Writer, obj *v1alpha1.Terraform, p *planstore.Plan) {
+	d, err := readPlanJSON(p.JSONPlan)
+	if err != nil {
+		return
+	}
+	imports := d.imports()
+	if len(imports) == 0 {
+		return
+	}
+	summary := fmt.Sprintf("%d to import", len(imports))
+	if st := obj.Status.Plan; st != nil && st.ID == p.ID {
+		summary = counts(st) + ", " + summary
+	}
+	fmt.Fprintf(w, "Changes: %s.\n", summary)
+	for _, addr := range imports {
+		fmt.Fprintf(w, "  to import: %s\n", addr)
+	}
 }
 
 // storedPlan loads obj's stored plan; nil when there is none (yet).

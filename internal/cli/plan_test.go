@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/planstore"
 )
 
 func TestPlanShow(t *testing.T) {
@@ -43,6 +44,50 @@ func TestPlanShow(t *testing.T) {
 				t.Errorf("the output shows the sensitive password")
 			}
 		})
+	}
+}
+
+// A plan that imports says so before terraform's text: its counts and
+// every address it imports.
+func TestPlanShowImports(t *testing.T) {
+	ns := namespace(t, "plan-import")
+	obj := terraform(t, ns, "import", func(obj *v1alpha1.Terraform) {
+		obj.Spec.Imports = []v1alpha1.Import{{To: "landform_database.main", ID: "db-ac53ede328"}, {To: "landform_security_group.web", ID: "sg-7684c44467"}}
+		pending(obj)
+		obj.Status.Plan.Add, obj.Status.Plan.Change, obj.Status.Plan.Destroy, obj.Status.Plan.Replace = 1, 1, 0, 0
+		obj.Status.Plan.Import = 2
+		obj.Status.Plan.Resources = []string{"landform_database.main", "landform_security_group.web", "terraform_data.tag"}
+		obj.Status.Plan.ResourcesToImport = []string{"landform_database.main", "landform_security_group.web"}
+		obj.Status.Plan.ResourcesToReplace, obj.Status.Plan.ResourcesToDestroy = nil, nil
+	})
+	jsonPlan, humanPlan := readFixturePlan(t, "import-plan")
+	p := &planstore.Plan{ID: pendingPlan, Revision: rev2, InputsDigest: "inputs", PlanFile: []byte("binary plan"), JSONPlan: jsonPlan, HumanPlan: humanPlan}
+	if err := (planstore.Store{Client: env.Client}).Save(t.Context(), obj, p); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "plan/import", run(t, "", "plan", "show", "-n", ns, "import").transcript())
+}
+
+func TestReadPlanJSONImports(t *testing.T) {
+	jsonPlan, _ := readFixturePlan(t, "import-plan")
+	d, err := readPlanJSON(jsonPlan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range d.Changes {
+		got = append(got, c.symbol()+" "+c.Address+c.note())
+	}
+	want := []string{
+		"~ landform_database.main (import)",
+		"<- landform_security_group.web (import)",
+		"+ terraform_data.tag",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("changes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"landform_database.main", "landform_security_group.web"}, d.imports()); diff != "" {
+		t.Fatalf("imports (-want +got):\n%s", diff)
 	}
 }
 

@@ -20,6 +20,9 @@ type change struct {
 	Address string
 	Actions tfjson.Actions
 	Deposed bool
+	// Import: the change brings an existing object under management
+	// (spec.imports), besides what its actions do.
+	Import bool
 }
 
 // symbol is terraform's mark for the change.
@@ -37,6 +40,10 @@ func (c change) symbol() string {
 		return "~"
 	case c.Actions.Read():
 		return "<="
+	case c.Import:
+		// Terraform marks an import that changes nothing with no
+		// symbol at all.
+		return "<-"
 	}
 	return "."
 }
@@ -44,6 +51,9 @@ func (c change) symbol() string {
 // note says what a symbol alone does not.
 func (c change) note() string {
 	var notes []string
+	if c.Import {
+		notes = append(notes, "import")
+	}
 	if c.Actions.Replace() {
 		notes = append(notes, "replace")
 	}
@@ -68,7 +78,8 @@ func (c change) destructive() bool {
 type planDetails struct {
 	// Engine is the terraform_version the plan was made with.
 	Engine string
-	// Changes are the resource changes, no-ops left out.
+	// Changes are the resource changes, no-ops left out unless they
+	// import.
 	Changes []change
 	// Sensitive says, for every output the plan knows, whether it is
 	// sensitive.
@@ -83,10 +94,14 @@ func readPlanJSON(data []byte) (*planDetails, error) {
 	}
 	d := &planDetails{Engine: p.TerraformVersion, Sensitive: map[string]bool{}}
 	for _, rc := range p.ResourceChanges {
-		if rc.Change == nil || rc.Change.Actions.NoOp() || len(rc.Change.Actions) == 0 {
+		if rc.Change == nil {
 			continue
 		}
-		d.Changes = append(d.Changes, change{Address: rc.Address, Actions: rc.Change.Actions, Deposed: rc.DeposedKey != ""})
+		imports := rc.Change.Importing != nil
+		if !imports && (rc.Change.Actions.NoOp() || len(rc.Change.Actions) == 0) {
+			continue
+		}
+		d.Changes = append(d.Changes, change{Address: rc.Address, Actions: rc.Change.Actions, Deposed: rc.DeposedKey != "", Import: imports})
 	}
 	if p.PlannedValues != nil {
 		for name, o := range p.PlannedValues.Outputs {
@@ -100,6 +115,18 @@ func readPlanJSON(data []byte) (*planDetails, error) {
 		d.Sensitive[name] = d.Sensitive[name] || isTrue(oc.AfterSensitive) || isTrue(oc.BeforeSensitive)
 	}
 	return d, nil
+}
+
+// imports are the addresses of the changes that import, in the plan's
+// order (terraform's: by address).
+func (d *planDetails) imports() []string {
+	var addrs []string
+	for _, c := range d.Changes {
+		if c.Import {
+			addrs = append(addrs, c.Address)
+		}
+	}
+	return addrs
 }
 
 func isTrue(v any) bool {
