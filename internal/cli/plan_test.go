@@ -68,29 +68,6 @@ func TestPlanShowImports(t *testing.T) {
 	golden(t, "plan/import", run(t, "", "plan", "show", "-n", ns, "import").transcript())
 }
 
-func TestReadPlanJSONImports(t *testing.T) {
-	jsonPlan, _ := readFixturePlan(t, "import-plan")
-	d, err := readPlanJSON(jsonPlan)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, c := range d.Changes {
-		got = append(got, c.symbol()+" "+c.Address+c.note())
-	}
-	want := []string{
-		"~ landform_database.main (import)",
-		"<- landform_security_group.web (import)",
-		"+ terraform_data.tag",
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Fatalf("changes (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"landform_database.main", "landform_security_group.web"}, d.imports()); diff != "" {
-		t.Fatalf("imports (-want +got):\n%s", diff)
-	}
-}
-
 // TestRedactPlan checks which values of the real fixture plan are hidden.
 func TestRedactPlan(t *testing.T) {
 	jsonPlan, _ := fixturePlan(t)
@@ -231,28 +208,51 @@ func TestSecretVariables(t *testing.T) {
 }
 
 func TestReadPlanJSON(t *testing.T) {
+	for _, tt := range []struct {
+		fixture string
+		changes []string
+		imports []string
+	}{
+		{fixture: "plan", changes: []string{
+			"+ terraform_data.cache",
+			"-/+ terraform_data.database (replace)",
+			"- terraform_data.old",
+			"~ terraform_data.security_group",
+		}},
+		// An import that changes nothing is listed too.
+		{fixture: "import-plan", changes: []string{
+			"~ landform_database.main (import)",
+			"<- landform_security_group.web (import)",
+			"+ terraform_data.tag",
+		}, imports: []string{"landform_database.main", "landform_security_group.web"}},
+	} {
+		t.Run(tt.fixture, func(t *testing.T) {
+			jsonPlan, _ := readFixturePlan(t, tt.fixture)
+			d, err := readPlanJSON(jsonPlan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, c := range d.Changes {
+				got = append(got, c.symbol()+" "+c.Address+c.note())
+			}
+			if diff := cmp.Diff(tt.changes, got); diff != "" {
+				t.Errorf("changes (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.imports, d.imports()); diff != "" {
+				t.Errorf("imports (-want +got):\n%s", diff)
+			}
+			if d.Engine != "1.12.6" {
+				t.Errorf("engine %q, want 1.12.6", d.Engine)
+			}
+		})
+	}
 	jsonPlan, _ := fixturePlan(t)
 	d, err := readPlanJSON(jsonPlan)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, c := range d.Changes {
-		got = append(got, c.symbol()+" "+c.Address+c.note())
-	}
-	want := []string{
-		"+ terraform_data.cache",
-		"-/+ terraform_data.database (replace)",
-		"- terraform_data.old",
-		"~ terraform_data.security_group",
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("changes (-want +got):\n%s", diff)
-	}
 	if diff := cmp.Diff(map[string]bool{"dsn": true, "security_group_id": false, "cache": false}, d.Sensitive); diff != "" {
 		t.Errorf("output sensitivity (-want +got):\n%s", diff)
-	}
-	if d.Engine != "1.12.6" {
-		t.Errorf("engine %q, want 1.12.6", d.Engine)
 	}
 }
