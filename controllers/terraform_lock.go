@@ -119,7 +119,13 @@ func runnerError(obj *infrav1.Terraform, redactor *redact.Redactor, revision str
 	case runner.ReasonStateLocked:
 		return waiting(infrav1.StateLockedReason, obj.GetRetryInterval(), "the state is locked by %s (lock %s)", orUnknown(rerr.Metadata["who"]), orUnknown(rerr.Metadata["id"]))
 	case runner.ReasonInvalidConfiguration:
-		return stalling(infrav1.InvalidConfigurationReason, "the module in revision %s is invalid: %s; fix it and push a new revision", revision, msg)
+		fix := "fix it and push a new revision"
+		if len(obj.Spec.Imports) > 0 {
+			fix += ", or fix spec.imports"
+		}
+		return stalling(infrav1.InvalidConfigurationReason, "the module in revision %s is invalid: %s; %s", revision, msg, fix)
+	case runner.ReasonImportUnsupported:
+		return stalling(infrav1.ImportUnsupportedReason, "spec.imports needs an engine with import blocks (OpenTofu, or Terraform 1.5 or later): %s", msg)
 	case runner.ReasonMissingVariable:
 		return retry(infrav1.MissingVariableReason, "%s; set it in spec.vars or spec.varsFrom", msg)
 	case runner.ReasonDigestMismatch:

@@ -106,3 +106,94 @@ func setLoadBalancer(s *scenario, name, ip, hostname string) {
 		g.Expect(s.c.Status().Update(context.Background(), svc)).To(Succeed())
 	})
 }
+
+// databaseObject is a Terraform object on modules/database importing the
+// existing database of that name (its id from id, or idFrom).
+func databaseObject(ns, name, dbName string, im infrav1.Import) *infrav1.Terraform {
+	tf := terraform(ns, name, "./modules/database", variable("name", dbName))
+	im.To = "landform_database.this"
+	tf.Spec.Imports = []infrav1.Import{im}
+	tf.Spec.WriteOutputsToSecret = &infrav1.WriteOutputsToSecretSpec{Name: name + "-outputs"}
+	return tf
+}
+
+// createDatabase creates a database directly in the cloud, as someone did
+// before Landform managed it.
+func createDatabase(g Gomega, name string) *cloud.Database {
+	engine, size := cloud.EnginePostgres, 10
+	db, err := cloudAPI.CreateDatabase(context.Background(), cloud.DatabaseRequest{Name: &name, Engine: &engine, SizeGB: &size})
+	g.Expect(err).NotTo(HaveOccurred())
+	return db
+}
+
+// A database that exists already is imported, not created again: the plan
+// says "1 to import" and creates nothing, the outputs Secret holds the
+// existing id, and the database is the object's from then on. Deleted with
+// Orphan, it stays in the cloud; adopted again (its id from a ConfigMap)
+// and deleted with Delete, it is destroyed. An id the cloud does not know
+// fails the plan with the engine's message.
+func TestExistingDatabaseIsImported(t *testing.T) {
+	s := newScenario(t, "handoff-import")
+	g := NewWithT(t)
+	db := createDatabase(g, "handoff-orders")
+
+	kept := databaseObject(s.ns, "orders-db", "handoff-orders", infrav1.Import{ID: db.ID})
+	kept.Spec.DeletionPolicy = infrav1.DeletionPolicyOrphan
+	g.Expect(s.c.Create(s.ctx, kept)).To(Succeed())
+	s.eventually("the database is imported", func(g Gomega) {
+		cur := s.terraform(g, kept.Name)
+		expectTerraformReady(g, cur)
+		g.Expect(cur.Status.Plan).NotTo(BeNil())
+		g.Expect(cur.Status.Plan.Import).To(Equal(int32(1)), testenv.Describe(cur))
+		g.Expect(cur.Status.Plan.Add).To(BeZero(), "nothing created")
+		g.Expect(cur.Status.Plan.ResourcesToImport).To(Equal([]string{"landform_database.this"}))
+		g.Expect(string(s.secret(g, "orders-db-outputs").Data["id"])).To(Equal(db.ID))
+	})
+	g.Expect(s.events(g, kept.Name, infrav1.PlannedWithChangesReason)).To(ContainElement(ContainSubstring("+0 ~0 -0, 1 to import")))
+	expectOnlyDatabase(g, "handoff-orders", db.ID)
+
+	g.Expect(s.c.Delete(s.ctx, kept)).To(Succeed())
+	s.eventually("the object is gone", func(g Gomega) { g.Expect(s.gone(g, kept)).To(BeTrue()) })
+	expectOnlyDatabase(g, "handoff-orders", db.ID)
+
+	ids := configMap(s.ns, "database-ids")
+	ids.Data = map[string]string{"orders": db.ID}
+	g.Expect(s.c.Create(s.ctx, ids)).To(Succeed())
+	adopted := databaseObject(s.ns, "orders-db-again", "handoff-orders", infrav1.Import{
+		IDFrom: &infrav1.ImportIDReference{Kind: "ConfigMap", Name: "database-ids", Key: "orders"}})
+	g.Expect(s.c.Create(s.ctx, adopted)).To(Succeed())
+	s.eventually("the orphaned database is adopted again", func(g Gomega) {
+		cur := s.terraform(g, adopted.Name)
+		expectTerraformReady(g, cur)
+		g.Expect(string(s.secret(g, "orders-db-again-outputs").Data["id"])).To(Equal(db.ID))
+	})
+	expectOnlyDatabase(g, "handoff-orders", db.ID)
+	g.Expect(s.c.Delete(s.ctx, adopted)).To(Succeed())
+	s.eventually("deleted with Delete, the database is destroyed", func(g Gomega) {
+		g.Expect(s.gone(g, adopted)).To(BeTrue())
+		g.Expect(database(g, "handoff-orders")).To(BeNil())
+	})
+
+	unknown := databaseObject(s.ns, "unknown-db", "handoff-unknown", infrav1.Import{ID: "db-0000000000"})
+	g.Expect(s.c.Create(s.ctx, unknown)).To(Succeed())
+	s.eventually("an unknown id fails the plan", func(g Gomega) {
+		cur := s.terraform(g, unknown.Name)
+		g.Expect(conditions.GetReason(cur, meta.ReadyCondition)).To(Equal(infrav1.PlanFailedReason), testenv.Describe(cur))
+		g.Expect(conditions.GetMessage(cur, meta.ReadyCondition)).To(ContainSubstring("Cannot import non-existent remote object"))
+	})
+	g.Expect(database(g, "handoff-unknown")).To(BeNil(), "nothing created instead")
+}
+
+// expectOnlyDatabase checks the cloud holds exactly one database called
+// name, the one of id: never created a second time.
+func expectOnlyDatabase(g Gomega, name, id string) {
+	dbs, err := cloudAPI.ListDatabases(context.Background())
+	g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	var ids []string
+	for _, d := range dbs {
+		if d.Name == name {
+			ids = append(ids, d.ID)
+		}
+	}
+	g.ExpectWithOffset(1, ids).To(Equal([]string{id}))
+}
