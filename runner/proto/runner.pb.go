@@ -400,7 +400,11 @@ type RunSpec struct {
 	// and nothing else. The runner serves terraform through a loopback proxy
 	// that adds it, so terraform never sees it. Empty: the backend
 	// configuration's own credentials.
-	StateToken    string `protobuf:"bytes,6,opt,name=state_token,json=stateToken,proto3" json:"state_token,omitempty"`
+	StateToken string `protobuf:"bytes,6,opt,name=state_token,json=stateToken,proto3" json:"state_token,omitempty"`
+	// The engine to run with; unset: the runner's own (--engine, or the
+	// image's). The runner installs it, verified, into its engine cache
+	// unless it holds that version already.
+	Engine        *EngineSpec `protobuf:"bytes,7,opt,name=engine,proto3" json:"engine,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -477,6 +481,90 @@ func (x *RunSpec) GetStateToken() string {
 	return ""
 }
 
+func (x *RunSpec) GetEngine() *EngineSpec {
+	if x != nil {
+		return x.Engine
+	}
+	return nil
+}
+
+// EngineSpec names one exact engine version and where to get it.
+type EngineSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "opentofu" or "terraform".
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// An exact version, e.g. "1.5.7" (the controller resolves constraints).
+	Version string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	// Base URL of the releases to download from: for terraform the
+	// releases API of releases.hashicorp.com or a mirror of it, for
+	// opentofu the download mirror of OpenTofu's releases. Empty: the
+	// engine's official one.
+	ReleasesUrl string `protobuf:"bytes,3,opt,name=releases_url,json=releasesUrl,proto3" json:"releases_url,omitempty"`
+	// ASCII-armored OpenPGP public key the SHA256SUMS signature must verify
+	// with. Empty: the engine's official release key.
+	SigningKey    string `protobuf:"bytes,4,opt,name=signing_key,json=signingKey,proto3" json:"signing_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EngineSpec) Reset() {
+	*x = EngineSpec{}
+	mi := &file_runner_proto_runner_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EngineSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EngineSpec) ProtoMessage() {}
+
+func (x *EngineSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_runner_proto_runner_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EngineSpec.ProtoReflect.Descriptor instead.
+func (*EngineSpec) Descriptor() ([]byte, []int) {
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *EngineSpec) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *EngineSpec) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *EngineSpec) GetReleasesUrl() string {
+	if x != nil {
+		return x.ReleasesUrl
+	}
+	return ""
+}
+
+func (x *EngineSpec) GetSigningKey() string {
+	if x != nil {
+		return x.SigningKey
+	}
+	return ""
+}
+
 type StartRunRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Msg:
@@ -490,7 +578,7 @@ type StartRunRequest struct {
 
 func (x *StartRunRequest) Reset() {
 	*x = StartRunRequest{}
-	mi := &file_runner_proto_runner_proto_msgTypes[5]
+	mi := &file_runner_proto_runner_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -502,7 +590,7 @@ func (x *StartRunRequest) String() string {
 func (*StartRunRequest) ProtoMessage() {}
 
 func (x *StartRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[5]
+	mi := &file_runner_proto_runner_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -515,7 +603,7 @@ func (x *StartRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRunRequest.ProtoReflect.Descriptor instead.
 func (*StartRunRequest) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{5}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *StartRunRequest) GetMsg() isStartRunRequest_Msg {
@@ -567,7 +655,7 @@ type StartRunResponse struct {
 
 func (x *StartRunResponse) Reset() {
 	*x = StartRunResponse{}
-	mi := &file_runner_proto_runner_proto_msgTypes[6]
+	mi := &file_runner_proto_runner_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -579,7 +667,7 @@ func (x *StartRunResponse) String() string {
 func (*StartRunResponse) ProtoMessage() {}
 
 func (x *StartRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[6]
+	mi := &file_runner_proto_runner_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -592,7 +680,7 @@ func (x *StartRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRunResponse.ProtoReflect.Descriptor instead.
 func (*StartRunResponse) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{6}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{7}
 }
 
 type WatchRunRequest struct {
@@ -606,7 +694,7 @@ type WatchRunRequest struct {
 
 func (x *WatchRunRequest) Reset() {
 	*x = WatchRunRequest{}
-	mi := &file_runner_proto_runner_proto_msgTypes[7]
+	mi := &file_runner_proto_runner_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -618,7 +706,7 @@ func (x *WatchRunRequest) String() string {
 func (*WatchRunRequest) ProtoMessage() {}
 
 func (x *WatchRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[7]
+	mi := &file_runner_proto_runner_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -631,7 +719,7 @@ func (x *WatchRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRunRequest.ProtoReflect.Descriptor instead.
 func (*WatchRunRequest) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{7}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *WatchRunRequest) GetRunId() string {
@@ -657,7 +745,7 @@ type CancelRunRequest struct {
 
 func (x *CancelRunRequest) Reset() {
 	*x = CancelRunRequest{}
-	mi := &file_runner_proto_runner_proto_msgTypes[8]
+	mi := &file_runner_proto_runner_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -669,7 +757,7 @@ func (x *CancelRunRequest) String() string {
 func (*CancelRunRequest) ProtoMessage() {}
 
 func (x *CancelRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[8]
+	mi := &file_runner_proto_runner_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -682,7 +770,7 @@ func (x *CancelRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRunRequest.ProtoReflect.Descriptor instead.
 func (*CancelRunRequest) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{8}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CancelRunRequest) GetRunId() string {
@@ -700,7 +788,7 @@ type CancelRunResponse struct {
 
 func (x *CancelRunResponse) Reset() {
 	*x = CancelRunResponse{}
-	mi := &file_runner_proto_runner_proto_msgTypes[9]
+	mi := &file_runner_proto_runner_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -712,7 +800,7 @@ func (x *CancelRunResponse) String() string {
 func (*CancelRunResponse) ProtoMessage() {}
 
 func (x *CancelRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[9]
+	mi := &file_runner_proto_runner_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -725,7 +813,7 @@ func (x *CancelRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRunResponse.ProtoReflect.Descriptor instead.
 func (*CancelRunResponse) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{9}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{10}
 }
 
 type LogLine struct {
@@ -739,7 +827,7 @@ type LogLine struct {
 
 func (x *LogLine) Reset() {
 	*x = LogLine{}
-	mi := &file_runner_proto_runner_proto_msgTypes[10]
+	mi := &file_runner_proto_runner_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -751,7 +839,7 @@ func (x *LogLine) String() string {
 func (*LogLine) ProtoMessage() {}
 
 func (x *LogLine) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[10]
+	mi := &file_runner_proto_runner_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -764,7 +852,7 @@ func (x *LogLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogLine.ProtoReflect.Descriptor instead.
 func (*LogLine) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{10}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *LogLine) GetText() string {
@@ -816,7 +904,7 @@ type PlanResult struct {
 
 func (x *PlanResult) Reset() {
 	*x = PlanResult{}
-	mi := &file_runner_proto_runner_proto_msgTypes[11]
+	mi := &file_runner_proto_runner_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -828,7 +916,7 @@ func (x *PlanResult) String() string {
 func (*PlanResult) ProtoMessage() {}
 
 func (x *PlanResult) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[11]
+	mi := &file_runner_proto_runner_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -841,7 +929,7 @@ func (x *PlanResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResult.ProtoReflect.Descriptor instead.
 func (*PlanResult) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{11}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PlanResult) GetHasChanges() bool {
@@ -938,7 +1026,7 @@ type ApplyResult struct {
 
 func (x *ApplyResult) Reset() {
 	*x = ApplyResult{}
-	mi := &file_runner_proto_runner_proto_msgTypes[12]
+	mi := &file_runner_proto_runner_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -950,7 +1038,7 @@ func (x *ApplyResult) String() string {
 func (*ApplyResult) ProtoMessage() {}
 
 func (x *ApplyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[12]
+	mi := &file_runner_proto_runner_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -963,7 +1051,7 @@ func (x *ApplyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResult.ProtoReflect.Descriptor instead.
 func (*ApplyResult) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{12}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ApplyResult) GetOutputs() []*Output {
@@ -992,7 +1080,7 @@ type StatePersist struct {
 
 func (x *StatePersist) Reset() {
 	*x = StatePersist{}
-	mi := &file_runner_proto_runner_proto_msgTypes[13]
+	mi := &file_runner_proto_runner_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1004,7 +1092,7 @@ func (x *StatePersist) String() string {
 func (*StatePersist) ProtoMessage() {}
 
 func (x *StatePersist) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[13]
+	mi := &file_runner_proto_runner_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1017,7 +1105,7 @@ func (x *StatePersist) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatePersist.ProtoReflect.Descriptor instead.
 func (*StatePersist) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{13}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StatePersist) GetDigest() string {
@@ -1060,7 +1148,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_runner_proto_runner_proto_msgTypes[14]
+	mi := &file_runner_proto_runner_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1072,7 +1160,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[14]
+	mi := &file_runner_proto_runner_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1085,7 +1173,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{14}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RunEvent) GetEvent() isRunEvent_Event {
@@ -1242,7 +1330,7 @@ type OutputsRequest struct {
 
 func (x *OutputsRequest) Reset() {
 	*x = OutputsRequest{}
-	mi := &file_runner_proto_runner_proto_msgTypes[15]
+	mi := &file_runner_proto_runner_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1254,7 +1342,7 @@ func (x *OutputsRequest) String() string {
 func (*OutputsRequest) ProtoMessage() {}
 
 func (x *OutputsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[15]
+	mi := &file_runner_proto_runner_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1267,7 +1355,7 @@ func (x *OutputsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputsRequest.ProtoReflect.Descriptor instead.
 func (*OutputsRequest) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{15}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{16}
 }
 
 type Output struct {
@@ -1284,7 +1372,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_runner_proto_runner_proto_msgTypes[16]
+	mi := &file_runner_proto_runner_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1296,7 +1384,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[16]
+	mi := &file_runner_proto_runner_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1309,7 +1397,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{16}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Output) GetName() string {
@@ -1349,7 +1437,7 @@ type OutputsResponse struct {
 
 func (x *OutputsResponse) Reset() {
 	*x = OutputsResponse{}
-	mi := &file_runner_proto_runner_proto_msgTypes[17]
+	mi := &file_runner_proto_runner_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1361,7 +1449,7 @@ func (x *OutputsResponse) String() string {
 func (*OutputsResponse) ProtoMessage() {}
 
 func (x *OutputsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[17]
+	mi := &file_runner_proto_runner_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1374,7 +1462,7 @@ func (x *OutputsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputsResponse.ProtoReflect.Descriptor instead.
 func (*OutputsResponse) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{17}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *OutputsResponse) GetOutputs() []*Output {
@@ -1413,7 +1501,7 @@ const file_runner_proto_runner_proto_rawDesc = "" +
 	"\x05chunk\x18\x02 \x01(\fH\x00R\x05chunkB\x05\n" +
 	"\x03msg\"@\n" +
 	"\x17UploadWorkspaceResponse\x12%\n" +
-	"\x0etarball_digest\x18\x01 \x01(\tR\rtarballDigest\"\xd7\x01\n" +
+	"\x0etarball_digest\x18\x01 \x01(\tR\rtarballDigest\"\x8f\x02\n" +
 	"\aRunSpec\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x122\n" +
 	"\x06action\x18\x02 \x01(\x0e2\x1a.landform.runner.v1.ActionR\x06action\x12\x18\n" +
@@ -1421,7 +1509,15 @@ const file_runner_proto_runner_proto_rawDesc = "" +
 	"\x10deadline_seconds\x18\x04 \x01(\x03R\x0fdeadlineSeconds\x12\x1b\n" +
 	"\tlock_file\x18\x05 \x01(\fR\blockFile\x12\x1f\n" +
 	"\vstate_token\x18\x06 \x01(\tR\n" +
-	"stateToken\"u\n" +
+	"stateToken\x126\n" +
+	"\x06engine\x18\a \x01(\v2\x1e.landform.runner.v1.EngineSpecR\x06engine\"~\n" +
+	"\n" +
+	"EngineSpec\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\tR\aversion\x12!\n" +
+	"\freleases_url\x18\x03 \x01(\tR\vreleasesUrl\x12\x1f\n" +
+	"\vsigning_key\x18\x04 \x01(\tR\n" +
+	"signingKey\"u\n" +
 	"\x0fStartRunRequest\x121\n" +
 	"\x04spec\x18\x01 \x01(\v2\x1b.landform.runner.v1.RunSpecH\x00R\x04spec\x12(\n" +
 	"\x0fplan_file_chunk\x18\x02 \x01(\fH\x00R\rplanFileChunkB\x05\n" +
@@ -1503,7 +1599,7 @@ func file_runner_proto_runner_proto_rawDescGZIP() []byte {
 }
 
 var file_runner_proto_runner_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_runner_proto_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_runner_proto_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_runner_proto_runner_proto_goTypes = []any{
 	(Action)(0),                     // 0: landform.runner.v1.Action
 	(*WorkspaceSpec)(nil),           // 1: landform.runner.v1.WorkspaceSpec
@@ -1511,50 +1607,52 @@ var file_runner_proto_runner_proto_goTypes = []any{
 	(*UploadWorkspaceRequest)(nil),  // 3: landform.runner.v1.UploadWorkspaceRequest
 	(*UploadWorkspaceResponse)(nil), // 4: landform.runner.v1.UploadWorkspaceResponse
 	(*RunSpec)(nil),                 // 5: landform.runner.v1.RunSpec
-	(*StartRunRequest)(nil),         // 6: landform.runner.v1.StartRunRequest
-	(*StartRunResponse)(nil),        // 7: landform.runner.v1.StartRunResponse
-	(*WatchRunRequest)(nil),         // 8: landform.runner.v1.WatchRunRequest
-	(*CancelRunRequest)(nil),        // 9: landform.runner.v1.CancelRunRequest
-	(*CancelRunResponse)(nil),       // 10: landform.runner.v1.CancelRunResponse
-	(*LogLine)(nil),                 // 11: landform.runner.v1.LogLine
-	(*PlanResult)(nil),              // 12: landform.runner.v1.PlanResult
-	(*ApplyResult)(nil),             // 13: landform.runner.v1.ApplyResult
-	(*StatePersist)(nil),            // 14: landform.runner.v1.StatePersist
-	(*RunEvent)(nil),                // 15: landform.runner.v1.RunEvent
-	(*OutputsRequest)(nil),          // 16: landform.runner.v1.OutputsRequest
-	(*Output)(nil),                  // 17: landform.runner.v1.Output
-	(*OutputsResponse)(nil),         // 18: landform.runner.v1.OutputsResponse
-	nil,                             // 19: landform.runner.v1.WorkspaceSpec.BackendConfigEntry
-	nil,                             // 20: landform.runner.v1.WorkspaceSpec.EnvEntry
+	(*EngineSpec)(nil),              // 6: landform.runner.v1.EngineSpec
+	(*StartRunRequest)(nil),         // 7: landform.runner.v1.StartRunRequest
+	(*StartRunResponse)(nil),        // 8: landform.runner.v1.StartRunResponse
+	(*WatchRunRequest)(nil),         // 9: landform.runner.v1.WatchRunRequest
+	(*CancelRunRequest)(nil),        // 10: landform.runner.v1.CancelRunRequest
+	(*CancelRunResponse)(nil),       // 11: landform.runner.v1.CancelRunResponse
+	(*LogLine)(nil),                 // 12: landform.runner.v1.LogLine
+	(*PlanResult)(nil),              // 13: landform.runner.v1.PlanResult
+	(*ApplyResult)(nil),             // 14: landform.runner.v1.ApplyResult
+	(*StatePersist)(nil),            // 15: landform.runner.v1.StatePersist
+	(*RunEvent)(nil),                // 16: landform.runner.v1.RunEvent
+	(*OutputsRequest)(nil),          // 17: landform.runner.v1.OutputsRequest
+	(*Output)(nil),                  // 18: landform.runner.v1.Output
+	(*OutputsResponse)(nil),         // 19: landform.runner.v1.OutputsResponse
+	nil,                             // 20: landform.runner.v1.WorkspaceSpec.BackendConfigEntry
+	nil,                             // 21: landform.runner.v1.WorkspaceSpec.EnvEntry
 }
 var file_runner_proto_runner_proto_depIdxs = []int32{
-	19, // 0: landform.runner.v1.WorkspaceSpec.backend_config:type_name -> landform.runner.v1.WorkspaceSpec.BackendConfigEntry
-	20, // 1: landform.runner.v1.WorkspaceSpec.env:type_name -> landform.runner.v1.WorkspaceSpec.EnvEntry
+	20, // 0: landform.runner.v1.WorkspaceSpec.backend_config:type_name -> landform.runner.v1.WorkspaceSpec.BackendConfigEntry
+	21, // 1: landform.runner.v1.WorkspaceSpec.env:type_name -> landform.runner.v1.WorkspaceSpec.EnvEntry
 	2,  // 2: landform.runner.v1.WorkspaceSpec.imports:type_name -> landform.runner.v1.Import
 	1,  // 3: landform.runner.v1.UploadWorkspaceRequest.spec:type_name -> landform.runner.v1.WorkspaceSpec
 	0,  // 4: landform.runner.v1.RunSpec.action:type_name -> landform.runner.v1.Action
-	5,  // 5: landform.runner.v1.StartRunRequest.spec:type_name -> landform.runner.v1.RunSpec
-	17, // 6: landform.runner.v1.ApplyResult.outputs:type_name -> landform.runner.v1.Output
-	11, // 7: landform.runner.v1.RunEvent.log:type_name -> landform.runner.v1.LogLine
-	12, // 8: landform.runner.v1.RunEvent.plan_result:type_name -> landform.runner.v1.PlanResult
-	13, // 9: landform.runner.v1.RunEvent.apply_result:type_name -> landform.runner.v1.ApplyResult
-	14, // 10: landform.runner.v1.RunEvent.state_persist:type_name -> landform.runner.v1.StatePersist
-	17, // 11: landform.runner.v1.OutputsResponse.outputs:type_name -> landform.runner.v1.Output
-	3,  // 12: landform.runner.v1.Runner.UploadWorkspace:input_type -> landform.runner.v1.UploadWorkspaceRequest
-	6,  // 13: landform.runner.v1.Runner.StartRun:input_type -> landform.runner.v1.StartRunRequest
-	8,  // 14: landform.runner.v1.Runner.WatchRun:input_type -> landform.runner.v1.WatchRunRequest
-	9,  // 15: landform.runner.v1.Runner.CancelRun:input_type -> landform.runner.v1.CancelRunRequest
-	16, // 16: landform.runner.v1.Runner.Outputs:input_type -> landform.runner.v1.OutputsRequest
-	4,  // 17: landform.runner.v1.Runner.UploadWorkspace:output_type -> landform.runner.v1.UploadWorkspaceResponse
-	7,  // 18: landform.runner.v1.Runner.StartRun:output_type -> landform.runner.v1.StartRunResponse
-	15, // 19: landform.runner.v1.Runner.WatchRun:output_type -> landform.runner.v1.RunEvent
-	10, // 20: landform.runner.v1.Runner.CancelRun:output_type -> landform.runner.v1.CancelRunResponse
-	18, // 21: landform.runner.v1.Runner.Outputs:output_type -> landform.runner.v1.OutputsResponse
-	17, // [17:22] is the sub-list for method output_type
-	12, // [12:17] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	6,  // 5: landform.runner.v1.RunSpec.engine:type_name -> landform.runner.v1.EngineSpec
+	5,  // 6: landform.runner.v1.StartRunRequest.spec:type_name -> landform.runner.v1.RunSpec
+	18, // 7: landform.runner.v1.ApplyResult.outputs:type_name -> landform.runner.v1.Output
+	12, // 8: landform.runner.v1.RunEvent.log:type_name -> landform.runner.v1.LogLine
+	13, // 9: landform.runner.v1.RunEvent.plan_result:type_name -> landform.runner.v1.PlanResult
+	14, // 10: landform.runner.v1.RunEvent.apply_result:type_name -> landform.runner.v1.ApplyResult
+	15, // 11: landform.runner.v1.RunEvent.state_persist:type_name -> landform.runner.v1.StatePersist
+	18, // 12: landform.runner.v1.OutputsResponse.outputs:type_name -> landform.runner.v1.Output
+	3,  // 13: landform.runner.v1.Runner.UploadWorkspace:input_type -> landform.runner.v1.UploadWorkspaceRequest
+	7,  // 14: landform.runner.v1.Runner.StartRun:input_type -> landform.runner.v1.StartRunRequest
+	9,  // 15: landform.runner.v1.Runner.WatchRun:input_type -> landform.runner.v1.WatchRunRequest
+	10, // 16: landform.runner.v1.Runner.CancelRun:input_type -> landform.runner.v1.CancelRunRequest
+	17, // 17: landform.runner.v1.Runner.Outputs:input_type -> landform.runner.v1.OutputsRequest
+	4,  // 18: landform.runner.v1.Runner.UploadWorkspace:output_type -> landform.runner.v1.UploadWorkspaceResponse
+	8,  // 19: landform.runner.v1.Runner.StartRun:output_type -> landform.runner.v1.StartRunResponse
+	16, // 20: landform.runner.v1.Runner.WatchRun:output_type -> landform.runner.v1.RunEvent
+	11, // 21: landform.runner.v1.Runner.CancelRun:output_type -> landform.runner.v1.CancelRunResponse
+	19, // 22: landform.runner.v1.Runner.Outputs:output_type -> landform.runner.v1.OutputsResponse
+	18, // [18:23] is the sub-list for method output_type
+	13, // [13:18] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_runner_proto_runner_proto_init() }
@@ -1566,11 +1664,11 @@ func file_runner_proto_runner_proto_init() {
 		(*UploadWorkspaceRequest_Spec)(nil),
 		(*UploadWorkspaceRequest_Chunk)(nil),
 	}
-	file_runner_proto_runner_proto_msgTypes[5].OneofWrappers = []any{
+	file_runner_proto_runner_proto_msgTypes[6].OneofWrappers = []any{
 		(*StartRunRequest_Spec)(nil),
 		(*StartRunRequest_PlanFileChunk)(nil),
 	}
-	file_runner_proto_runner_proto_msgTypes[14].OneofWrappers = []any{
+	file_runner_proto_runner_proto_msgTypes[15].OneofWrappers = []any{
 		(*RunEvent_Log)(nil),
 		(*RunEvent_PlanFileChunk)(nil),
 		(*RunEvent_JsonPlanChunk)(nil),
@@ -1587,7 +1685,7 @@ func file_runner_proto_runner_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_runner_proto_runner_proto_rawDesc), len(file_runner_proto_runner_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
