@@ -58,6 +58,14 @@ const (
 	// ImportUnsupportedReason: spec.imports needs an engine with import
 	// blocks (OpenTofu or Terraform 1.5 or later).
 	ImportUnsupportedReason = "ImportUnsupported"
+	// EngineNotFoundReason: spec.engine's version constraint matches no
+	// version the release source offers, or the source cannot be reached
+	// to resolve it or to download the version.
+	EngineNotFoundReason = "EngineNotFound"
+	// EngineVerificationFailedReason: a downloaded engine did not match its
+	// checksums, or their signature did not verify with the configured key;
+	// nothing ran.
+	EngineVerificationFailedReason = "EngineVerificationFailed"
 	// InvalidConfigurationReason: the module does not parse or validate.
 	InvalidConfigurationReason = "InvalidConfiguration"
 	// MissingVariableReason: a required variable has no value.

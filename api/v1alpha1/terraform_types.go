@@ -149,6 +149,13 @@ type TerraformSpec struct {
 	// +optional
 	Workspace string `json:"workspace,omitempty"`
 
+	// Engine chooses the engine and its version for this module, installed
+	// and verified on demand from the controller's release sources. Empty:
+	// the controller's default engine (the runner image's, or
+	// --engine for local runners).
+	// +optional
+	Engine *EngineSpec `json:"engine,omitempty"`
+
 	// RunnerPodTemplate customises the runner Pod (pod placement only).
 	// +optional
 	RunnerPodTemplate *RunnerPodTemplate `json:"runnerPodTemplate,omitempty"`
@@ -221,6 +228,35 @@ type Variable struct {
 	// +kubebuilder:validation:Type=""
 	// +optional
 	Value *apiextensionsv1.JSON `json:"value,omitempty"`
+}
+
+// EngineSpec names an engine and a version or version constraint.
+type EngineSpec struct {
+	// Name is opentofu or terraform.
+	// +kubebuilder:validation:Enum=opentofu;terraform
+	// +required
+	Name string `json:"name"`
+
+	// Version is an exact version ("1.9.8") or a constraint ("~> 1.9",
+	// ">= 1.5, < 2.0"), which resolves to the newest stable version the
+	// release source offers that matches. The version that made a plan is
+	// the one that applies it; a different version is a new plan, with a
+	// new approval.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +required
+	Version string `json:"version"`
+}
+
+// EngineStatus is an engine resolved to one exact version.
+type EngineStatus struct {
+	// Name is opentofu or terraform.
+	// +required
+	Name string `json:"name"`
+
+	// Version is the exact version.
+	// +required
+	Version string `json:"version"`
 }
 
 // VarsReference reads variables from a Secret or ConfigMap (all keys, or
@@ -617,6 +653,11 @@ type PlanStatus struct {
 	// +optional
 	ResourcesToImport []string `json:"resourcesToImport,omitempty"`
 
+	// Engine is the engine version that made the plan when spec.engine
+	// chose one; its apply runs with exactly this version.
+	// +optional
+	Engine *EngineStatus `json:"engine,omitempty"`
+
 	// IsDestroy is true for a plan that destroys everything.
 	// +optional
 	IsDestroy bool `json:"isDestroy,omitempty"`
@@ -662,6 +703,12 @@ type RunStatus struct {
 	// InputsDigest identifies the inputs a plan run was made from.
 	// +optional
 	InputsDigest string `json:"inputsDigest,omitempty"`
+
+	// Engine is the engine version the run uses when spec.engine chose
+	// one: for a plan the one spec.engine resolved to, for an apply the
+	// one that made its plan.
+	// +optional
+	Engine *EngineStatus `json:"engine,omitempty"`
 
 	// ArtifactDigest is the digest of the source artifact an apply run
 	// applies: the artifact kept once it succeeds.
