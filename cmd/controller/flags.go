@@ -121,7 +121,7 @@ func bindFlags(fs *pflag.FlagSet) *flags {
 	fs.Int64Var(&f.artifactMaxSize, "artifact-cache-max-size", 2<<30, "bytes the artifact cache may hold; the least recently used artifacts go first (0: no size bound; artifacts used within the last hour are always kept)")
 	fs.DurationVar(&f.downloadTimeout, "artifact-download-timeout", source.DefaultDownloadTimeout, "bound on downloading one artifact, retries included")
 	fs.Int64Var(&f.keptArtifactMaxSize, "kept-artifact-max-size", keptartifact.DefaultMaxSize, "bytes of the largest applied artifact kept (in Secrets owned by the Terraform object) to destroy with after its source is gone; a larger one is not kept (negative: keep none)")
-	fs.IntVar(&f.stateHistory, "state-history", statehistory.DefaultLimit, "versions of each object's state kept before its applies and destroys, for `landform state history` and `landform state restore` (0: none)")
+	fs.IntVar(&f.stateHistory, "state-history", statehistory.DefaultLimit, "versions of each object's state kept before its applies and destroys, for landform state history and landform state restore (0: none)")
 	fs.StringVar(&f.runnerBinary, "runner-binary", "landform-runner", "runner binary for --runner=local")
 	fs.StringVar(&f.engine, "engine", "", "terraform or tofu binary for local runners (default: tofu, else terraform, on PATH)")
 	fs.StringVar(&f.workDir, "work-dir", filepath.Join(os.TempDir(), "landform"), "directory for the artifact cache and local runners")

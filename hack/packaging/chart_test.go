@@ -614,3 +614,25 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		t.Errorf("the CRD after uninstall: %v", err)
 	}
 }
+
+// keptArtifactMaxSize 0 is a value (keep no artifact but an empty one),
+// passed on like any other; only an empty value leaves the controller's
+// default. (Helm's `with` took 0 for unset, and the default 4 MiB applied.)
+func TestKeptArtifactMaxSizeZeroIsPassedOn(t *testing.T) {
+	for value, want := range map[string]string{"0": "--kept-artifact-max-size=0", "-1": "--kept-artifact-max-size=-1", "": ""} {
+		args := []string{}
+		if value != "" {
+			args = append(args, "--set", "keptArtifactMaxSize="+value)
+		}
+		dep := into[appsv1.Deployment](t, find(t, helmTemplate(t, args...), "Deployment", releaseNamespace, "landform-controller"))
+		var got string
+		for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
+			if strings.HasPrefix(a, "--kept-artifact-max-size") {
+				got = a
+			}
+		}
+		if got != want {
+			t.Errorf("keptArtifactMaxSize %q: flag %q, want %q", value, got, want)
+		}
+	}
+}

@@ -75,10 +75,10 @@ naming the step that failed.`,
 		},
 	}
 	cmd.Flags().StringVar(&repo, "repo", "", "the Landform checkout (default: the one holding the working directory)")
-	cmd.Flags().StringVar(&toolsDir, "tools-dir", "", "where `make tools` put the binaries (default $LANDFORM_TOOLS_DIR, else <repo>/bin)")
+	cmd.Flags().StringVar(&toolsDir, "tools-dir", "", "where make tools put the binaries (default $LANDFORM_TOOLS_DIR, else <repo>/bin)")
 	cmd.Flags().StringVar(&stateDir, "state-dir", "", "state directory (default: a new temporary one, removed afterwards)")
 	cmd.Flags().BoolVar(&keep, "keep-state", false, "keep the temporary state directory (logs of every component) afterwards")
-	cmd.Flags().StringVar(&cluster.kubeconfig, "cluster-kubeconfig", "", "walk through on this cluster (Landform, Flux and a kubelet running; `make demo-cluster`) instead of starting the embedded environment")
+	cmd.Flags().StringVar(&cluster.kubeconfig, "cluster-kubeconfig", "", "walk through on this cluster (Landform, Flux and a kubelet running, as make demo-cluster starts them) instead of starting the embedded environment")
 	cmd.Flags().StringVar(&cluster.gitURL, "git-url", "", "with --cluster-kubeconfig: a repository the demo may push to, holding modules/ (branch main)")
 	cmd.Flags().StringVar(&cluster.cloudURL, "cloud-url", "", "with --cluster-kubeconfig: the stand-in cloud's URL, reachable from Pods")
 	cmd.Flags().StringVar(&cluster.appImage, "app-image", "localhost/landform-e2e-app:e2e", "with --cluster-kubeconfig: the app's image, present on the node")

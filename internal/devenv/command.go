@@ -63,7 +63,7 @@ stay valid. The tools come from ` + "`make tools`" + ` (--tools-dir).`,
 		},
 	}
 	cmd.PersistentFlags().StringVar(&stateDir, "state-dir", "", "directory holding the environment's state (default ~/.landform/dev)")
-	cmd.Flags().StringVar(&o.ToolsDir, "tools-dir", "", "directory of the tools `make tools` installs (default $"+ToolsDirEnv+", else the checkout's bin/)")
+	cmd.Flags().StringVar(&o.ToolsDir, "tools-dir", "", "directory of the tools that make tools installs (default $"+ToolsDirEnv+", else the checkout's bin/)")
 	cmd.Flags().StringVar(&repo, "repo", "", "the Landform checkout (default: the one holding the working directory, else the running executable)")
 	cmd.Flags().IntVar(&o.APIServerPort, "api-port", 0, "kube-apiserver port (default: the previous run's, else a free one)")
 	cmd.Flags().IntVar(&o.GitPort, "git-port", 0, "git server port (default: the previous run's, else a free one)")
