@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -59,48 +58,28 @@ type cluster struct {
 	timeout      time.Duration
 }
 
-var (
-	setupOnce sync.Once
-	shared    *cluster
-	setupErr  error
-)
-
-// connect returns the cluster, after checking once that Landform is
-// installed and preparing the GitRepository every scenario uses. It skips
-// the test when no cluster is given.
-func connect(t *testing.T) *cluster {
-	t.Helper()
-	kc := os.Getenv(envKubeconfig)
-	if kc == "" {
-		t.Skipf("%s is not set: the e2e scenarios need a cluster with Landform and source-controller installed (see e2e/README.md; `make e2e-kind` prepares one)", envKubeconfig)
-	}
-	setupOnce.Do(func() { shared, setupErr = setup(kc) })
-	if setupErr != nil {
-		t.Fatalf("e2e setup: %v", setupErr)
-	}
-	return shared
+// suite finds the cluster, after checking once that Landform is installed
+// and preparing the GitRepository every scenario uses.
+var suite = testenv.InstallationSuite[*cluster]{
+	Name:                   "e2e",
+	KubeconfigEnv:          envKubeconfig,
+	Hint:                   "the e2e scenarios need a cluster with Landform and source-controller installed (see e2e/README.md; `make e2e-kind` prepares one)",
+	NamespaceEnv:           envNamespace,
+	DefaultNamespace:       "e2e",
+	ControllerNamespaceEnv: envControllerNamespace,
+	TimeoutEnv:             envTimeout,
+	Interval:               2 * time.Second,
+	Setup:                  setup,
 }
 
-func setup(kubeconfig string) (*cluster, error) {
-	timeout, err := time.ParseDuration(testenv.EnvOr(envTimeout, "5m"))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", envTimeout, err)
-	}
-	cl := &cluster{
-		ns:           testenv.EnvOr(envNamespace, "e2e"),
-		controllerNS: testenv.EnvOr(envControllerNamespace, "landform-system"),
-		timeout:      timeout,
-	}
-	ctx := context.Background()
-	// Landform is installed and its runner namespace prepared.
-	inst, err := testenv.ConnectInstallation(ctx, kubeconfig, cl.controllerNS, cl.ns, timeout, 2*time.Second)
-	if err != nil {
-		return nil, fmt.Errorf("%s=%s: %w", envKubeconfig, kubeconfig, err)
-	}
-	cl.client = inst.Client
+// connect returns the cluster; it skips the test when no cluster is given.
+func connect(t *testing.T) *cluster { return suite.Connect(t) }
 
+func setup(ctx context.Context, inst *testenv.Installation) (*cluster, error) {
+	cl := &cluster{client: inst.Client, ns: inst.Namespace, controllerNS: inst.ControllerNamespace, timeout: inst.Timeout}
 	url := os.Getenv(envGitURL)
 	if url == "" {
+		var err error
 		if url, err = cl.startGitServer(ctx); err != nil {
 			return nil, err
 		}

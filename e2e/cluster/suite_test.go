@@ -3,8 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -50,42 +48,25 @@ type env struct {
 	platform     *platform
 }
 
-var (
-	setupOnce sync.Once
-	shared    *env
-	setupErr  error
-)
-
-// connect returns the cluster, skipping the test when none is given.
-func connect(t *testing.T) *env {
-	t.Helper()
-	kc := os.Getenv(envKubeconfig)
-	if kc == "" {
-		t.Skipf("%s is not set: this suite needs the single-node cluster of `make cluster-up` and runs with `make e2e-cluster` (e2e/cluster/README.md)", envKubeconfig)
-	}
-	setupOnce.Do(func() { shared, setupErr = setup(kc) })
-	if setupErr != nil {
-		t.Fatalf("cluster e2e setup: %v", setupErr)
-	}
-	return shared
+// suite finds the cluster and what e2e/cluster/e2e.sh started, once.
+var suite = testenv.InstallationSuite[*env]{
+	Name:                   "cluster e2e",
+	KubeconfigEnv:          envKubeconfig,
+	Hint:                   "this suite needs the single-node cluster of `make cluster-up` and runs with `make e2e-cluster` (e2e/cluster/README.md)",
+	NamespaceEnv:           envNamespace,
+	DefaultNamespace:       "e2e-cluster",
+	ControllerNamespaceEnv: envControllerNamespace,
+	TimeoutEnv:             envTimeout,
+	Interval:               time.Second,
+	Setup:                  setup,
 }
 
-func setup(kubeconfig string) (*env, error) {
-	timeout, err := time.ParseDuration(testenv.EnvOr(envTimeout, "5m"))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", envTimeout, err)
-	}
-	e := &env{
-		ns:           testenv.EnvOr(envNamespace, "e2e-cluster"),
-		controllerNS: testenv.EnvOr(envControllerNamespace, "landform-system"),
-		timeout:      timeout,
-	}
-	ctx := context.Background()
-	inst, err := testenv.ConnectInstallation(ctx, kubeconfig, e.controllerNS, e.ns, timeout, time.Second)
-	if err != nil {
-		return nil, fmt.Errorf("%s=%s (e2e/cluster/e2e.sh installs Landform): %w", envKubeconfig, kubeconfig, err)
-	}
-	e.client = inst.Client
+// connect returns the cluster, skipping the test when none is given.
+func connect(t *testing.T) *env { return suite.Connect(t) }
+
+func setup(ctx context.Context, inst *testenv.Installation) (*env, error) {
+	e := &env{client: inst.Client, ns: inst.Namespace, controllerNS: inst.ControllerNamespace, timeout: inst.Timeout}
+	var err error
 	if e.kube, err = kubernetes.NewForConfig(inst.Config); err != nil {
 		return nil, err
 	}

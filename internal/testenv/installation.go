@@ -3,6 +3,9 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"os"
+	"sync"
+	"testing"
 	"time"
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
@@ -23,6 +26,71 @@ type Installation struct {
 	Config *rest.Config
 	// Client knows the Kubernetes, Landform and Flux source types.
 	Client client.WithWatch
+	// Namespace is the runner namespace the suite uses; ControllerNamespace
+	// is where the controller runs.
+	Namespace, ControllerNamespace string
+	// Timeout bounds each wait of the suite, polled every Interval.
+	Timeout, Interval time.Duration
+}
+
+// InstallationSuite is the setup that the suites against an installation
+// share: it reads where the installation is from environment variables,
+// connects (ConnectInstallation) once for all the suite's tests, and then
+// runs the suite's own Setup once.
+type InstallationSuite[T any] struct {
+	// Name says which suite in messages ("e2e").
+	Name string
+	// KubeconfigEnv names the variable holding the cluster's kubeconfig;
+	// without it every test skips, saying Hint.
+	KubeconfigEnv, Hint string
+	// NamespaceEnv names the variable holding a runner namespace of the
+	// installation (the chart's runner.namespaces), DefaultNamespace when
+	// unset.
+	NamespaceEnv, DefaultNamespace string
+	// ControllerNamespaceEnv names the variable holding the controller's
+	// namespace, landform-system when unset.
+	ControllerNamespaceEnv string
+	// TimeoutEnv names the variable bounding each wait (a Go duration),
+	// 5m when unset.
+	TimeoutEnv string
+	// Interval is how often waits poll.
+	Interval time.Duration
+	// Setup prepares the rest of what the tests share, once.
+	Setup func(context.Context, *Installation) (T, error)
+
+	once   sync.Once
+	shared T
+	err    error
+}
+
+// Connect returns what Setup made, setting the suite up at the first call;
+// it skips t when the kubeconfig variable is unset.
+func (s *InstallationSuite[T]) Connect(t testing.TB) T {
+	t.Helper()
+	kubeconfig := os.Getenv(s.KubeconfigEnv)
+	if kubeconfig == "" {
+		t.Skipf("%s is not set: %s", s.KubeconfigEnv, s.Hint)
+	}
+	s.once.Do(func() { s.shared, s.err = s.setup(kubeconfig) })
+	if s.err != nil {
+		t.Fatalf("%s setup: %v", s.Name, s.err)
+	}
+	return s.shared
+}
+
+func (s *InstallationSuite[T]) setup(kubeconfig string) (T, error) {
+	var zero T
+	timeout, err := time.ParseDuration(EnvOr(s.TimeoutEnv, "5m"))
+	if err != nil {
+		return zero, fmt.Errorf("%s: %w", s.TimeoutEnv, err)
+	}
+	ctx := context.Background()
+	ns, controllerNS := EnvOr(s.NamespaceEnv, s.DefaultNamespace), EnvOr(s.ControllerNamespaceEnv, "landform-system")
+	inst, err := ConnectInstallation(ctx, kubeconfig, controllerNS, ns, timeout, s.Interval)
+	if err != nil {
+		return zero, fmt.Errorf("%s=%s: %w", s.KubeconfigEnv, kubeconfig, err)
+	}
+	return s.Setup(ctx, inst)
 }
 
 // The chart's names the suites check.
@@ -68,5 +136,5 @@ func ConnectInstallation(ctx context.Context, kubeconfig, controllerNS, runnerNS
 		return nil, fmt.Errorf("the runner namespace %s has no ServiceAccount %s (install the chart with runner.namespaces={%s}): %w",
 			runnerNS, runnerServiceAccount, runnerNS, err)
 	}
-	return &Installation{Config: cfg, Client: c}, nil
+	return &Installation{Config: cfg, Client: c, Namespace: runnerNS, ControllerNamespace: controllerNS, Timeout: timeout, Interval: interval}, nil
 }
