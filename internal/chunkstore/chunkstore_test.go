@@ -3,7 +3,6 @@ package chunkstore
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"maps"
@@ -20,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 // blobs records digests as "<algorithm>:<hex>", like kept artifacts;
@@ -37,29 +37,13 @@ var (
 	}
 )
 
-func randomBytes(t *testing.T, n int) []byte {
-	t.Helper()
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // secrets lists owner's chunks of layout l by name, read whole.
 func secrets(t *testing.T, l Layout, owner *v1alpha1.Terraform) map[string]corev1.Secret {
 	t.Helper()
-	var list corev1.SecretList
-	if err := env.Client.List(context.Background(), &list, client.InNamespace(owner.Namespace)); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]corev1.Secret{}
-	for _, s := range list.Items {
-		if _, ok := l.ChunkIndex(owner.Name, s.Name); ok {
-			out[s.Name] = s
-		}
-	}
-	return out
+	return env.Secrets(t, owner.Namespace, func(name string) bool {
+		_, ok := l.ChunkIndex(owner.Name, name)
+		return ok
+	})
 }
 
 func names(m map[string]corev1.Secret) []string { return slices.Sorted(maps.Keys(m)) }
@@ -113,7 +97,7 @@ func TestWriteReadLayout(t *testing.T) {
 	owner := env.Terraform(t, env.Namespace(t), "app")
 	store := Store{Client: env.Client, Layout: blobs}
 
-	data := randomBytes(t, 3*ChunkSize+123)
+	data := testenv.RandomBytes(t, 3*ChunkSize+123)
 	d, err := store.Write(ctx, owner, Blob{Data: data, Labels: map[string]string{"test.landform.dev/kind": "big"}, Annotations: map[string]string{"test.landform.dev/revision": "r1"}})
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +152,7 @@ func TestWriteReadLayout(t *testing.T) {
 func TestWriteDigests(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	data := randomBytes(t, ChunkSize+10)
+	data := testenv.RandomBytes(t, ChunkSize+10)
 
 	for i, d := range []digest.Digest{digest.SHA256.FromBytes(data), digest.SHA512.FromBytes(data), digest.BLAKE3.FromBytes(data)} {
 		owner := env.Terraform(t, ns, fmt.Sprintf("alg-%d", i))
@@ -229,7 +213,7 @@ func TestWriteRemovesExtraChunksByName(t *testing.T) {
 	var c calls
 	store := Store{Client: c.client(t), Layout: blobs}
 
-	if _, err := store.Write(ctx, owner, Blob{Data: randomBytes(t, 3*ChunkSize)}); err != nil {
+	if _, err := store.Write(ctx, owner, Blob{Data: testenv.RandomBytes(t, 3*ChunkSize)}); err != nil {
 		t.Fatal(err)
 	}
 	small := []byte("small")
@@ -252,10 +236,10 @@ func TestWriteRemovesExtraChunksByName(t *testing.T) {
 func TestWriteAfterUnreadableIndexListsMetadata(t *testing.T) {
 	ctx := context.Background()
 	owner := env.Terraform(t, env.Namespace(t), "unreadable")
-	if _, err := (Store{Client: env.Client, Layout: blobs}).Write(ctx, owner, Blob{Data: randomBytes(t, 2*ChunkSize+1)}); err != nil {
+	if _, err := (Store{Client: env.Client, Layout: blobs}).Write(ctx, owner, Blob{Data: testenv.RandomBytes(t, 2*ChunkSize+1)}); err != nil {
 		t.Fatal(err)
 	}
-	updateSecret(t, owner.Namespace, "tfblob-unreadable-0", func(s *corev1.Secret) { delete(s.Annotations, blobs.ChunksAnnotation) })
+	env.UpdateSecret(t, owner.Namespace, "tfblob-unreadable-0", func(s *corev1.Secret) { delete(s.Annotations, blobs.ChunksAnnotation) })
 
 	var c calls
 	store := Store{Client: c.client(t), Layout: blobs}
@@ -283,28 +267,28 @@ func TestReadRefusesWhatIsNotIntact(t *testing.T) {
 		indexed bool
 	}{
 		{"data changed", func(t *testing.T, owner *v1alpha1.Terraform) {
-			updateSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, 2), func(s *corev1.Secret) { s.Data["blob"][100] ^= 0xff })
+			env.UpdateSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, 2), func(s *corev1.Secret) { s.Data["blob"][100] ^= 0xff })
 		}, ErrDigestMismatch, "not the sha256:", true},
 		{"chunk missing", func(t *testing.T, owner *v1alpha1.Terraform) {
-			deleteSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, 1))
+			env.DeleteSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, 1))
 		}, ErrNotFound, "chunk 1 of 4 (Secret tfblob-tamper-1-1) is missing", true},
 		{"chunk of another blob", func(t *testing.T, owner *v1alpha1.Terraform) {
-			updateSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, 1), func(s *corev1.Secret) { s.Annotations[blobs.DigestAnnotation] = "sha256:other" })
+			env.UpdateSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, 1), func(s *corev1.Secret) { s.Annotations[blobs.DigestAnnotation] = "sha256:other" })
 		}, ErrNotFound, "belongs to another blob", true},
 		{"chunk in another place", func(t *testing.T, owner *v1alpha1.Terraform) {
-			updateSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, 1), func(s *corev1.Secret) { s.Annotations[blobs.ChunkAnnotation] = "2" })
+			env.UpdateSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, 1), func(s *corev1.Secret) { s.Annotations[blobs.ChunkAnnotation] = "2" })
 		}, ErrNotFound, "belongs to another blob", true},
 		{"count too small", func(t *testing.T, owner *v1alpha1.Terraform) {
-			updateSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, 0), func(s *corev1.Secret) { s.Annotations[blobs.ChunksAnnotation] = "2" })
+			env.UpdateSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, 0), func(s *corev1.Secret) { s.Annotations[blobs.ChunksAnnotation] = "2" })
 		}, ErrDigestMismatch, "not the sha256:", true},
 		{"count unreadable", func(t *testing.T, owner *v1alpha1.Terraform) {
-			updateSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, 0), func(s *corev1.Secret) { s.Annotations[blobs.ChunksAnnotation] = "x" })
+			env.UpdateSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, 0), func(s *corev1.Secret) { s.Annotations[blobs.ChunksAnnotation] = "x" })
 		}, ErrNotFound, "no valid index", false},
 		{"digest unreadable", func(t *testing.T, owner *v1alpha1.Terraform) {
-			updateSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, 0), func(s *corev1.Secret) { s.Annotations[blobs.DigestAnnotation] = "sha256:x" })
+			env.UpdateSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, 0), func(s *corev1.Secret) { s.Annotations[blobs.DigestAnnotation] = "sha256:x" })
 		}, ErrNotFound, "no valid index", false},
 		{"no index", func(t *testing.T, owner *v1alpha1.Terraform) {
-			deleteSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, 0))
+			env.DeleteSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, 0))
 		}, ErrNotFound, "Secret tfblob-tamper-7-0 does not exist", false},
 	}
 	ns := env.Namespace(t)
@@ -313,7 +297,7 @@ func TestReadRefusesWhatIsNotIntact(t *testing.T) {
 			ctx := context.Background()
 			owner := env.Terraform(t, ns, fmt.Sprintf("tamper-%d", i))
 			store := Store{Client: env.Client, Layout: blobs}
-			if _, err := store.Write(ctx, owner, Blob{Data: randomBytes(t, 3*ChunkSize+1)}); err != nil {
+			if _, err := store.Write(ctx, owner, Blob{Data: testenv.RandomBytes(t, 3*ChunkSize+1)}); err != nil {
 				t.Fatal(err)
 			}
 			tt.tamper(t, owner)
@@ -338,7 +322,7 @@ func TestReadAnotherBlob(t *testing.T) {
 	owner := env.Terraform(t, env.Namespace(t), "other")
 	var c calls
 	store := Store{Client: c.client(t), Layout: blobs}
-	if _, err := store.Write(ctx, owner, Blob{Data: randomBytes(t, 3*ChunkSize)}); err != nil {
+	if _, err := store.Write(ctx, owner, Blob{Data: testenv.RandomBytes(t, 3*ChunkSize)}); err != nil {
 		t.Fatal(err)
 	}
 	c.gets = 0
@@ -360,7 +344,7 @@ func TestStat(t *testing.T) {
 	if _, err := store.Stat(ctx, owner); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Stat of nothing = %v, want ErrNotFound", err)
 	}
-	d, err := store.Write(ctx, owner, Blob{Data: randomBytes(t, 2*ChunkSize), Annotations: map[string]string{"test.landform.dev/revision": "r1"}})
+	d, err := store.Write(ctx, owner, Blob{Data: testenv.RandomBytes(t, 2*ChunkSize), Annotations: map[string]string{"test.landform.dev/revision": "r1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,7 +410,7 @@ func TestDelete(t *testing.T) {
 	neighbour := env.Terraform(t, ns, "del-1")
 	store := Store{Client: env.Client, Layout: blobs}
 	for _, o := range []*v1alpha1.Terraform{owner, neighbour} {
-		if _, err := store.Write(ctx, o, Blob{Data: randomBytes(t, 2*ChunkSize)}); err != nil {
+		if _, err := store.Write(ctx, o, Blob{Data: testenv.RandomBytes(t, 2*ChunkSize)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -436,7 +420,7 @@ func TestDelete(t *testing.T) {
 	// A write of 5 chunks cut short before its index: the index names 2.
 	var c calls
 	c.failApply = func(name string) bool { return name == "tfblob-del-0" }
-	if _, err := (Store{Client: c.client(t), Layout: blobs}).Write(ctx, owner, Blob{Data: randomBytes(t, 4*ChunkSize+1)}); err == nil {
+	if _, err := (Store{Client: c.client(t), Layout: blobs}).Write(ctx, owner, Blob{Data: testenv.RandomBytes(t, 4*ChunkSize+1)}); err == nil {
 		t.Fatal("the write with its index refused succeeded")
 	}
 	if n := len(secrets(t, blobs, owner)); n != 5 {
@@ -475,7 +459,7 @@ func TestLongOwnerName(t *testing.T) {
 	long := strings.Repeat("a", 253)
 	for _, name := range []string{long, long[:250] + "bcd"} {
 		owner := env.Terraform(t, ns, name)
-		data := randomBytes(t, ChunkSize+1)
+		data := testenv.RandomBytes(t, ChunkSize+1)
 		if _, err := store.Write(ctx, owner, Blob{Data: data}); err != nil {
 			t.Fatal(err)
 		}
@@ -491,24 +475,5 @@ func TestLongOwnerName(t *testing.T) {
 	}
 	if _, ok := blobs.ChunkIndex("app", "tfhex-app-0"); ok {
 		t.Error("a chunk of another layout taken for one of this")
-	}
-}
-
-func updateSecret(t *testing.T, namespace, name string, mutate func(*corev1.Secret)) {
-	t.Helper()
-	var s corev1.Secret
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, &s); err != nil {
-		t.Fatal(err)
-	}
-	mutate(&s)
-	if err := env.Client.Update(context.Background(), &s); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func deleteSecret(t *testing.T, namespace, name string) {
-	t.Helper()
-	if err := env.Client.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -3,27 +3,24 @@ package keptartifact
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/chunkstore"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 func randomArtifact(t *testing.T, n int) ([]byte, string) {
 	t.Helper()
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
+	b := testenv.RandomBytes(t, n)
 	sum := sha256.Sum256(b)
 	return b, "sha256:" + hex.EncodeToString(sum[:])
 }
@@ -31,27 +28,10 @@ func randomArtifact(t *testing.T, n int) ([]byte, string) {
 // keptSecrets lists the Secrets holding owner's kept artifact, by name.
 func keptSecrets(t *testing.T, owner *v1alpha1.Terraform) map[string]corev1.Secret {
 	t.Helper()
-	var list corev1.SecretList
-	if err := env.Client.List(context.Background(), &list, client.InNamespace(owner.Namespace)); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]corev1.Secret{}
-	for _, s := range list.Items {
-		if strings.HasPrefix(s.Name, "tfartifact-"+owner.Name+"-") {
-			out[s.Name] = s
-		}
-	}
-	return out
+	return env.Secrets(t, owner.Namespace, func(name string) bool { return strings.HasPrefix(name, "tfartifact-"+owner.Name+"-") })
 }
 
-func names(m map[string]corev1.Secret) []string {
-	var out []string
-	for n := range m {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
+func names(m map[string]corev1.Secret) []string { return slices.Sorted(maps.Keys(m)) }
 
 // An artifact of several chunks comes back byte for byte, in Secrets owned
 // by and labelled for the object; a smaller one replaces it entirely.
@@ -143,21 +123,12 @@ func TestDigestMismatchRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Tamper with the second chunk, keeping its annotations.
-	var chunk corev1.Secret
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tfartifact-app-1"}, &chunk); err != nil {
-		t.Fatal(err)
-	}
-	chunk.Data[dataKey][0] ^= 0xff
-	if err := env.Client.Update(ctx, &chunk); err != nil {
-		t.Fatal(err)
-	}
+	env.UpdateSecret(t, ns, "tfartifact-app-1", func(s *corev1.Secret) { s.Data[dataKey][0] ^= 0xff })
 	if got, err := s.Load(ctx, owner, d); !errors.Is(err, ErrDigestMismatch) {
 		t.Fatalf("Load of tampered bytes = %d bytes, %v; want ErrDigestMismatch", len(got), err)
 	}
 	// A chunk gone: the set is incomplete.
-	if err := env.Client.Delete(ctx, &chunk); err != nil {
-		t.Fatal(err)
-	}
+	env.DeleteSecret(t, ns, "tfartifact-app-1")
 	if _, err := s.Load(ctx, owner, d); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Load with a chunk missing: %v, want ErrNotFound", err)
 	}

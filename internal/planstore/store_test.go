@@ -3,9 +3,9 @@ package planstore
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -17,31 +17,13 @@ import (
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/chunkstore"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
-func randomBytes(t *testing.T, n int) []byte {
-	t.Helper()
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// planSecrets lists owner's plan Secrets by name.
+// planSecrets lists the plan Secrets of owner's namespace by name.
 func planSecrets(t *testing.T, owner *v1alpha1.Terraform) map[string]corev1.Secret {
 	t.Helper()
-	var list corev1.SecretList
-	if err := env.Client.List(context.Background(), &list, client.InNamespace(owner.Namespace)); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]corev1.Secret{}
-	for _, s := range list.Items {
-		if strings.HasPrefix(s.Name, "tfplan-") {
-			out[s.Name] = s
-		}
-	}
-	return out
+	return env.Secrets(t, owner.Namespace, func(name string) bool { return strings.HasPrefix(name, "tfplan-") })
 }
 
 func assertPlan(t *testing.T, got, want *Plan) {
@@ -68,7 +50,7 @@ func TestSaveLoadLargePlan(t *testing.T) {
 	// Random bytes do not compress, so 5 MiB needs about ten chunks.
 	want := &Plan{
 		ID: "plan-abc123-0f0f", Revision: "main@sha1:abc123", InputsDigest: "sha256:inputs",
-		PlanFile:  randomBytes(t, 5<<20),
+		PlanFile:  testenv.RandomBytes(t, 5<<20),
 		JSONPlan:  []byte(`{"format_version":"1.2","resource_changes":[]}`),
 		HumanPlan: []byte("Plan: 1 to add, 0 to change, 0 to destroy.\n"),
 	}
@@ -124,7 +106,7 @@ func TestShorterPlanRemovesExtraChunks(t *testing.T) {
 	owner := env.Terraform(t, ns, "shrink")
 	store := Store{Client: env.Client}
 
-	if err := store.Save(ctx, owner, &Plan{ID: "plan-a-1", PlanFile: randomBytes(t, 3<<20)}); err != nil {
+	if err := store.Save(ctx, owner, &Plan{ID: "plan-a-1", PlanFile: testenv.RandomBytes(t, 3<<20)}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(planSecrets(t, owner)); n < 6 {
@@ -134,7 +116,7 @@ func TestShorterPlanRemovesExtraChunks(t *testing.T) {
 	if err := store.Save(ctx, owner, small); err != nil {
 		t.Fatal(err)
 	}
-	names := slices.Sorted(mapsKeys(planSecrets(t, owner)))
+	names := slices.Sorted(maps.Keys(planSecrets(t, owner)))
 	if !slices.Equal(names, []string{"tfplan-shrink-0"}) {
 		t.Errorf("after a small plan, Secrets = %v, want only tfplan-shrink-0", names)
 	}
@@ -152,22 +134,19 @@ func TestTamperedOrIncompletePlanIsNotFound(t *testing.T) {
 		want   string
 	}{
 		{"data changed", func(t *testing.T, owner *v1alpha1.Terraform) {
-			updateSecret(t, owner.Namespace, "tfplan-"+owner.Name+"-2", func(s *corev1.Secret) { s.Data[dataKey][100] ^= 0xff })
+			env.UpdateSecret(t, owner.Namespace, "tfplan-"+owner.Name+"-2", func(s *corev1.Secret) { s.Data[dataKey][100] ^= 0xff })
 		}, "sha256"},
 		{"chunk missing", func(t *testing.T, owner *v1alpha1.Terraform) {
-			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: owner.Namespace, Name: "tfplan-" + owner.Name + "-1"}}
-			if err := env.Client.Delete(context.Background(), s); err != nil {
-				t.Fatal(err)
-			}
+			env.DeleteSecret(t, owner.Namespace, "tfplan-"+owner.Name+"-1")
 		}, "missing"},
 		{"chunk from another plan", func(t *testing.T, owner *v1alpha1.Terraform) {
-			updateSecret(t, owner.Namespace, "tfplan-"+owner.Name+"-1", func(s *corev1.Secret) { s.Annotations[annSHA256] = "other" })
+			env.UpdateSecret(t, owner.Namespace, "tfplan-"+owner.Name+"-1", func(s *corev1.Secret) { s.Annotations[annSHA256] = "other" })
 		}, "another plan"},
 		{"index count wrong", func(t *testing.T, owner *v1alpha1.Terraform) {
-			updateSecret(t, owner.Namespace, "tfplan-"+owner.Name+"-0", func(s *corev1.Secret) { s.Annotations[annChunks] = "2" })
+			env.UpdateSecret(t, owner.Namespace, "tfplan-"+owner.Name+"-0", func(s *corev1.Secret) { s.Annotations[annChunks] = "2" })
 		}, "sha256"},
 		{"index unreadable", func(t *testing.T, owner *v1alpha1.Terraform) {
-			updateSecret(t, owner.Namespace, "tfplan-"+owner.Name+"-0", func(s *corev1.Secret) { delete(s.Annotations, annChunks) })
+			env.UpdateSecret(t, owner.Namespace, "tfplan-"+owner.Name+"-0", func(s *corev1.Secret) { delete(s.Annotations, annChunks) })
 		}, "no valid index"},
 	}
 	ns := env.Namespace(t)
@@ -176,7 +155,7 @@ func TestTamperedOrIncompletePlanIsNotFound(t *testing.T) {
 			ctx := context.Background()
 			owner := env.Terraform(t, ns, fmt.Sprintf("tamper-%d", i))
 			store := Store{Client: env.Client}
-			if err := store.Save(ctx, owner, &Plan{ID: "plan-x-1", PlanFile: randomBytes(t, 2<<20)}); err != nil {
+			if err := store.Save(ctx, owner, &Plan{ID: "plan-x-1", PlanFile: testenv.RandomBytes(t, 2<<20)}); err != nil {
 				t.Fatal(err)
 			}
 			tt.tamper(t, owner)
@@ -214,7 +193,7 @@ func TestMarkApplied(t *testing.T) {
 	ctx := context.Background()
 	owner := env.Terraform(t, env.Namespace(t), "apply")
 	store := Store{Client: env.Client}
-	want := &Plan{ID: "plan-a-1", Revision: "r1", PlanFile: randomBytes(t, 700<<10), HumanPlan: []byte("1 to add")}
+	want := &Plan{ID: "plan-a-1", Revision: "r1", PlanFile: testenv.RandomBytes(t, 700<<10), HumanPlan: []byte("1 to add")}
 	if err := store.Save(ctx, owner, want); err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +235,7 @@ func TestDelete(t *testing.T) {
 	neighbour := env.Terraform(t, ns, "del-1")
 	store := Store{Client: env.Client}
 	for _, o := range []*v1alpha1.Terraform{owner, neighbour} {
-		if err := store.Save(ctx, o, &Plan{ID: "plan-a-1", PlanFile: randomBytes(t, 1<<20)}); err != nil {
+		if err := store.Save(ctx, o, &Plan{ID: "plan-a-1", PlanFile: testenv.RandomBytes(t, 1<<20)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -279,7 +258,7 @@ func TestLongOwnerName(t *testing.T) {
 	name := strings.Repeat("a", 250)
 	owner := env.Terraform(t, env.Namespace(t), name)
 	store := Store{Client: env.Client}
-	want := &Plan{ID: "plan-a-1", PlanFile: randomBytes(t, 600<<10)}
+	want := &Plan{ID: "plan-a-1", PlanFile: testenv.RandomBytes(t, 600<<10)}
 	if err := store.Save(ctx, owner, want); err != nil {
 		t.Fatal(err)
 	}
@@ -293,28 +272,6 @@ func TestLongOwnerName(t *testing.T) {
 	}
 	if n := len(planSecrets(t, owner)); n != 0 {
 		t.Errorf("%d Secrets left after Delete", n)
-	}
-}
-
-func updateSecret(t *testing.T, namespace, name string, mutate func(*corev1.Secret)) {
-	t.Helper()
-	var s corev1.Secret
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, &s); err != nil {
-		t.Fatal(err)
-	}
-	mutate(&s)
-	if err := env.Client.Update(context.Background(), &s); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
 	}
 }
 
@@ -335,7 +292,7 @@ func TestSaveListsNoSecrets(t *testing.T) {
 			return c.List(ctx, list, opts...)
 		},
 	})}
-	if err := store.Save(ctx, owner, &Plan{ID: "plan-a-1", PlanFile: randomBytes(t, 3<<20)}); err != nil {
+	if err := store.Save(ctx, owner, &Plan{ID: "plan-a-1", PlanFile: testenv.RandomBytes(t, 3<<20)}); err != nil {
 		t.Fatal(err)
 	}
 	small := &Plan{ID: "plan-b-2", PlanFile: []byte("small plan")}
@@ -345,7 +302,7 @@ func TestSaveListsNoSecrets(t *testing.T) {
 	if lists != 0 {
 		t.Errorf("saving two plans listed Secrets %d times", lists)
 	}
-	if names := slices.Sorted(mapsKeys(planSecrets(t, owner))); !slices.Equal(names, []string{"tfplan-nolist-0"}) {
+	if names := slices.Sorted(maps.Keys(planSecrets(t, owner))); !slices.Equal(names, []string{"tfplan-nolist-0"}) {
 		t.Errorf("after a small plan, Secrets = %v, want only tfplan-nolist-0", names)
 	}
 	got, err := store.Load(ctx, owner)
