@@ -8,16 +8,11 @@ import (
 	"testing"
 	"time"
 
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 )
 
 // Installation is a real cluster with Landform's chart installed, as the
@@ -108,11 +103,9 @@ func ConnectInstallation(ctx context.Context, kubeconfig, controllerNS, runnerNS
 	if err != nil {
 		return nil, err
 	}
-	scheme := k8sruntime.NewScheme()
-	for _, add := range []func(*k8sruntime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, sourcev1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, err
-		}
+	scheme, err := newScheme()
+	if err != nil {
+		return nil, err
 	}
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {

@@ -94,16 +94,25 @@ func StartRestartable() (*Env, error) {
 	return e, nil
 }
 
-func start(certDir string) (*Env, error) {
-	bin, err := assets()
-	if err != nil {
-		return nil, err
-	}
+// newScheme knows the Kubernetes, Landform and Flux source types.
+func newScheme() (*k8sruntime.Scheme, error) {
 	scheme := k8sruntime.NewScheme()
 	for _, add := range []func(*k8sruntime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, sourcev1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, err
 		}
+	}
+	return scheme, nil
+}
+
+func start(certDir string) (*Env, error) {
+	bin, err := assets()
+	if err != nil {
+		return nil, err
+	}
+	scheme, err := newScheme()
+	if err != nil {
+		return nil, err
 	}
 	root := repoRoot()
 	env := &envtest.Environment{
