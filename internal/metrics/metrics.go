@@ -15,37 +15,30 @@ import (
 )
 
 var (
-	reconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "landform_reconcile_duration_seconds",
-		Help:    "Duration of Terraform reconciles by result (success, progressing, waiting, stalled, retry).",
-		Buckets: []float64{0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800},
-	}, []string{"result"})
+	reconcileDuration = histogram("landform_reconcile_duration_seconds",
+		"Duration of Terraform reconciles by result (success, progressing, waiting, stalled, retry).",
+		"result", 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
 
 	runs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "landform_runs_total",
 		Help: "Terraform runs by action (plan, apply, destroy, outputs) and result (success, failure).",
 	}, []string{"action", "result"})
 
-	pendingPlans = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "landform_plan_pending",
-		Help: "1 while a Terraform object has a plan waiting for approval.",
-	}, []string{"namespace", "name"})
+	pendingPlans = objectGauge("landform_plan_pending",
+		"1 while a Terraform object has a plan waiting for approval.")
 
-	drifted = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "landform_drifted",
-		Help: "1 while a Terraform object's last drift check found drift.",
-	}, []string{"namespace", "name"})
+	drifted = objectGauge("landform_drifted",
+		"1 while a Terraform object's last drift check found drift.")
 
-	runnerStart = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "landform_runner_start_seconds",
-		Help:    "Time from asking for a runner to its health check answering, by placement (local, pod).",
-		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120},
-	}, []string{"placement"})
+	runnerStart = histogram("landform_runner_start_seconds",
+		"Time from asking for a runner to its health check answering, by placement (local, pod).",
+		"placement", 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120)
 
-	stateUnsaved = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "landform_state_unsaved",
-		Help: "1 while a Terraform object has a state its engine could not write to the backend and Landform has not written yet (kept by its runner or in Secret tfstate-unsaved-<name>-0).",
-	}, []string{"namespace", "name"})
+	stateUnsaved = objectGauge("landform_state_unsaved",
+		"1 while a Terraform object has a state its engine could not write to the backend and Landform has not written yet (kept by its runner or in Secret tfstate-unsaved-<name>-0).")
+
+	// perObject are the series of one Terraform object, dropped with it.
+	perObject = []*prometheus.GaugeVec{pendingPlans, drifted, stateUnsaved}
 
 	locksRecovered = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "landform_state_locks_recovered_total",
@@ -57,6 +50,16 @@ var (
 	// per process: tests and `landform dev` start several managers.
 	flux = fluxmetrics.NewRecorder()
 )
+
+// histogram is a histogram of seconds by one label.
+func histogram(name, help, label string, buckets ...float64) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, []string{label})
+}
+
+// objectGauge is a 0 or 1 per Terraform object.
+func objectGauge(name, help string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{"namespace", "name"})
+}
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(reconcileDuration, runs, pendingPlans, drifted, runnerStart, locksRecovered, stateUnsaved)
@@ -85,9 +88,9 @@ func SetObjectState(namespace, name string, pending, isDrifted bool) {
 
 // ForgetObject drops a deleted object's series.
 func ForgetObject(namespace, name string) {
-	pendingPlans.DeleteLabelValues(namespace, name)
-	drifted.DeleteLabelValues(namespace, name)
-	stateUnsaved.DeleteLabelValues(namespace, name)
+	for _, g := range perObject {
+		g.DeleteLabelValues(namespace, name)
+	}
 }
 
 // SetStateUnsaved records whether an object has a state its engine could
