@@ -584,14 +584,7 @@ func (b *bench) scale(ctx context.Context, r *Report, rev string) error {
 		return err
 	}
 	d := after.sub(before)
-	var lat []float64
-	var last time.Time
-	for k, at := range done {
-		lat = append(lat, at.Sub(created[k]).Seconds())
-		if at.After(last) {
-			last = at
-		}
-	}
+	lat, last := latencies(done, func(k string) time.Time { return created[k] })
 	s := &r.Scale
 	s.N = n
 	s.AllReadySeconds = last.Sub(start).Seconds()
@@ -616,6 +609,20 @@ func (b *bench) scale(ctx context.Context, r *Report, rev string) error {
 	r.Machine.OthersCPUs = d.busy - d.cpu.Total() - d.harness
 	log("scale: %d objects all done in %.1fs (p50 %.1fs, p95 %.1fs), %.1f CPU-s", n, s.AllReadySeconds, s.P50Seconds, s.P95Seconds, d.cpu.Total())
 	return nil
+}
+
+// latencies returns, for the objects done (key: when), how long each took
+// since its start, and when the last was done.
+func latencies(done map[string]time.Time, start func(key string) time.Time) ([]float64, time.Time) {
+	var lat []float64
+	var last time.Time
+	for k, at := range done {
+		lat = append(lat, at.Sub(start(k)).Seconds())
+		if at.After(last) {
+			last = at
+		}
+	}
+	return lat, last
 }
 
 func scaleKeys(n int) []string {
@@ -715,14 +722,7 @@ func (b *bench) newRevision(ctx context.Context, r *Report) error {
 		return err
 	}
 	d := after.sub(before)
-	var lat []float64
-	var last time.Time
-	for _, at := range done {
-		lat = append(lat, at.Sub(start).Seconds())
-		if at.After(last) {
-			last = at
-		}
-	}
+	lat, last := latencies(done, func(string) time.Time { return start })
 	n := &r.NewRev
 	n.AllReadySeconds = last.Sub(start).Seconds()
 	n.P50Seconds, n.P95Seconds = percentile(lat, 50), percentile(lat, 95)
