@@ -150,7 +150,6 @@ func TestAppInfraModule(t *testing.T) {
 	stateFile := filepath.Join(t.TempDir(), "cloud.json")
 	cloud := startCloud(t, stateFile, token)
 
-	dir := t.TempDir()
 	cfg := providerBlock + fmt.Sprintf(`
 module "infra" {
   source = %q
@@ -170,10 +169,7 @@ output "dsn" {
   sensitive = true
 }
 `, module)
-	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	e := newTF(t, dir)
+	e := newTF(t, cfg)
 	e.env = []string{"LANDFORM_CLOUD_ENDPOINT=" + cloud.url, "LANDFORM_CLOUD_TOKEN=" + token}
 
 	const (
@@ -339,7 +335,6 @@ output "dsn" {
 // attribute, and nothing reaches the cloud.
 func TestCloudValidation(t *testing.T) {
 	cloud := startCloud(t, filepath.Join(t.TempDir(), "cloud.json"), "")
-	dir := t.TempDir()
 	cfg := providerBlock + `
 resource "landform_security_group" "bad" {
   name = "Bad Name"
@@ -356,10 +351,7 @@ resource "landform_database" "bad" {
   size_gb = 0
 }
 `
-	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	e := newTF(t, dir)
+	e := newTF(t, cfg)
 	e.env = []string{"LANDFORM_CLOUD_ENDPOINT=" + cloud.url}
 	e.must("init", "-input=false", "-no-color")
 	out, code := e.exec("plan", "-input=false", "-no-color")

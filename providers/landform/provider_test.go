@@ -125,8 +125,14 @@ type tf struct {
 	env []string
 }
 
-func newTF(t *testing.T, dir string) *tf {
+// newTF writes cfg as main.tf of a new working directory, where the
+// engine it returns runs.
+func newTF(t *testing.T, cfg string) *tf {
 	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	e := &tf{t: t, bin: engine(t), dir: dir}
 	out, _ := e.exec("version")
 	t.Logf("engine %s: %s", e.bin, strings.SplitN(out, "\n", 2)[0])
@@ -218,7 +224,6 @@ const providerBlock = `terraform {
 // TestFileDrift: init offline, apply, no-op plan, drift by edit (update) and
 // by deletion (create), repair, destroy.
 func TestFileDrift(t *testing.T) {
-	dir := t.TempDir()
 	const content, secret = "hello\n", "s3cret-value\n"
 	cfg := providerBlock + `
 resource "landform_file" "f" {
@@ -229,11 +234,9 @@ resource "landform_file" "f" {
 
 output "sha256" { value = landform_file.f.sha256 }
 `
-	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	e := newTF(t, cfg)
+	dir := e.dir
 	file := filepath.Join(dir, "out", "sub", "hello.txt")
-	e := newTF(t, dir)
 
 	e.must("init", "-input=false", "-no-color")
 	if _, err := os.Stat(filepath.Join(dir, ".terraform.lock.hcl")); err != nil {
@@ -333,7 +336,6 @@ func TestFileModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
 	const content, secret = "héllo\n", "token-123"
 	cfg := providerBlock + fmt.Sprintf(`
 module "f" {
@@ -352,10 +354,8 @@ output "secret" {
   sensitive = true
 }
 `, module)
-	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	e := newTF(t, dir)
+	e := newTF(t, cfg)
+	dir := e.dir
 	e.must("init", "-input=false", "-no-color")
 	if out := e.must("apply", "-input=false", "-no-color", "-auto-approve"); strings.Contains(out, secret) {
 		t.Fatalf("apply shows the secret:\n%s", out)

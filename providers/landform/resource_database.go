@@ -117,42 +117,23 @@ func (r *databaseResource) Configure(_ context.Context, req resource.ConfigureRe
 }
 
 func (r *databaseResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan databaseModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
+	plan, ok := decode[databaseModel](ctx, req.Plan, &resp.Diagnostics)
+	if !ok {
 		return
 	}
-	body, diags := plan.toAPI(ctx)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	db, ok := r.save(ctx, http.MethodPost, &plan, &resp.Diagnostics)
+	if !ok {
 		return
 	}
-	var db cloudDatabase
-	if err := r.cloud.do(ctx, http.MethodPost, "/v1/databases", body, &db); err != nil {
-		resp.Diagnostics.AddError("Cannot create database", err.Error())
-		return
-	}
-	resp.Diagnostics.Append(plan.fromAPI(ctx, db)...)
 	plan.Password = types.StringValue(db.Password)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
 func (r *databaseResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var state databaseModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
+	state, ok := decode[databaseModel](ctx, req.State, &resp.Diagnostics)
 	id := state.ID.ValueString()
 	var db cloudDatabase
-	err := r.cloud.do(ctx, http.MethodGet, databasePath(id), nil, &db)
-	if isNotFound(err) {
-		// Gone: forget it, so that the plan creates it again.
-		resp.State.RemoveResource(ctx)
-		return
-	}
-	if err != nil {
-		resp.Diagnostics.AddError("Cannot read database", err.Error())
+	if !ok || !r.cloud.read(ctx, databasePath(id), "database", &db, resp) {
 		return
 	}
 	resp.Diagnostics.Append(state.fromAPI(ctx, db)...)
@@ -168,38 +149,45 @@ func (r *databaseResource) Read(ctx context.Context, req resource.ReadRequest, r
 }
 
 func (r *databaseResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan databaseModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	plan, _ := decode[databaseModel](ctx, req.Plan, &resp.Diagnostics)
 	var password types.String
 	resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("password"), &password)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	body, diags := plan.toAPI(ctx)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
 	// PUT: the configuration is the whole truth.
-	var db cloudDatabase
-	if err := r.cloud.do(ctx, http.MethodPut, databasePath(plan.ID.ValueString()), body, &db); err != nil {
-		resp.Diagnostics.AddError("Cannot update database", err.Error())
+	if _, ok := r.save(ctx, http.MethodPut, &plan, &resp.Diagnostics); !ok {
 		return
 	}
-	resp.Diagnostics.Append(plan.fromAPI(ctx, db)...)
 	plan.Password = password
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
-func (r *databaseResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state databaseModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
+// save sends the planned database m (POST creates it, PUT replaces it) and
+// sets m from what the cloud answers, all but the password, which only the
+// answer to a create holds.
+func (r *databaseResource) save(ctx context.Context, method string, m *databaseModel, diags *diag.Diagnostics) (cloudDatabase, bool) {
+	var db cloudDatabase
+	body, d := m.toAPI(ctx)
+	diags.Append(d...)
+	if diags.HasError() {
+		return db, false
 	}
-	err := r.cloud.do(ctx, http.MethodDelete, databasePath(state.ID.ValueString()), nil, nil)
-	if err != nil && !isNotFound(err) {
-		resp.Diagnostics.AddError("Cannot delete database", err.Error())
+	at, verb := "/v1/databases", "create"
+	if method == http.MethodPut {
+		at, verb = databasePath(m.ID.ValueString()), "update"
+	}
+	if err := r.cloud.do(ctx, method, at, body, &db); err != nil {
+		diags.AddError("Cannot "+verb+" database", err.Error())
+		return db, false
+	}
+	diags.Append(m.fromAPI(ctx, db)...)
+	return db, true
+}
+
+func (r *databaseResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	if state, ok := decode[databaseModel](ctx, req.State, &resp.Diagnostics); ok {
+		r.cloud.remove(ctx, databasePath(state.ID.ValueString()), "database", &resp.Diagnostics)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -11,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 )
 
@@ -102,35 +104,13 @@ func (r *securityGroupResource) Configure(_ context.Context, req resource.Config
 }
 
 func (r *securityGroupResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan securityGroupModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	var sg cloudSecurityGroup
-	if err := r.cloud.do(ctx, http.MethodPost, "/v1/security-groups", plan.toAPI(), &sg); err != nil {
-		resp.Diagnostics.AddError("Cannot create security group", err.Error())
-		return
-	}
-	plan.fromAPI(sg)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	r.save(ctx, http.MethodPost, req.Plan, &resp.State, &resp.Diagnostics)
 }
 
 func (r *securityGroupResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var state securityGroupModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
+	state, ok := decode[securityGroupModel](ctx, req.State, &resp.Diagnostics)
 	var sg cloudSecurityGroup
-	err := r.cloud.do(ctx, http.MethodGet, securityGroupPath(state.ID.ValueString()), nil, &sg)
-	if isNotFound(err) {
-		// Gone: forget it, so that the plan creates it again.
-		resp.State.RemoveResource(ctx)
-		return
-	}
-	if err != nil {
-		resp.Diagnostics.AddError("Cannot read security group", err.Error())
+	if !ok || !r.cloud.read(ctx, securityGroupPath(state.ID.ValueString()), "security group", &sg, resp) {
 		return
 	}
 	state.fromAPI(sg)
@@ -138,30 +118,33 @@ func (r *securityGroupResource) Read(ctx context.Context, req resource.ReadReque
 }
 
 func (r *securityGroupResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan securityGroupModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
 	// PUT: the configuration is the whole truth.
-	var sg cloudSecurityGroup
-	if err := r.cloud.do(ctx, http.MethodPut, securityGroupPath(plan.ID.ValueString()), plan.toAPI(), &sg); err != nil {
-		resp.Diagnostics.AddError("Cannot update security group", err.Error())
+	r.save(ctx, http.MethodPut, req.Plan, &resp.State, &resp.Diagnostics)
+}
+
+// save sends the planned group (POST creates it, PUT replaces it) and
+// records what the cloud answers as the state.
+func (r *securityGroupResource) save(ctx context.Context, method string, plan tfsdk.Plan, state *tfsdk.State, diags *diag.Diagnostics) {
+	m, ok := decode[securityGroupModel](ctx, plan, diags)
+	if !ok {
 		return
 	}
-	plan.fromAPI(sg)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	at, verb := "/v1/security-groups", "create"
+	if method == http.MethodPut {
+		at, verb = securityGroupPath(m.ID.ValueString()), "update"
+	}
+	var sg cloudSecurityGroup
+	if err := r.cloud.do(ctx, method, at, m.toAPI(), &sg); err != nil {
+		diags.AddError("Cannot "+verb+" security group", err.Error())
+		return
+	}
+	m.fromAPI(sg)
+	diags.Append(state.Set(ctx, &m)...)
 }
 
 func (r *securityGroupResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state securityGroupModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	err := r.cloud.do(ctx, http.MethodDelete, securityGroupPath(state.ID.ValueString()), nil, nil)
-	if err != nil && !isNotFound(err) {
-		resp.Diagnostics.AddError("Cannot delete security group", err.Error())
+	if state, ok := decode[securityGroupModel](ctx, req.State, &resp.Diagnostics); ok {
+		r.cloud.remove(ctx, securityGroupPath(state.ID.ValueString()), "security group", &resp.Diagnostics)
 	}
 }
 
