@@ -98,6 +98,22 @@ func newTerraform(t *testing.T, ns, name string, mutate func(*infrav1.Terraform)
 	return tf
 }
 
+// newFileTerraform is most tests' start: GitRepository "repo" in ns
+// serving the file module, and Terraform object name on it writing content
+// to a fresh effectPath, then changed by mutate (nil: nothing more). It
+// returns the object and the path.
+func newFileTerraform(t *testing.T, ns, name, content string, mutate func(*infrav1.Terraform)) (*infrav1.Terraform, string) {
+	t.Helper()
+	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
+	path := effectPath(t)
+	return newTerraform(t, ns, name, func(tf *infrav1.Terraform) {
+		tf.Spec.Vars = fileVars(path, content)
+		if mutate != nil {
+			mutate(tf)
+		}
+	}), path
+}
+
 // effectPath is a fresh path for a test's external effect; suffixes name
 // more than one.
 func effectPath(t *testing.T, suffix ...string) string {

@@ -28,10 +28,7 @@ func TestCrossNamespaceReferencesAreRefused(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			ns := newNamespace(t)
-			newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
-			path := effectPath(t)
-			tf := newTerraform(t, ns, "cross", func(tf *infrav1.Terraform) {
-				tf.Spec.Vars = fileVars(path, "x")
+			tf, path := newFileTerraform(t, ns, "cross", "x", func(tf *infrav1.Terraform) {
 				mutate(tf)
 			})
 			obj := waitNotReady(t, tf, infrav1.CrossNamespaceRefDeniedReason)
@@ -57,9 +54,7 @@ func TestDeletionRefusesCrossNamespaceSources(t *testing.T) {
 	other := newNamespace(t)
 	newGitRepository(t, other, "repo", artifacts.publish(fileModule()))
 	ns := newNamespace(t)
-	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
-	path := effectPath(t)
-	tf := newTerraform(t, ns, "leaving", func(tf *infrav1.Terraform) { tf.Spec.Vars = fileVars(path, "x") })
+	tf, path := newFileTerraform(t, ns, "leaving", "x", nil)
 	waitReady(t, tf)
 
 	updateSpec(t, tf, func(tf *infrav1.Terraform) { tf.Spec.SourceRef.Namespace = other })

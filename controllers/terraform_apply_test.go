@@ -18,10 +18,7 @@ import (
 func TestAutoApproveAppliesAndWritesOutputs(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
-	path := effectPath(t)
-	tf := newTerraform(t, ns, "auto", func(tf *infrav1.Terraform) {
-		tf.Spec.Vars = fileVars(path, "hello")
+	tf, path := newFileTerraform(t, ns, "auto", "hello", func(tf *infrav1.Terraform) {
 		tf.Spec.WriteOutputsToSecret = &infrav1.WriteOutputsToSecretSpec{
 			Name:    "auto-outputs",
 			Outputs: []string{"path", "content_length:length", "meta"},

@@ -17,11 +17,8 @@ import (
 func TestManualApprovalIsBoundToThePlanID(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
-	path := effectPath(t)
-	tf := newTerraform(t, ns, "manual", func(tf *infrav1.Terraform) {
+	tf, path := newFileTerraform(t, ns, "manual", "manual", func(tf *infrav1.Terraform) {
 		tf.Spec.ApprovePlan = ""
-		tf.Spec.Vars = fileVars(path, "manual")
 	})
 
 	obj := waitPending(t, tf)
@@ -61,11 +58,8 @@ func TestManualApprovalIsBoundToThePlanID(t *testing.T) {
 func TestApprovePlanInSpec(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
-	path := effectPath(t)
-	tf := newTerraform(t, ns, "gitops", func(tf *infrav1.Terraform) {
+	tf, path := newFileTerraform(t, ns, "gitops", "gitops", func(tf *infrav1.Terraform) {
 		tf.Spec.ApprovePlan = ""
-		tf.Spec.Vars = fileVars(path, "gitops")
 	})
 	obj := waitPending(t, tf)
 	obj.Spec.ApprovePlan = obj.Status.Plan.Pending
@@ -89,11 +83,8 @@ func annotate(t *testing.T, obj *infrav1.Terraform, key, value string) {
 func TestApprovalDoesNotCarryOverToOtherInputs(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
-	path := effectPath(t)
-	tf := newTerraform(t, ns, "carry", func(tf *infrav1.Terraform) {
+	tf, path := newFileTerraform(t, ns, "carry", "one", func(tf *infrav1.Terraform) {
 		tf.Spec.ApprovePlan = ""
-		tf.Spec.Vars = fileVars(path, "one")
 	})
 	first := waitPending(t, tf).Status.Plan.Pending
 	approve(g, tf, first)
@@ -138,12 +129,9 @@ func TestApprovalDoesNotCarryOverToOtherInputs(t *testing.T) {
 func TestApprovalDoesNotCarryOverToAnotherEngine(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
-	path := effectPath(t)
-	tf := newTerraform(t, ns, "engine", func(tf *infrav1.Terraform) {
+	tf, path := newFileTerraform(t, ns, "engine", "engine", func(tf *infrav1.Terraform) {
 		tf.Labels = map[string]string{podPlacementLabel: "terraform"}
 		tf.Spec.ApprovePlan = ""
-		tf.Spec.Vars = fileVars(path, "engine")
 	})
 	byTerraform := waitPending(t, tf).Status.Plan.Pending
 

@@ -21,6 +21,16 @@ import (
 // Every bad input ends in Ready=False with its own reason and a message that
 // says what to fix, and the object recovers once it is fixed.
 func TestBadInput(t *testing.T) {
+	// onFileModule is the file module's object on a good source, changed
+	// by mutate.
+	onFileModule := func(t *testing.T, ns string, mutate func(*infrav1.Terraform)) *infrav1.Terraform {
+		tf, _ := newFileTerraform(t, ns, "tf", "x", mutate)
+		return tf
+	}
+	// republish fixes the source with a good artifact.
+	republish := func(t *testing.T, ns string, _ *infrav1.Terraform) {
+		setArtifact(t, repoOf(t, ns), artifacts.publish(fileModule()))
+	}
 	cases := []struct {
 		name string
 		// setup creates the broken situation and returns the object.
@@ -41,9 +51,7 @@ func TestBadInput(t *testing.T) {
 		},
 		reason:  infrav1.InvalidConfigurationReason,
 		message: "push a new revision",
-		fix: func(t *testing.T, ns string, _ *infrav1.Terraform) {
-			setArtifact(t, repoOf(t, ns), artifacts.publish(fileModule()))
-		},
+		fix:     republish,
 	}, {
 		name: "missing required variable",
 		setup: func(t *testing.T, ns string) *infrav1.Terraform {
@@ -75,9 +83,7 @@ func TestBadInput(t *testing.T) {
 		},
 		reason:  infrav1.SourceNotReadyReason,
 		message: "no artifact",
-		fix: func(t *testing.T, ns string, _ *infrav1.Terraform) {
-			setArtifact(t, repoOf(t, ns), artifacts.publish(fileModule()))
-		},
+		fix:     republish,
 	}, {
 		name: "digest mismatch",
 		setup: func(t *testing.T, ns string) *infrav1.Terraform {
@@ -88,15 +94,11 @@ func TestBadInput(t *testing.T) {
 		},
 		reason:  infrav1.DigestMismatchReason,
 		message: "digest",
-		fix: func(t *testing.T, ns string, _ *infrav1.Terraform) {
-			setArtifact(t, repoOf(t, ns), artifacts.publish(fileModule()))
-		},
+		fix:     republish,
 	}, {
 		name: "varsFrom names a missing Secret",
 		setup: func(t *testing.T, ns string) *infrav1.Terraform {
-			newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
-			return newTerraform(t, ns, "tf", func(tf *infrav1.Terraform) {
-				withFileVars(t)(tf)
+			return onFileModule(t, ns, func(tf *infrav1.Terraform) {
 				tf.Spec.VarsFrom = []infrav1.VarsReference{{Kind: "Secret", Name: "creds"}}
 			})
 		},
@@ -115,9 +117,7 @@ func TestBadInput(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "taken"},
 				StringData: map[string]string{"keep": "me"},
 			})).To(Succeed())
-			newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
-			return newTerraform(t, ns, "tf", func(tf *infrav1.Terraform) {
-				withFileVars(t)(tf)
+			return onFileModule(t, ns, func(tf *infrav1.Terraform) {
 				tf.Spec.WriteOutputsToSecret = &infrav1.WriteOutputsToSecretSpec{Name: "taken"}
 			})
 		},
@@ -137,9 +137,7 @@ func TestBadInput(t *testing.T) {
 	}, {
 		name: "path escaping the artifact",
 		setup: func(t *testing.T, ns string) *infrav1.Terraform {
-			newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
-			return newTerraform(t, ns, "tf", func(tf *infrav1.Terraform) {
-				withFileVars(t)(tf)
+			return onFileModule(t, ns, func(tf *infrav1.Terraform) {
 				tf.Spec.Path = "../../etc"
 			})
 		},

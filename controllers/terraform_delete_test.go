@@ -19,10 +19,7 @@ import (
 func TestDeleteDestroysResourcesAndState(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
-	path := effectPath(t)
-	tf := newTerraform(t, ns, "doomed", func(tf *infrav1.Terraform) {
-		tf.Spec.Vars = fileVars(path, "bye")
+	tf, path := newFileTerraform(t, ns, "doomed", "bye", func(tf *infrav1.Terraform) {
 		tf.Spec.WriteOutputsToSecret = &infrav1.WriteOutputsToSecretSpec{Name: "doomed-outputs"}
 	})
 	waitReady(t, tf)
@@ -39,10 +36,7 @@ func TestDeleteDestroysResourcesAndState(t *testing.T) {
 func TestOrphanKeepsResourcesAndState(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
-	path := effectPath(t)
-	tf := newTerraform(t, ns, "orphan", func(tf *infrav1.Terraform) {
-		tf.Spec.Vars = fileVars(path, "stay")
+	tf, path := newFileTerraform(t, ns, "orphan", "stay", func(tf *infrav1.Terraform) {
 		tf.Spec.DeletionPolicy = infrav1.DeletionPolicyOrphan
 		tf.Spec.WriteOutputsToSecret = &infrav1.WriteOutputsToSecretSpec{Name: "orphan-outputs"}
 	})
@@ -79,11 +73,7 @@ func TestDeleteNeverAppliedIsImmediate(t *testing.T) {
 func TestSuspendedDeletionWaitsAndSaysSo(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
-	path := effectPath(t)
-	tf := newTerraform(t, ns, "paused", func(tf *infrav1.Terraform) {
-		tf.Spec.Vars = fileVars(path, "kept")
-	})
+	tf, path := newFileTerraform(t, ns, "paused", "kept", nil)
 	waitReady(t, tf)
 	g.Expect(k8sClient.Patch(context.Background(), get(g, tf), rawMergePatch([]byte(`{"spec":{"suspend":true}}`)))).To(Succeed())
 	g.Expect(k8sClient.Delete(context.Background(), get(g, tf))).To(Succeed())

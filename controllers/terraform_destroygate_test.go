@@ -21,12 +21,9 @@ func TestDestroyGateWaitsForTheDestroyPlansApproval(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
-	path := effectPath(t)
-	tf := newTerraform(t, ns, "gated", func(tf *infrav1.Terraform) {
+	tf, path := newFileTerraform(t, ns, "gated", "kept", func(tf *infrav1.Terraform) {
 		tf.Spec.ApprovePlan = ""
 		tf.Spec.DestroyApproval = infrav1.DestroyApprovalManual
-		tf.Spec.Vars = fileVars(path, "kept")
 	})
 	approve(g, tf, waitPending(t, tf).Status.Plan.Pending)
 	applied := waitReady(t, tf).Status.LastAppliedPlan

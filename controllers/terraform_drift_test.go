@@ -17,10 +17,7 @@ import (
 func TestDriftIsDetectedAndRepaired(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
-	path := effectPath(t)
-	tf := newTerraform(t, ns, "drift", func(tf *infrav1.Terraform) {
-		tf.Spec.Vars = fileVars(path, "desired")
+	tf, path := newFileTerraform(t, ns, "drift", "desired", func(tf *infrav1.Terraform) {
 		tf.Spec.Interval = metav1.Duration{Duration: 3 * time.Second}
 	})
 	obj := waitReady(t, tf)
@@ -44,10 +41,7 @@ func TestDriftIsDetectedAndRepaired(t *testing.T) {
 func TestDriftIsReportedForManualApproval(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
-	path := effectPath(t)
-	tf := newTerraform(t, ns, "drift-manual", func(tf *infrav1.Terraform) {
-		tf.Spec.Vars = fileVars(path, "desired")
+	tf, path := newFileTerraform(t, ns, "drift-manual", "desired", func(tf *infrav1.Terraform) {
 		tf.Spec.Interval = metav1.Duration{Duration: 3 * time.Second}
 	})
 	waitReady(t, tf)

@@ -241,11 +241,8 @@ func TestUnusablePlansArePlannedAgainOnce(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			ns := newNamespace(t)
-			newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
-			path := effectPath(t)
-			tf := newTerraform(t, ns, "plan-"+tt.name, func(tf *infrav1.Terraform) {
+			tf, path := newFileTerraform(t, ns, "plan-"+tt.name, "first", func(tf *infrav1.Terraform) {
 				tf.Spec.ApprovePlan = ""
-				tf.Spec.Vars = fileVars(path, "first")
 			})
 			pending := waitPending(t, tf).Status.Plan.Pending
 			if tt.name == "stale" {

@@ -17,10 +17,7 @@ import (
 func TestFluxMetricsForATerraformObject(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
-	tf := newTerraform(t, ns, "metrics", func(tf *infrav1.Terraform) {
-		tf.Spec.Vars = fileVars(effectPath(t), "metrics")
-	})
+	tf, _ := newFileTerraform(t, ns, "metrics", "metrics", nil)
 	waitReady(t, tf)
 
 	obj := map[string]string{"kind": infrav1.TerraformKind, "namespace": ns, "name": tf.Name}

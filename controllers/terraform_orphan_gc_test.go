@@ -50,11 +50,8 @@ func TestOrphanSurvivesTheGarbageCollector(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			ns := newNamespace(t)
-			newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
-			path := effectPath(t)
 			outputs := tc.name + "-outputs"
-			tf := newTerraform(t, ns, tc.name, func(tf *infrav1.Terraform) {
-				tf.Spec.Vars = fileVars(path, "stay")
+			tf, path := newFileTerraform(t, ns, tc.name, "stay", func(tf *infrav1.Terraform) {
 				tf.Spec.DeletionPolicy = tc.policy
 				if tc.switched {
 					tf.Spec.DeletionPolicy = infrav1.DeletionPolicyDelete

@@ -22,10 +22,8 @@ import (
 func TestRunnerPodConditions(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
-	tf := newTerraform(t, ns, "pod", func(tf *infrav1.Terraform) {
+	tf, _ := newFileTerraform(t, ns, "pod", "x", func(tf *infrav1.Terraform) {
 		tf.Labels = map[string]string{podPlacementLabel: "pod"}
-		tf.Spec.Vars = fileVars(effectPath(t), "x")
 	})
 
 	obj := waitNotReady(t, tf, infrav1.RunnerServiceAccountMissingReason)

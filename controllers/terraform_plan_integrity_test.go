@@ -22,11 +22,8 @@ import (
 func TestTamperedPlanIsNotApplied(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
-	path := effectPath(t)
-	tf := newTerraform(t, ns, "tamper", func(tf *infrav1.Terraform) {
+	tf, path := newFileTerraform(t, ns, "tamper", "genuine", func(tf *infrav1.Terraform) {
 		tf.Spec.ApprovePlan = ""
-		tf.Spec.Vars = fileVars(path, "genuine")
 		// Long enough to look at the refusal before the next plan.
 		tf.Spec.RetryInterval = &metav1.Duration{Duration: time.Hour}
 	})

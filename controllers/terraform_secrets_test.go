@@ -30,10 +30,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"},
 		StringData: map[string]string{"password": secretVar},
 	})).To(Succeed())
-	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
-	path := effectPath(t)
-	tf := newTerraform(t, ns, "secret", func(tf *infrav1.Terraform) {
-		tf.Spec.Vars = fileVars(path, "public")
+	tf, path := newFileTerraform(t, ns, "secret", "public", func(tf *infrav1.Terraform) {
 		tf.Spec.VarsFrom = []infrav1.VarsReference{{Kind: "Secret", Name: "creds", VarsKeys: []string{"password:sensitive_content"}}}
 		tf.Spec.WriteOutputsToSecret = &infrav1.WriteOutputsToSecretSpec{Name: "secret-outputs", Outputs: []string{"secret:password", "path"}}
 	})

@@ -124,10 +124,8 @@ func TestDeletedStateLeaseAndRoleAreMadeAgain(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
-	path := effectPath(t)
 	const name = "release"
-	tf := newTerraform(t, ns, name, func(tf *infrav1.Terraform) { tf.Spec.Vars = fileVars(path, "one") })
+	tf, path := newFileTerraform(t, ns, name, "one", nil)
 	waitReady(t, tf)
 
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lock-tfstate-default-" + name}}

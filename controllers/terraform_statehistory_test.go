@@ -18,9 +18,7 @@ import (
 func TestStateIsKeptBeforeEveryApply(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
-	path := effectPath(t)
-	tf := newTerraform(t, ns, "kept", func(tf *infrav1.Terraform) { tf.Spec.Vars = fileVars(path, "one") })
+	tf, path := newFileTerraform(t, ns, "kept", "one", nil)
 	waitReady(t, tf)
 	for _, content := range []string{"two", "three"} {
 		updateSpec(t, tf, func(obj *infrav1.Terraform) { obj.Spec.Vars = fileVars(path, content) })
