@@ -86,6 +86,15 @@ func (f *fixture) launch(req Request) *Handle {
 	return h
 }
 
+// start launches run id of action, as a user's, and waits until it runs
+// on a runner.
+func (f *fixture) start(id, action string) (*Handle, *fakeRunner, *fakeRun) {
+	f.t.Helper()
+	h := f.launch(f.request(id, action, User))
+	fr, run := f.running(id)
+	return h, fr, run
+}
+
 // running waits until run id is started on a runner and returns both.
 func (f *fixture) running(id string) (*fakeRunner, *fakeRun) {
 	f.t.Helper()
@@ -122,6 +131,14 @@ func (f *fixture) planLog() runlog.PhaseLog {
 	return logs[runlog.PhasePlan]
 }
 
+// seen is what the fakes saw: runner starts and attaches, runners stopped,
+// workspaces uploaded, tokens issued, and slots held afterwards.
+type seen struct{ starts, attaches, stops, uploads, tokens, slotsHeld int }
+
+// oneRunner is one runner started, given the workspace and a token, and
+// stopped, its slot given back.
+var oneRunner = seen{starts: 1, stops: 1, uploads: 1, tokens: 1}
+
 func TestRuns(t *testing.T) {
 	planned := &runner.RunResult{Plan: &runner.PlanOutput{Result: &runnerpb.PlanResult{HasChanges: true, Add: 1}}}
 	cases := []struct {
@@ -134,14 +151,11 @@ func TestRuns(t *testing.T) {
 		// The run's result, or its error's kind.
 		wantResult *runner.RunResult
 		wantErr    func(error) bool
-		// What the fakes saw: runner starts and attaches, runners stopped,
-		// workspaces uploaded, tokens issued, and slots held afterwards.
-		starts, attaches, stops, uploads, tokens, slotsHeld int
+		seen       seen
 	}{{
 		name: "a plan on a new runner: slot, runner, workspace, token, log",
 		do: func(f *fixture) (*runner.RunResult, error) {
-			h := f.launch(f.request("run-1", ActionPlan, User))
-			fr, run := f.running("run-1")
+			h, fr, run := f.start("run-1", ActionPlan)
 			run.log("Plan: 1 to add (password hunter2)")
 			run.end(planned, nil)
 			res, err := f.ended(h)
@@ -155,12 +169,11 @@ func TestRuns(t *testing.T) {
 			return res, err
 		},
 		wantResult: planned,
-		starts:     1, stops: 1, uploads: 1, tokens: 1, slotsHeld: 0,
+		seen:       oneRunner,
 	}, {
 		name: "the plan's runner is kept for its apply: no new runner, upload or token",
 		do: func(f *fixture) (*runner.RunResult, error) {
-			h := f.launch(f.request("run-plan", ActionPlan, User))
-			_, run := f.running("run-plan")
+			h, _, run := f.start("run-plan", ActionPlan)
 			run.end(planned, nil)
 			f.ended(h)
 			idle := f.tracker.Finish(h, true, "sha256:inputs")
@@ -179,24 +192,22 @@ func TestRuns(t *testing.T) {
 			return res, err
 		},
 		wantResult: &runner.RunResult{},
-		starts:     1, stops: 1, uploads: 1, tokens: 1, slotsHeld: 0,
+		seen:       oneRunner,
 	}, {
 		name: "an idle runner nobody takes is stopped and frees its slot",
 		do: func(f *fixture) (*runner.RunResult, error) {
-			h := f.launch(f.request("run-1", ActionPlan, User))
-			_, run := f.running("run-1")
+			h, _, run := f.start("run-1", ActionPlan)
 			run.end(planned, nil)
 			res, err := f.ended(h)
 			f.tracker.Finish(h, true, "sha256:inputs").Stop()
 			return res, err
 		},
 		wantResult: planned,
-		starts:     1, stops: 1, uploads: 1, tokens: 1, slotsHeld: 0,
+		seen:       oneRunner,
 	}, {
 		name: "abandoned: terraform is interrupted, then its runner stopped and its slot freed",
 		do: func(f *fixture) (*runner.RunResult, error) {
-			h := f.launch(f.request("run-1", ActionApply, User))
-			fr, _ := f.running("run-1")
+			h, fr, _ := f.start("run-1", ActionApply)
 			f.tracker.Abandon(f.key())
 			res, err := f.ended(h)
 			f.g.Eventually(func() []string { fr.mu.Lock(); defer fr.mu.Unlock(); return fr.cancelled }).Should(Equal([]string{"run-1"}))
@@ -205,7 +216,7 @@ func TestRuns(t *testing.T) {
 			return res, err
 		},
 		wantErr: func(err error) bool { e, ok := runner.AsError(err); return ok && e.Reason == runner.ReasonInterrupted },
-		starts:  1, stops: 1, uploads: 1, tokens: 1, slotsHeld: 0,
+		seen:    oneRunner,
 	}, {
 		name: "attach after a restart: the run's log and result, nothing started again",
 		do: func(f *fixture) (*runner.RunResult, error) {
@@ -226,7 +237,7 @@ func TestRuns(t *testing.T) {
 			return res, err
 		},
 		wantResult: planned,
-		starts:     0, attaches: 1, stops: 0, uploads: 0, tokens: 0, slotsHeld: 0,
+		seen:       seen{attaches: 1},
 	}, {
 		name: "attach to a runner that is gone: the run is lost",
 		do: func(f *fixture) (*runner.RunResult, error) {
@@ -235,12 +246,11 @@ func TestRuns(t *testing.T) {
 			return f.ended(h)
 		},
 		wantErr: func(err error) bool { var l *LostError; return errors.As(err, &l) },
-		starts:  0, attaches: 1,
+		seen:    seen{attaches: 1},
 	}, {
 		name: "a broken watch resumes from the next line while the runner lives",
 		do: func(f *fixture) (*runner.RunResult, error) {
-			h := f.launch(f.request("run-1", ActionPlan, User))
-			fr, run := f.running("run-1")
+			h, fr, run := f.start("run-1", ActionPlan)
 			run.log("one")
 			run.log("two")
 			fr.breakWatches()
@@ -252,12 +262,11 @@ func TestRuns(t *testing.T) {
 			return res, err
 		},
 		wantResult: planned,
-		starts:     1, stops: 1, uploads: 1, tokens: 1,
+		seen:       oneRunner,
 	}, {
 		name: "a runner that dies while watched: the run is lost",
 		do: func(f *fixture) (*runner.RunResult, error) {
-			h := f.launch(f.request("run-1", ActionApply, User))
-			fr, _ := f.running("run-1")
+			h, fr, _ := f.start("run-1", ActionApply)
 			fr.run("run-1").log("creating...")
 			fr.mu.Lock()
 			fr.alive = false
@@ -268,7 +277,7 @@ func TestRuns(t *testing.T) {
 			return res, err
 		},
 		wantErr: func(err error) bool { var l *LostError; return errors.As(err, &l) && strings.Contains(l.Why, "exited") },
-		starts:  1, stops: 1, uploads: 1, tokens: 1,
+		seen:    oneRunner,
 	}, {
 		name: "a runner the placement refuses: a stalling start error, slot given back",
 		configure: func(f *fixture) {
@@ -283,13 +292,12 @@ func TestRuns(t *testing.T) {
 			var s *StartError
 			return errors.As(err, &s) && s.Stalling && s.Reason == infrav1.RunnerImageNotAllowedReason
 		},
-		starts: 1, tokens: 1,
+		seen: seen{starts: 1, tokens: 1},
 	}, {
 		name:  "one slot: a drift check waits behind the run holding it, and gets it after",
 		slots: 1,
 		do: func(f *fixture) (*runner.RunResult, error) {
-			first := f.launch(f.request("run-1", ActionPlan, User))
-			_, run := f.running("run-1")
+			first, _, run := f.start("run-1", ActionPlan)
 			other := f.obj.DeepCopy()
 			other.Name = "other"
 			drift := f.request("run-2", ActionPlan, Background)
@@ -306,7 +314,7 @@ func TestRuns(t *testing.T) {
 			return res, err
 		},
 		wantResult: planned,
-		starts:     2, stops: 2, uploads: 2, tokens: 2,
+		seen:       seen{starts: 2, stops: 2, uploads: 2, tokens: 2},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -319,19 +327,19 @@ func TestRuns(t *testing.T) {
 				f.g.Expect(err).NotTo(HaveOccurred())
 				f.g.Expect(res).To(Equal(tc.wantResult))
 			}
-			f.g.Eventually(func() []int {
-				starts, attaches, stops := f.placer.counts()
-				uploads := 0
+			f.g.Eventually(func() seen {
+				var got seen
+				got.starts, got.attaches, got.stops = f.placer.counts()
 				f.placer.mu.Lock()
 				for _, fr := range f.placer.runners {
 					fr.mu.Lock()
-					uploads += fr.uploads
+					got.uploads += fr.uploads
 					fr.mu.Unlock()
 				}
 				f.placer.mu.Unlock()
-				return []int{starts, attaches, stops, uploads, f.tokens.count(), f.slotsInUse()}
-			}, 5*time.Second).Should(Equal([]int{tc.starts, tc.attaches, tc.stops, tc.uploads, tc.tokens, tc.slotsHeld}),
-				"starts, attaches, stops, uploads, tokens, slots held")
+				got.tokens, got.slotsHeld = f.tokens.count(), f.slotsInUse()
+				return got
+			}, 5*time.Second).Should(Equal(tc.seen), "starts, attaches, stops, uploads, tokens, slots held")
 		})
 	}
 }
@@ -342,8 +350,7 @@ func TestRuns(t *testing.T) {
 func TestDrain(t *testing.T) {
 	t.Run("local: finished within the drain, collected", func(t *testing.T) {
 		f := newFixture(t, 4, nil)
-		h := f.launch(f.request("run-1", ActionApply, User))
-		fr, run := f.running("run-1")
+		h, fr, run := f.start("run-1", ActionApply)
 		f.stop()
 		f.g.Consistently(f.stopped, 200*time.Millisecond).ShouldNot(Receive(), "drains")
 		_, err := f.tracker.Launch(f.request("run-2", ActionPlan, User))
@@ -358,8 +365,7 @@ func TestDrain(t *testing.T) {
 	})
 	t.Run("local: the drain times out, the run is interrupted and collected", func(t *testing.T) {
 		f := newFixture(t, 4, nil)
-		h := f.launch(f.request("run-1", ActionApply, User))
-		fr, _ := f.running("run-1")
+		h, fr, _ := f.start("run-1", ActionApply)
 		f.stop()
 		f.g.Eventually(f.collected, 10*time.Second).Should(Receive(Equal(f.key())))
 		f.g.Eventually(f.stopped, 5*time.Second).Should(Receive(BeNil()))
@@ -390,8 +396,7 @@ func TestDrain(t *testing.T) {
 	})
 	t.Run("pods: the run carries on, the watch detaches", func(t *testing.T) {
 		f := newFixture(t, 4, func(f *fixture) { f.placer.durable = true })
-		h := f.launch(f.request("run-1", ActionApply, User))
-		fr, _ := f.running("run-1")
+		h, fr, _ := f.start("run-1", ActionApply)
 		f.stop()
 		f.g.Eventually(f.stopped, 5*time.Second).Should(Receive(BeNil()))
 		_, err := f.ended(h)
