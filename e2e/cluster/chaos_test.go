@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,34 +71,21 @@ func (e *env) chaosObject(t *testing.T, p *platform, name string) *infrav1.Terra
 	e.deleteLeftovers(t, name, "tfstate-default-"+name, name+"-outputs")
 	p.deleteSecurityGroupsNamed(t, name)
 	e.gitRepository(t, name, map[string]string{"chaos/main.tf": chaosModule})
-	tf := e.terraform(t, &infrav1.Terraform{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: infrav1.TerraformSpec{
-			SourceRef:     infrav1.SourceReference{Kind: sourcev1.GitRepositoryKind, Name: name},
-			Path:          "./chaos",
-			Interval:      metav1.Duration{Duration: time.Hour},
-			RetryInterval: &metav1.Duration{Duration: 5 * time.Second},
-			ApprovePlan:   "auto",
-			// with_sg replaces terraform_data.slow: applied without a
-			// person, as the scenarios need.
-			AutoApproveDestructive: true,
-			Vars: []infrav1.Variable{
-				{Name: "name", Value: testenv.JSONValue(name)},
-				{Name: "sleep", Value: testenv.JSONValue(30)},
-			},
-			WriteOutputsToSecret: &infrav1.WriteOutputsToSecretSpec{Name: name + "-outputs"},
-			RunnerPodTemplate: &infrav1.RunnerPodTemplate{Spec: infrav1.RunnerPodSpec{
-				Env: []corev1.EnvVar{{Name: "LANDFORM_CLOUD_ENDPOINT", Value: p.cloud.URL}},
-			}},
-		},
-	})
+	spec := autoSpec(name, "./chaos", 5*time.Second)
+	// with_sg replaces terraform_data.slow: applied without a person, as
+	// the scenarios need.
+	spec.AutoApproveDestructive = true
+	spec.Vars = []infrav1.Variable{
+		{Name: "name", Value: testenv.JSONValue(name)},
+		{Name: "sleep", Value: testenv.JSONValue(30)},
+	}
+	spec.WriteOutputsToSecret = &infrav1.WriteOutputsToSecretSpec{Name: name + "-outputs"}
+	spec.RunnerPodTemplate = &infrav1.RunnerPodTemplate{Spec: infrav1.RunnerPodSpec{
+		Env: []corev1.EnvVar{{Name: "LANDFORM_CLOUD_ENDPOINT", Value: p.cloud.URL}},
+	}}
+	tf := e.terraform(t, &infrav1.Terraform{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec})
 	e.waitForTerraform(t, tf, "Ready without the security group", readyTrue)
 	return tf
-}
-
-func readyTrue(tf *infrav1.Terraform) bool {
-	c := ready(tf)
-	return c != nil && c.Status == metav1.ConditionTrue
 }
 
 // startSlowApply turns the security group on and returns once the apply
@@ -338,17 +324,9 @@ func TestChaosRunnerImageCannotBePulled(t *testing.T) {
 	const image = "localhost/landform-runner:does-not-exist"
 	e.deleteLeftovers(t, name, "tfstate-default-"+name)
 	e.gitRepository(t, name, map[string]string{"m/main.tf": `resource "terraform_data" "x" { input = "y" }`})
-	tf := e.terraform(t, &infrav1.Terraform{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: infrav1.TerraformSpec{
-			SourceRef:         infrav1.SourceReference{Kind: sourcev1.GitRepositoryKind, Name: name},
-			Path:              "./m",
-			Interval:          metav1.Duration{Duration: time.Hour},
-			RetryInterval:     &metav1.Duration{Duration: 10 * time.Second},
-			ApprovePlan:       "auto",
-			RunnerPodTemplate: &infrav1.RunnerPodTemplate{Spec: infrav1.RunnerPodSpec{Image: image}},
-		},
-	})
+	spec := autoSpec(name, "./m", 10*time.Second)
+	spec.RunnerPodTemplate = &infrav1.RunnerPodTemplate{Spec: infrav1.RunnerPodSpec{Image: image}}
+	tf := e.terraform(t, &infrav1.Terraform{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec})
 	started := time.Now()
 	cur := e.waitForTerraform(t, tf, "RunnerFailed naming the image", func(tf *infrav1.Terraform) bool {
 		c := ready(tf)

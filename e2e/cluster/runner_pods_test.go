@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -122,22 +121,11 @@ func TestRunnerPodsOnARealKubelet(t *testing.T) {
 	e.deleteLeftovers(t, name, stateName, name+"-outputs")
 	e.gitRepository(t, name, map[string]string{"probe/main.tf": probeModule})
 	seen := e.watchRunnerPods(t, name)
-	tf := e.terraform(t, &infrav1.Terraform{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: infrav1.TerraformSpec{
-			SourceRef:            infrav1.SourceReference{Kind: sourcev1.GitRepositoryKind, Name: name},
-			Path:                 "./probe",
-			Interval:             metav1.Duration{Duration: time.Hour},
-			RetryInterval:        &metav1.Duration{Duration: 5 * time.Second},
-			ApprovePlan:          infrav1.ApprovePlanAuto,
-			WriteOutputsToSecret: &infrav1.WriteOutputsToSecretSpec{Name: name + "-outputs"},
-		},
-	})
+	spec := autoSpec(name, "./probe", 5*time.Second)
+	spec.WriteOutputsToSecret = &infrav1.WriteOutputsToSecretSpec{Name: name + "-outputs"}
+	tf := e.terraform(t, &infrav1.Terraform{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec})
 
-	cur := e.waitForTerraform(t, tf, "Ready", func(tf *infrav1.Terraform) bool {
-		c := ready(tf)
-		return c != nil && c.Status == metav1.ConditionTrue
-	})
+	cur := e.waitForTerraform(t, tf, "Ready", readyTrue)
 	if cur.Status.LastAppliedRevision == "" || cur.Status.LastAppliedPlan == "" {
 		t.Errorf("Ready without an applied plan: revision %q plan %q", cur.Status.LastAppliedRevision, cur.Status.LastAppliedPlan)
 	}

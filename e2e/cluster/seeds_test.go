@@ -167,10 +167,7 @@ func TestSeedsHelmRelease(t *testing.T) {
 		t.Errorf("the plan adds %d resources, want 2 (database and security group)", cur.Status.Plan.Add)
 	}
 	e.approve(t, cur)
-	cur = e.waitForTerraform(t, tf, "applied and Ready", func(tf *infrav1.Terraform) bool {
-		c := ready(tf)
-		return c != nil && c.Status == metav1.ConditionTrue
-	})
+	cur = e.waitForTerraform(t, tf, "applied and Ready", readyTrue)
 
 	// The app starts with the Secret.
 	pod = e.appPod(t, release+"-app", "running and ready", func(pod *corev1.Pod) (bool, string) {

@@ -114,6 +114,24 @@ func (e *env) gitRepositoryIn(t *testing.T, ns, name string, files map[string]st
 	return e.fluxGitRepository(t, ns, name, e.platform.seedRepository(t, ns+"-"+name, files))
 }
 
+// autoSpec is the spec of an auto-approved object on GitRepository repo's
+// path, checked hourly and retried every retry.
+func autoSpec(repo, path string, retry time.Duration) infrav1.TerraformSpec {
+	return infrav1.TerraformSpec{
+		SourceRef:     infrav1.SourceReference{Kind: sourcev1.GitRepositoryKind, Name: repo},
+		Path:          path,
+		Interval:      metav1.Duration{Duration: time.Hour},
+		RetryInterval: &metav1.Duration{Duration: retry},
+		ApprovePlan:   infrav1.ApprovePlanAuto,
+	}
+}
+
+// readyTrue accepts an object that is Ready.
+func readyTrue(tf *infrav1.Terraform) bool {
+	c := ready(tf)
+	return c != nil && c.Status == metav1.ConditionTrue
+}
+
 func keyOf(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
 
 // terraform creates a Terraform object in the runner namespace and, when

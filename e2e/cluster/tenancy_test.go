@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -37,18 +36,11 @@ func (e *env) tenantNamespace(t *testing.T, name string, withRunner bool) {
 // tenantObject is an auto-approved terraform_data object in namespace ns,
 // its source in the suite's namespace named by sourceNS ("" for its own).
 func tenantObject(ns, name, sourceNS string) *infrav1.Terraform {
-	return &infrav1.Terraform{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: infrav1.TerraformSpec{
-			SourceRef:            infrav1.SourceReference{Kind: sourcev1.GitRepositoryKind, Name: "tenancy", Namespace: sourceNS},
-			Path:                 "./m",
-			Interval:             metav1.Duration{Duration: time.Hour},
-			RetryInterval:        &metav1.Duration{Duration: 5 * time.Second},
-			ApprovePlan:          "auto",
-			Vars:                 []infrav1.Variable{{Name: "tenant", Value: testenv.JSONValue(ns)}},
-			WriteOutputsToSecret: &infrav1.WriteOutputsToSecretSpec{Name: name + "-outputs"},
-		},
-	}
+	spec := autoSpec("tenancy", "./m", 5*time.Second)
+	spec.SourceRef.Namespace = sourceNS
+	spec.Vars = []infrav1.Variable{{Name: "tenant", Value: testenv.JSONValue(ns)}}
+	spec.WriteOutputsToSecret = &infrav1.WriteOutputsToSecretSpec{Name: name + "-outputs"}
+	return &infrav1.Terraform{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
 }
 
 const tenancyModule = `
