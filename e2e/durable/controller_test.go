@@ -21,17 +21,25 @@ func logOnFailure(t *testing.T, tf *infrav1.Terraform) {
 	})
 }
 
+// localController publishes module as main.tf in a new namespace and
+// starts a controller with local runners; it returns the namespace, the
+// controller's work directory and a path for the module's effects.
+func localController(t *testing.T, module string) (c *testenv.Controller, ns, work, effects string) {
+	t.Helper()
+	ns = suite.Namespace(t)
+	suite.Publish(t, ns, map[string]string{"main.tf": module})
+	work = t.TempDir()
+	c = startController(t, local, work)
+	return c, ns, work, filepath.Join(t.TempDir(), "effects")
+}
+
 // localApplyUnderWay starts a controller with local runners and an
 // auto-approved object on the slow module whose create sleeps sleep
 // seconds, and returns once the create has begun, with the controller's
 // work directory.
 func localApplyUnderWay(t *testing.T, name string, sleep int) (c *testenv.Controller, tf *infrav1.Terraform, effects, work string) {
 	t.Helper()
-	ns := suite.Namespace(t)
-	suite.Publish(t, ns, map[string]string{"main.tf": slowModule})
-	work = t.TempDir()
-	c = startController(t, local, work)
-	effects = filepath.Join(t.TempDir(), "effects")
+	c, ns, work, effects := localController(t, slowModule)
 	tf = newSlowTerraform(t, ns, name, effects, sleep)
 	logOnFailure(t, tf)
 	NewWithT(t).Eventually(func() int { return began(effects) }, 2*time.Minute, 100*time.Millisecond).Should(Equal(1), "the create has begun")

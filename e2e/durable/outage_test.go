@@ -48,6 +48,14 @@ func ownControlPlane(t *testing.T) {
 	})
 }
 
+// startAPIServerAfterOutage starts the API server stopped at stopped
+// again, once it has been away for 30 s.
+func startAPIServerAfterOutage(t *testing.T, stopped time.Time) {
+	t.Helper()
+	time.Sleep(time.Until(stopped.Add(30 * time.Second)))
+	NewWithT(t).Expect(suite.Env.StartAPIServer()).To(Succeed())
+}
+
 // keptStates are the unsaved states local runners keep in their run
 // directories under the controller's work directory.
 func keptStates(work string) []string {
@@ -104,8 +112,7 @@ func TestAPIServerOutageMidApplyKeepsTheState(t *testing.T) {
 
 	stopped := time.Now()
 	stopAPIServerMidCreate(t, work, effects)
-	time.Sleep(time.Until(stopped.Add(30 * time.Second)))
-	g.Expect(suite.Env.StartAPIServer()).To(Succeed())
+	startAPIServerAfterOutage(t, stopped)
 
 	g.Eventually(func(g Gomega) { settled(g, tf, effects) }, 3*time.Minute, 250*time.Millisecond).Should(Succeed())
 	stateAfterOutage(g, tf, work, effects)
@@ -204,11 +211,7 @@ func lines(effects, line string) int {
 func TestAPIServerOutageMidDestroyKeepsTheState(t *testing.T) {
 	ownControlPlane(t)
 	g := NewWithT(t)
-	ns := suite.Namespace(t)
-	suite.Publish(t, ns, map[string]string{"main.tf": slowDestroyModule})
-	work := t.TempDir()
-	startController(t, local, work)
-	effects := filepath.Join(t.TempDir(), "effects")
+	_, ns, work, effects := localController(t, slowDestroyModule)
 	tf := newSlowTerraform(t, ns, "outage-destroy", effects, 15)
 	logOnFailure(t, tf)
 	g.Eventually(func(g Gomega) { settled(g, tf, effects) }, 3*time.Minute, 250*time.Millisecond).Should(Succeed())
@@ -221,8 +224,7 @@ func TestAPIServerOutageMidDestroyKeepsTheState(t *testing.T) {
 	g.Eventually(func() int { return lines(effects, "destroyed") }, time.Minute, 100*time.Millisecond).Should(Equal(1), "the destroy ends while the API server is away")
 	g.Eventually(func() []string { return keptStates(work) }, time.Minute, 100*time.Millisecond).Should(HaveLen(1),
 		"terraform could not write the state, and the runner keeps it in its run directory")
-	time.Sleep(time.Until(stopped.Add(30 * time.Second)))
-	g.Expect(suite.Env.StartAPIServer()).To(Succeed())
+	startAPIServerAfterOutage(t, stopped)
 
 	g.Eventually(func() error {
 		return suite.Env.Client.Get(context.Background(), client.ObjectKeyFromObject(tf), &infrav1.Terraform{})
@@ -252,11 +254,7 @@ func TestAPIServerOutageMidDestroyKeepsTheState(t *testing.T) {
 func TestAPIServerOutageAtPlanStartLeavesOnePendingPlan(t *testing.T) {
 	ownControlPlane(t)
 	g := NewWithT(t)
-	ns := suite.Namespace(t)
-	suite.Publish(t, ns, map[string]string{"main.tf": slowModule})
-	work := t.TempDir()
-	startController(t, local, work)
-	effects := filepath.Join(t.TempDir(), "effects")
+	_, ns, _, effects := localController(t, slowModule)
 	tf := slowTerraform(ns, "outage-plan", effects, 1)
 	tf.Spec.ApprovePlan = ""
 	g.Expect(suite.Env.Client.Create(context.Background(), tf)).To(Succeed())
@@ -269,8 +267,7 @@ func TestAPIServerOutageAtPlanStartLeavesOnePendingPlan(t *testing.T) {
 	}, 2*time.Minute, 20*time.Millisecond).Should(Succeed(), "the plan run is recorded")
 	stopped := time.Now()
 	g.Expect(suite.Env.StopAPIServer()).To(Succeed())
-	time.Sleep(time.Until(stopped.Add(30 * time.Second)))
-	g.Expect(suite.Env.StartAPIServer()).To(Succeed())
+	startAPIServerAfterOutage(t, stopped)
 
 	pending := func(g Gomega) string {
 		obj := get(g, tf)
