@@ -13,12 +13,10 @@ import (
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
@@ -84,24 +82,13 @@ func newSlowTerraform(t *testing.T, ns, name, effects string, sleep int) *infrav
 
 // slowTerraform is the object newSlowTerraform creates, not yet created.
 func slowTerraform(ns, name, effects string, sleep int) *infrav1.Terraform {
-	return &infrav1.Terraform{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: infrav1.TerraformSpec{
-			SourceRef:     infrav1.SourceReference{Kind: sourcev1.GitRepositoryKind, Name: "repo"},
-			Path:          "./",
-			Interval:      metav1.Duration{Duration: time.Hour},
-			RetryInterval: &metav1.Duration{Duration: retryInterval},
-			ApprovePlan:   infrav1.ApprovePlanAuto,
-			// The tests make a new create by replacing the resource
-			// (var.rev): applied without a person, as they need.
-			AutoApproveDestructive: true,
-			Vars: []infrav1.Variable{
-				{Name: "effects", Value: testenv.JSONValue(effects)},
-				{Name: "sleep", Value: testenv.JSONValue(sleep)},
-			},
-			WriteOutputsToSecret: &infrav1.WriteOutputsToSecretSpec{Name: name + "-outputs"},
-		},
-	}
+	tf := suite.Terraform(ns, name, retryInterval,
+		infrav1.Variable{Name: "effects", Value: testenv.JSONValue(effects)},
+		infrav1.Variable{Name: "sleep", Value: testenv.JSONValue(sleep)})
+	// The tests make a new create by replacing the resource (var.rev):
+	// applied without a person, as they need.
+	tf.Spec.AutoApproveDestructive = true
+	return tf
 }
 
 func get(g Gomega, tf *infrav1.Terraform) *infrav1.Terraform {

@@ -14,7 +14,6 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/leaderelection"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -165,18 +164,7 @@ func reconciledObjects(g Gomega, c *testenv.Controller, ns string) map[string]in
 // <name>-outputs.
 func newTerraform(t *testing.T, ns, name, shard, effects string, mutate func(*infrav1.Terraform)) {
 	t.Helper()
-	tf := &infrav1.Terraform{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: infrav1.TerraformSpec{
-			SourceRef:            infrav1.SourceReference{Kind: sourcev1.GitRepositoryKind, Name: "repo"},
-			Path:                 "./",
-			Interval:             metav1.Duration{Duration: time.Hour},
-			RetryInterval:        &metav1.Duration{Duration: 2 * time.Second},
-			ApprovePlan:          infrav1.ApprovePlanAuto,
-			Vars:                 []infrav1.Variable{{Name: "effects", Value: testenv.JSONValue(effects)}},
-			WriteOutputsToSecret: &infrav1.WriteOutputsToSecretSpec{Name: name + "-outputs"},
-		},
-	}
+	tf := suite.Terraform(ns, name, 2*time.Second, infrav1.Variable{Name: "effects", Value: testenv.JSONValue(effects)})
 	if shard != "main" {
 		tf.Labels = map[string]string{shardKey: shard}
 	}

@@ -6,6 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 )
 
 // Suite is what the suites that run Landform's own binaries as processes
@@ -100,6 +106,25 @@ func (s *Suite) Publish(t testing.TB, ns string, files map[string]string) {
 	t.Helper()
 	if _, err := s.Artifacts.Publish(context.Background(), s.Env.Client, ns, files); err != nil {
 		t.Fatalf("publishing the artifact of %s: %v", ns, err)
+	}
+}
+
+// Terraform is an auto-approved object, not yet created, on the module
+// Publish serves in ns (from the root of the artifact): checked hourly,
+// retried every retry, given vars, and writing its outputs to Secret
+// <name>-outputs.
+func (s *Suite) Terraform(ns, name string, retry time.Duration, vars ...v1alpha1.Variable) *v1alpha1.Terraform {
+	return &v1alpha1.Terraform{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.TerraformSpec{
+			SourceRef:            v1alpha1.SourceReference{Kind: sourcev1.GitRepositoryKind, Name: "repo"},
+			Path:                 "./",
+			Interval:             metav1.Duration{Duration: time.Hour},
+			RetryInterval:        &metav1.Duration{Duration: retry},
+			ApprovePlan:          v1alpha1.ApprovePlanAuto,
+			Vars:                 vars,
+			WriteOutputsToSecret: &v1alpha1.WriteOutputsToSecretSpec{Name: name + "-outputs"},
+		},
 	}
 }
 
