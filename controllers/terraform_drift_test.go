@@ -1,11 +1,13 @@
 package controllers
 
 import (
+	"math/rand"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/fluxcd/pkg/runtime/jitter"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -58,4 +60,32 @@ func TestDriftIsReportedForManualApproval(t *testing.T) {
 	g.Expect(obj.Status.Plan.Pending).NotTo(BeEmpty())
 	g.Expect(obj.Status.Plan.IsDrift).To(BeTrue())
 	g.Expect(readFile(path)).To(Equal("<missing>"), "not repaired without approval")
+}
+
+// TestDriftChecksAreJittered: objects planned at the same moment get their
+// next drift checks spread around the interval, within the percentage.
+func TestDriftChecksAreJittered(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	r := &TerraformReconciler{Now: func() time.Time { return now }, Jitter: jitter.Percent(0.05, rand.New(rand.NewSource(1)))}
+	obj := &infrav1.Terraform{}
+	obj.Spec.Interval = metav1.Duration{Duration: time.Hour}
+	planned := metav1.NewTime(now)
+	obj.Status.Plan = &infrav1.PlanStatus{PlannedAt: &planned}
+
+	seen := map[time.Duration]bool{}
+	for range 50 {
+		d := r.nextCheck(obj).RequeueAfter
+		if d < 57*time.Minute || d > 63*time.Minute {
+			t.Fatalf("next check in %s: outside 1h ± 5%%", d)
+		}
+		seen[d] = true
+	}
+	if len(seen) < 10 {
+		t.Fatalf("50 objects planned together check at only %d distinct moments", len(seen))
+	}
+
+	r.Jitter = nil
+	if d := r.nextCheck(obj).RequeueAfter; d != time.Hour {
+		t.Fatalf("without jitter the next check is in %s, want 1h", d)
+	}
 }
