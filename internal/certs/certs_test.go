@@ -17,7 +17,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/mtls"
@@ -43,15 +42,6 @@ func newManager(t *testing.T, namespace string, now func() time.Time) *Manager {
 	return m
 }
 
-func getSecret(t *testing.T, namespace, name string) *corev1.Secret {
-	t.Helper()
-	var s corev1.Secret
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, &s); err != nil {
-		t.Fatal(err)
-	}
-	return &s
-}
-
 func mustCert(t *testing.T, data []byte) *x509.Certificate {
 	t.Helper()
 	c, err := parseCert(data)
@@ -64,7 +54,7 @@ func mustCert(t *testing.T, data []byte) *x509.Certificate {
 func TestCAPersistedAcrossManagers(t *testing.T) {
 	ns := env.Namespace(t)
 	first := newManager(t, ns, nil)
-	s := getSecret(t, ns, CASecretName)
+	s := env.Secret(t, ns, CASecretName)
 	if s.Type != corev1.SecretTypeTLS || s.Labels[infrav1.ManagedByLabel] != infrav1.ManagedByValue {
 		t.Fatalf("CA Secret type %q labels %v", s.Type, s.Labels)
 	}
@@ -79,7 +69,7 @@ func TestCAPersistedAcrossManagers(t *testing.T) {
 	if !bytes.Equal(first.CACertPEM(), second.CACertPEM()) || !bytes.Equal(second.CACertPEM(), s.Data[corev1.TLSCertKey]) {
 		t.Fatal("a second manager did not load the persisted CA")
 	}
-	if after := getSecret(t, ns, CASecretName); after.ResourceVersion != s.ResourceVersion {
+	if after := env.Secret(t, ns, CASecretName); after.ResourceVersion != s.ResourceVersion {
 		t.Fatal("loading the CA rewrote its Secret")
 	}
 }
@@ -95,11 +85,11 @@ func TestRunnerSecretHoldsNoCAKey(t *testing.T) {
 	if got.SecretName != RunnerSecretName || got.ServerName != "landform-runner."+runnerNS+".svc" || got.ClientTLS.ServerName != got.ServerName {
 		t.Fatalf("namespace %+v", got)
 	}
-	caSecret := getSecret(t, controllerNS, CASecretName)
+	caSecret := env.Secret(t, controllerNS, CASecretName)
 	caKey := caSecret.Data[corev1.TLSPrivateKeyKey]
 	caCert := mustCert(t, caSecret.Data[corev1.TLSCertKey])
 
-	s := getSecret(t, runnerNS, RunnerSecretName)
+	s := env.Secret(t, runnerNS, RunnerSecretName)
 	keys := make([]string, 0, len(s.Data))
 	for k := range s.Data {
 		keys = append(keys, k)
@@ -149,7 +139,7 @@ func TestRunnerSecretHoldsNoCAKey(t *testing.T) {
 	if _, err := m.ForNamespace(ctx, runnerNS); err != nil {
 		t.Fatal(err)
 	}
-	if again := getSecret(t, runnerNS, RunnerSecretName); again.ResourceVersion != s.ResourceVersion {
+	if again := env.Secret(t, runnerNS, RunnerSecretName); again.ResourceVersion != s.ResourceVersion {
 		t.Fatal("a valid runner Secret was rewritten")
 	}
 }
@@ -163,14 +153,14 @@ func TestRunnerSecretRecreated(t *testing.T) {
 	if _, err := m.ForNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	old := getSecret(t, ns, RunnerSecretName)
+	old := env.Secret(t, ns, RunnerSecretName)
 	if err := env.Client.Delete(ctx, old); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.ForNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	s := getSecret(t, ns, RunnerSecretName)
+	s := env.Secret(t, ns, RunnerSecretName)
 	if s.UID == old.UID || bytes.Equal(s.Data[corev1.TLSCertKey], old.Data[corev1.TLSCertKey]) {
 		t.Fatal("the runner Secret was not created again")
 	}
@@ -191,7 +181,7 @@ func TestRunnerSecretRepaired(t *testing.T) {
 	if _, err := m.ForNamespace(ctx, donor); err != nil {
 		t.Fatal(err)
 	}
-	donorSecret := getSecret(t, donor, RunnerSecretName)
+	donorSecret := env.Secret(t, donor, RunnerSecretName)
 	tests := map[string]func(s *corev1.Secret){
 		"another namespace's key pair": func(s *corev1.Secret) {
 			s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey] = donorSecret.Data[corev1.TLSCertKey], donorSecret.Data[corev1.TLSPrivateKeyKey]
@@ -210,7 +200,7 @@ func TestRunnerSecretRepaired(t *testing.T) {
 			if _, err := m.ForNamespace(ctx, ns); err != nil {
 				t.Fatal(err)
 			}
-			s := getSecret(t, ns, RunnerSecretName)
+			s := env.Secret(t, ns, RunnerSecretName)
 			good := bytes.Clone(s.Data[corev1.TLSCertKey])
 			tamper(s)
 			if err := env.Client.Update(ctx, s); err != nil {
@@ -219,7 +209,7 @@ func TestRunnerSecretRepaired(t *testing.T) {
 			if _, err := m.ForNamespace(ctx, ns); err != nil {
 				t.Fatal(err)
 			}
-			s = getSecret(t, ns, RunnerSecretName)
+			s = env.Secret(t, ns, RunnerSecretName)
 			if !bytes.Equal(s.Data[CABundleKey], m.CACertPEM()) || bytes.Equal(s.Data[corev1.TLSCertKey], good) {
 				t.Fatal("the tampered Secret was not reissued")
 			}
@@ -250,7 +240,7 @@ func TestForeignSecretsNotOverwritten(t *testing.T) {
 	if _, err := m.ForNamespace(ctx, ns); !errors.Is(err, ErrNotOwned) || !strings.Contains(err.Error(), "delete it") {
 		t.Fatalf("runner Secret: want ErrNotOwned saying what to do, got %v", err)
 	}
-	if s := getSecret(t, ns, RunnerSecretName); string(s.Data["mine"]) != "yes" || len(s.Data) != 1 {
+	if s := env.Secret(t, ns, RunnerSecretName); string(s.Data["mine"]) != "yes" || len(s.Data) != 1 {
 		t.Fatalf("foreign Secret changed: %v", s.Data)
 	}
 }
@@ -270,7 +260,7 @@ func TestLeakedSecretStaysInItsNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leakedA := getSecret(t, a, RunnerSecretName)
+	leakedA := env.Secret(t, a, RunnerSecretName)
 	runnerA := serverConfig(t, leakedA)
 	if err := handshake(t, runnerA, aTLS.ClientTLS); err != nil {
 		t.Fatalf("the controller cannot reach a runner of its namespace: %v", err)
@@ -279,7 +269,7 @@ func TestLeakedSecretStaysInItsNamespace(t *testing.T) {
 		t.Fatalf("namespace %s's certificate passed as a runner of %s: %v", a, b, err)
 	}
 	// Namespace A's key pair as a client certificate, to a runner of B.
-	runnerB := serverConfig(t, getSecret(t, b, RunnerSecretName))
+	runnerB := serverConfig(t, env.Secret(t, b, RunnerSecretName))
 	pair, err := tls.X509KeyPair(leakedA.Data[corev1.TLSCertKey], leakedA.Data[corev1.TLSPrivateKeyKey])
 	if err != nil {
 		t.Fatal(err)
@@ -319,14 +309,14 @@ func TestRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A runner started before the rotation keeps the Secret it mounted.
-	runnerBefore := serverConfig(t, getSecret(t, before, RunnerSecretName))
+	runnerBefore := serverConfig(t, env.Secret(t, before, RunnerSecretName))
 
 	clk.advance(90 * time.Minute)
 	afterTLS, err := m.ForNamespace(ctx, after)
 	if err != nil {
 		t.Fatal(err)
 	}
-	caSecret := getSecret(t, ns, CASecretName)
+	caSecret := env.Secret(t, ns, CASecretName)
 	if bytes.Equal(caSecret.Data[corev1.TLSCertKey], old.CertPEM()) {
 		t.Fatal("the CA was not rotated")
 	}
@@ -334,16 +324,16 @@ func TestRotation(t *testing.T) {
 		t.Fatal("the previous CA is not kept")
 	}
 	current := mustCert(t, caSecret.Data[corev1.TLSCertKey])
-	if leaf := mustCert(t, getSecret(t, after, RunnerSecretName).Data[corev1.TLSCertKey]); leaf.CheckSignatureFrom(current) != nil {
+	if leaf := mustCert(t, env.Secret(t, after, RunnerSecretName).Data[corev1.TLSCertKey]); leaf.CheckSignatureFrom(current) != nil {
 		t.Fatal("a new runner Secret is not issued by the new CA")
 	}
-	if got := getSecret(t, after, RunnerSecretName).Data[CABundleKey]; !bytes.Equal(got, append(bytes.Clone(caSecret.Data[corev1.TLSCertKey]), old.CertPEM()...)) {
+	if got := env.Secret(t, after, RunnerSecretName).Data[CABundleKey]; !bytes.Equal(got, append(bytes.Clone(caSecret.Data[corev1.TLSCertKey]), old.CertPEM()...)) {
 		t.Fatal("the trust bundle is not the new and the previous CA")
 	}
 	if len(afterTLS.ClientTLS.Certificates) != 2 {
 		t.Fatalf("%d client certificates, want one per CA", len(afterTLS.ClientTLS.Certificates))
 	}
-	if err := handshake(t, serverConfig(t, getSecret(t, after, RunnerSecretName)), afterTLS.ClientTLS); err != nil {
+	if err := handshake(t, serverConfig(t, env.Secret(t, after, RunnerSecretName)), afterTLS.ClientTLS); err != nil {
 		t.Fatalf("new runner: %v", err)
 	}
 	beforeTLS, err := m.ForNamespace(ctx, before)
@@ -353,7 +343,7 @@ func TestRotation(t *testing.T) {
 	if err := handshake(t, runnerBefore, beforeTLS.ClientTLS); err != nil {
 		t.Fatalf("a runner started before the rotation is no longer reachable: %v", err)
 	}
-	if leaf := mustCert(t, getSecret(t, before, RunnerSecretName).Data[corev1.TLSCertKey]); leaf.CheckSignatureFrom(current) != nil {
+	if leaf := mustCert(t, env.Secret(t, before, RunnerSecretName).Data[corev1.TLSCertKey]); leaf.CheckSignatureFrom(current) != nil {
 		t.Fatal("a runner Secret of the old CA was not reissued on its next use")
 	}
 	if again := newManager(t, ns, clk.now); !bytes.Equal(again.CACertPEM(), caSecret.Data[corev1.TLSCertKey]) {
@@ -366,14 +356,14 @@ func TestRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	caSecret = getSecret(t, ns, CASecretName)
+	caSecret = env.Secret(t, ns, CASecretName)
 	if _, ok := caSecret.Data[PreviousCAKey]; ok {
 		t.Fatal("the expired previous CA is still kept")
 	}
 	if !bytes.Equal(mustCert(t, caSecret.Data[corev1.TLSCertKey]).Raw, current.Raw) {
 		t.Fatal("the new CA was rotated again")
 	}
-	if got := getSecret(t, after, RunnerSecretName).Data[CABundleKey]; !bytes.Equal(got, caSecret.Data[corev1.TLSCertKey]) {
+	if got := env.Secret(t, after, RunnerSecretName).Data[CABundleKey]; !bytes.Equal(got, caSecret.Data[corev1.TLSCertKey]) {
 		t.Fatal("the trust bundle still holds the expired CA")
 	}
 	if len(afterTLS.ClientTLS.Certificates) != 1 {

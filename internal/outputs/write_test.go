@@ -9,19 +9,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 )
-
-func getSecret(t *testing.T, namespace, name string) *corev1.Secret {
-	t.Helper()
-	var s corev1.Secret
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, &s); err != nil {
-		t.Fatal(err)
-	}
-	return &s
-}
 
 func dataStrings(s *corev1.Secret) map[string]string {
 	out := map[string]string{}
@@ -43,7 +33,7 @@ func TestWriteCreatesAndUpdates(t *testing.T) {
 	if err := Write(ctx, env.Client, owner, spec, map[string][]byte{"host": []byte("h1"), "port": []byte("5432")}); err != nil {
 		t.Fatal(err)
 	}
-	s := getSecret(t, ns, "db-conn")
+	s := env.Secret(t, ns, "db-conn")
 	if d := cmp.Diff(map[string]string{"host": "h1", "port": "5432"}, dataStrings(s)); d != "" {
 		t.Errorf("data after create (-want +got):\n%s", d)
 	}
@@ -72,7 +62,7 @@ func TestWriteCreatesAndUpdates(t *testing.T) {
 	if err := Write(ctx, env.Client, owner, spec, map[string][]byte{"host": []byte("h2"), "user": []byte("admin")}); err != nil {
 		t.Fatal(err)
 	}
-	s = getSecret(t, ns, "db-conn")
+	s = env.Secret(t, ns, "db-conn")
 	if d := cmp.Diff(map[string]string{"host": "h2", "user": "admin"}, dataStrings(s)); d != "" {
 		t.Errorf("data after update (-want +got):\n%s", d)
 	}
@@ -85,7 +75,7 @@ func TestWriteCreatesAndUpdates(t *testing.T) {
 	if err := Write(ctx, env.Client, owner, spec, map[string][]byte{}); err != nil {
 		t.Fatal(err)
 	}
-	if s := getSecret(t, ns, "db-conn"); len(s.Data) != 0 {
+	if s := env.Secret(t, ns, "db-conn"); len(s.Data) != 0 {
 		t.Errorf("data after writing nothing = %v, want empty", dataStrings(s))
 	}
 }
@@ -122,7 +112,7 @@ func TestWriteRefusesForeignSecret(t *testing.T) {
 			if err := env.Client.Create(ctx, tt.secret); err != nil {
 				t.Fatal(err)
 			}
-			before := getSecret(t, ns, tt.secret.Name)
+			before := env.Secret(t, ns, tt.secret.Name)
 			err := Write(ctx, env.Client, owner, v1alpha1.WriteOutputsToSecretSpec{Name: tt.secret.Name},
 				map[string][]byte{"host": []byte("h")})
 			if !errors.Is(err, ErrNotOwned) {
@@ -133,7 +123,7 @@ func TestWriteRefusesForeignSecret(t *testing.T) {
 					t.Errorf("error %q does not mention %q", err, w)
 				}
 			}
-			after := getSecret(t, ns, tt.secret.Name)
+			after := env.Secret(t, ns, tt.secret.Name)
 			if after.ResourceVersion != before.ResourceVersion {
 				t.Errorf("foreign Secret was modified: resourceVersion %s → %s", before.ResourceVersion, after.ResourceVersion)
 			}

@@ -38,16 +38,23 @@ func (e *Env) Secrets(t testing.TB, namespace string, match func(name string) bo
 	return out
 }
 
-// UpdateSecret changes a Secret with mutate and writes it back, as someone
-// who may write Secrets in its namespace could.
-func (e *Env) UpdateSecret(t testing.TB, namespace, name string, mutate func(*corev1.Secret)) {
+// Secret reads a Secret, which must exist.
+func (e *Env) Secret(t testing.TB, namespace, name string) *corev1.Secret {
 	t.Helper()
 	var s corev1.Secret
 	if err := e.Client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, &s); err != nil {
 		t.Fatal(err)
 	}
-	mutate(&s)
-	if err := e.Client.Update(context.Background(), &s); err != nil {
+	return &s
+}
+
+// UpdateSecret changes a Secret with mutate and writes it back, as someone
+// who may write Secrets in its namespace could.
+func (e *Env) UpdateSecret(t testing.TB, namespace, name string, mutate func(*corev1.Secret)) {
+	t.Helper()
+	s := e.Secret(t, namespace, name)
+	mutate(s)
+	if err := e.Client.Update(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
 }
