@@ -96,19 +96,7 @@ func TestChartRejectsBadValues(t *testing.T) {
 func TestChartDefaults(t *testing.T) {
 	objs := helmTemplate(t)
 	ns := releaseNamespace
-	want := []string{
-		"ClusterRole/landform-controller",
-		"ClusterRoleBinding/landform-controller",
-		"CustomResourceDefinition/terraforms.infra.landform.dev",
-		"Deployment/" + ns + "/landform-controller",
-		"Role/" + ns + "/landform-leader-election",
-		"RoleBinding/" + ns + "/landform-leader-election",
-		"Service/" + ns + "/landform-controller-metrics",
-		"ServiceAccount/" + ns + "/landform-controller",
-	}
-	if diff := cmp.Diff(want, keys(objs)); diff != "" {
-		t.Errorf("objects (-want +got):\n%s", diff)
-	}
+	checkObjects(t, objs, ns)
 
 	dep := into[appsv1.Deployment](t, find(t, objs, "Deployment", ns, "landform-controller"))
 	c := dep.Spec.Template.Spec.Containers[0]
@@ -140,29 +128,15 @@ func TestChartDefaults(t *testing.T) {
 func TestChartAllFeatures(t *testing.T) {
 	objs := helmTemplate(t, "--values", allFeatures)
 	ns := releaseNamespace
-	var want []string
-	for _, k := range []string{
-		"ClusterRole/landform-controller",
-		"ClusterRoleBinding/landform-controller",
-		"CustomResourceDefinition/terraforms.infra.landform.dev",
-		"Deployment/" + ns + "/landform-controller",
+	extra := []string{
 		"Deployment/" + ns + "/landform-controller-shard1",
 		"Deployment/" + ns + "/landform-controller-shard2",
-		"Role/" + ns + "/landform-leader-election",
-		"RoleBinding/" + ns + "/landform-leader-election",
-		"Service/" + ns + "/landform-controller-metrics",
-		"ServiceAccount/" + ns + "/landform-controller",
 		"ServiceMonitor/" + ns + "/landform-controller",
-	} {
-		want = append(want, k)
 	}
 	for _, runnerNS := range []string{"team-a", "team-b"} {
-		want = append(want, "ServiceAccount/"+runnerNS+"/landform-runner")
+		extra = append(extra, "ServiceAccount/"+runnerNS+"/landform-runner")
 	}
-	sort.Strings(want)
-	if diff := cmp.Diff(want, keys(objs)); diff != "" {
-		t.Errorf("objects (-want +got):\n%s", diff)
-	}
+	checkObjects(t, objs, ns, extra...)
 
 	dep := into[appsv1.Deployment](t, find(t, objs, "Deployment", ns, "landform-controller"))
 	pod := dep.Spec.Template.Spec

@@ -34,20 +34,7 @@ func TestKustomizeCRDListsEveryGeneratedCRD(t *testing.T) {
 func TestKustomizeDefault(t *testing.T) {
 	objs := kustomizeBuild(t, "config/default")
 	const ns = "landform-system"
-	want := []string{
-		"ClusterRole/landform-controller",
-		"ClusterRoleBinding/landform-controller",
-		"CustomResourceDefinition/terraforms.infra.landform.dev",
-		"Deployment/" + ns + "/landform-controller",
-		"Namespace/" + ns,
-		"Role/" + ns + "/landform-leader-election",
-		"RoleBinding/" + ns + "/landform-leader-election",
-		"Service/" + ns + "/landform-controller-metrics",
-		"ServiceAccount/" + ns + "/landform-controller",
-	}
-	if diff := cmp.Diff(want, keys(objs)); diff != "" {
-		t.Errorf("objects (-want +got):\n%s", diff)
-	}
+	checkObjects(t, objs, ns, "Namespace/"+ns)
 
 	cr := into[rbacv1.ClusterRole](t, find(t, objs, "ClusterRole", "", "landform-controller"))
 	if diff := cmp.Diff(generatedRules(t), cr.Rules); diff != "" {

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -181,6 +182,26 @@ func key(o *unstructured.Unstructured) string {
 		k += o.GetNamespace() + "/"
 	}
 	return k + o.GetName()
+}
+
+// checkObjects says which of the objects' keys differ from want's, which
+// are the controller's in ns (every installation has them) and extra.
+func checkObjects(t *testing.T, objs []*unstructured.Unstructured, ns string, extra ...string) {
+	t.Helper()
+	want := append([]string{
+		"ClusterRole/landform-controller",
+		"ClusterRoleBinding/landform-controller",
+		"CustomResourceDefinition/terraforms.infra.landform.dev",
+		"Deployment/" + ns + "/landform-controller",
+		"Role/" + ns + "/landform-leader-election",
+		"RoleBinding/" + ns + "/landform-leader-election",
+		"Service/" + ns + "/landform-controller-metrics",
+		"ServiceAccount/" + ns + "/landform-controller",
+	}, extra...)
+	sort.Strings(want)
+	if diff := cmp.Diff(want, keys(objs)); diff != "" {
+		t.Errorf("objects (-want +got):\n%s", diff)
+	}
 }
 
 // keys lists the objects as Kind/namespace/name, sorted.
