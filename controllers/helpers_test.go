@@ -114,6 +114,9 @@ func newFileTerraform(t *testing.T, ns, name, content string, mutate func(*infra
 	}), path
 }
 
+// manualApproval has the object's plans wait for an approval.
+func manualApproval(tf *infrav1.Terraform) { tf.Spec.ApprovePlan = "" }
+
 // effectPath is a fresh path for a test's external effect; suffixes name
 // more than one.
 func effectPath(t *testing.T, suffix ...string) string {

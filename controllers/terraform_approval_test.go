@@ -17,9 +17,7 @@ import (
 func TestManualApprovalIsBoundToThePlanID(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	tf, path := newFileTerraform(t, ns, "manual", "manual", func(tf *infrav1.Terraform) {
-		tf.Spec.ApprovePlan = ""
-	})
+	tf, path := newFileTerraform(t, ns, "manual", "manual", manualApproval)
 
 	obj := waitPending(t, tf)
 	pending := obj.Status.Plan.Pending
@@ -58,9 +56,7 @@ func TestManualApprovalIsBoundToThePlanID(t *testing.T) {
 func TestApprovePlanInSpec(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	tf, path := newFileTerraform(t, ns, "gitops", "gitops", func(tf *infrav1.Terraform) {
-		tf.Spec.ApprovePlan = ""
-	})
+	tf, path := newFileTerraform(t, ns, "gitops", "gitops", manualApproval)
 	obj := waitPending(t, tf)
 	obj.Spec.ApprovePlan = obj.Status.Plan.Pending
 	g.Expect(k8sClient.Update(context.Background(), obj)).To(Succeed())
@@ -83,9 +79,7 @@ func annotate(t *testing.T, obj *infrav1.Terraform, key, value string) {
 func TestApprovalDoesNotCarryOverToOtherInputs(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	tf, path := newFileTerraform(t, ns, "carry", "one", func(tf *infrav1.Terraform) {
-		tf.Spec.ApprovePlan = ""
-	})
+	tf, path := newFileTerraform(t, ns, "carry", "one", manualApproval)
 	first := waitPending(t, tf).Status.Plan.Pending
 	approve(g, tf, first)
 	waitReady(t, tf)

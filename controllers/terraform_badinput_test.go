@@ -27,6 +27,12 @@ func TestBadInput(t *testing.T) {
 		tf, _ := newFileTerraform(t, ns, "tf", "x", mutate)
 		return tf
 	}
+	// onArtifact is the file module's object on a source whose status
+	// carries artifact (nil: none yet).
+	onArtifact := func(t *testing.T, ns string, artifact *meta.Artifact) *infrav1.Terraform {
+		newGitRepository(t, ns, "repo", artifact)
+		return newTerraform(t, ns, "tf", withFileVars(t))
+	}
 	// republish fixes the source with a good artifact.
 	republish := func(t *testing.T, ns string, _ *infrav1.Terraform) {
 		setArtifact(t, repoOf(t, ns), artifacts.publish(fileModule()))
@@ -46,8 +52,7 @@ func TestBadInput(t *testing.T) {
 		setup: func(t *testing.T, ns string) *infrav1.Terraform {
 			files := fileModule()
 			files["modules/file/broken.tf"] = `resource "landform_file" "broken" {`
-			newGitRepository(t, ns, "repo", artifacts.publish(files))
-			return newTerraform(t, ns, "tf", withFileVars(t))
+			return onArtifact(t, ns, artifacts.publish(files))
 		},
 		reason:  infrav1.InvalidConfigurationReason,
 		message: "push a new revision",
@@ -78,8 +83,7 @@ func TestBadInput(t *testing.T) {
 	}, {
 		name: "source not ready",
 		setup: func(t *testing.T, ns string) *infrav1.Terraform {
-			newGitRepository(t, ns, "repo", nil)
-			return newTerraform(t, ns, "tf", withFileVars(t))
+			return onArtifact(t, ns, nil)
 		},
 		reason:  infrav1.SourceNotReadyReason,
 		message: "no artifact",
@@ -89,8 +93,7 @@ func TestBadInput(t *testing.T) {
 		setup: func(t *testing.T, ns string) *infrav1.Terraform {
 			a := artifacts.publish(fileModule())
 			a.Digest = "sha256:" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-			newGitRepository(t, ns, "repo", a)
-			return newTerraform(t, ns, "tf", withFileVars(t))
+			return onArtifact(t, ns, a)
 		},
 		reason:  infrav1.DigestMismatchReason,
 		message: "digest",

@@ -47,7 +47,7 @@ func TestDriftIsReportedForManualApproval(t *testing.T) {
 		tf.Spec.Interval = metav1.Duration{Duration: 3 * time.Second}
 	})
 	waitReady(t, tf)
-	updateSpec(t, tf, func(tf *infrav1.Terraform) { tf.Spec.ApprovePlan = "" })
+	updateSpec(t, tf, manualApproval)
 	waitReady(t, tf)
 	g.Expect(os.Remove(path)).To(Succeed())
 

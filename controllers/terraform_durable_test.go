@@ -241,9 +241,7 @@ func TestUnusablePlansArePlannedAgainOnce(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			ns := newNamespace(t)
-			tf, path := newFileTerraform(t, ns, "plan-"+tt.name, "first", func(tf *infrav1.Terraform) {
-				tf.Spec.ApprovePlan = ""
-			})
+			tf, path := newFileTerraform(t, ns, "plan-"+tt.name, "first", manualApproval)
 			pending := waitPending(t, tf).Status.Plan.Pending
 			if tt.name == "stale" {
 				// A state to go stale: apply once, then plan a change.
