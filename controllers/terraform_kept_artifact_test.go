@@ -54,6 +54,21 @@ resource "terraform_data" "this" {
 	return files
 }
 
+// counterApplied creates GitRepository "repo" with art, and object name on
+// its counter module counting into a fresh effects file; it returns them
+// once the object is Ready.
+func counterApplied(t *testing.T, ns, name string, art *meta.Artifact) (*sourcev1.GitRepository, *infrav1.Terraform, string) {
+	t.Helper()
+	repo := newGitRepository(t, ns, "repo", art)
+	effects := filepath.Join(t.TempDir(), "effects.txt")
+	tf := newTerraform(t, ns, name, func(tf *infrav1.Terraform) {
+		tf.Spec.Path = "modules/counter"
+		tf.Spec.Vars = []infrav1.Variable{{Name: "effects", Value: testenv.JSONValue(effects)}}
+	})
+	waitReady(t, tf)
+	return repo, tf, effects
+}
+
 func nonce() string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
@@ -111,13 +126,7 @@ func TestKeptArtifactDestroysAfterSourceIsGone(t *testing.T) {
 	ns := newNamespace(t)
 	marker := "kept-marker-" + nonce()
 	art := artifacts.publish(counterModule(marker, nil))
-	repo := newGitRepository(t, ns, "repo", art)
-	effects := filepath.Join(t.TempDir(), "effects.txt")
-	tf := newTerraform(t, ns, "kept", func(tf *infrav1.Terraform) {
-		tf.Spec.Path = "modules/counter"
-		tf.Spec.Vars = []infrav1.Variable{{Name: "effects", Value: testenv.JSONValue(effects)}}
-	})
-	waitReady(t, tf)
+	repo, tf, effects := counterApplied(t, ns, "kept", art)
 	obj := waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
 		k := obj.Status.LastAppliedArtifact
 		g.Expect(k).NotTo(BeNil())
@@ -163,13 +172,7 @@ func TestKeptArtifactTooLargeStallsDeletion(t *testing.T) {
 	_, _ = rand.Read(blob)
 	art := artifacts.publish(counterModule("large-"+nonce(), map[string]string{"assets/blob.bin": string(blob)}))
 	g.Expect(*art.Size).To(BeNumerically(">", keptartifact.DefaultMaxSize))
-	repo := newGitRepository(t, ns, "repo", art)
-	effects := filepath.Join(t.TempDir(), "effects.txt")
-	tf := newTerraform(t, ns, "large", func(tf *infrav1.Terraform) {
-		tf.Spec.Path = "modules/counter"
-		tf.Spec.Vars = []infrav1.Variable{{Name: "effects", Value: testenv.JSONValue(effects)}}
-	})
-	waitReady(t, tf)
+	repo, tf, effects := counterApplied(t, ns, "large", art)
 	waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
 		k := obj.Status.LastAppliedArtifact
 		g.Expect(k).NotTo(BeNil())
