@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -90,12 +91,8 @@ func TestAcquireAndRelease(t *testing.T) {
 // and waits, naming our holder; and a lock real tofu took is reported held
 // and has no Landform identity.
 func TestInteropWithTofu(t *testing.T) {
-	tofu := tofuBinary(t)
 	ctx := context.Background()
-	ns := env.Namespace(t)
-	c, _ := leases(t, ns)
-	l := c.CoordinationV1().Leases(ns)
-	run := tofuWorkspace(t, tofu, ns, "interop")
+	l, run := tofuWorkspace(t, "interop")
 
 	proc, err := CurrentProcess()
 	if err != nil {
@@ -145,12 +142,8 @@ func TestInteropWithTofu(t *testing.T) {
 // A Lease we create carries the labels the backend puts on one it
 // creates, so that tofu treats it as its own (workspace delete removes it).
 func TestLeaseLabelsMatchTofu(t *testing.T) {
-	tofu := tofuBinary(t)
 	ctx := context.Background()
-	ns := env.Namespace(t)
-	c, _ := leases(t, ns)
-	l := c.CoordinationV1().Leases(ns)
-	run := tofuWorkspace(t, tofu, ns, "labels")
+	l, run := tofuWorkspace(t, "labels")
 	if out, err := run("plan").CombinedOutput(); err != nil {
 		t.Fatalf("tofu plan: %v\n%s", err, out)
 	}
@@ -228,10 +221,14 @@ func TestProcessGone(t *testing.T) {
 	}
 }
 
-// tofuWorkspace is a module whose state is ns/name's in the kubernetes
-// backend, initialised; run runs tofu in it.
-func tofuWorkspace(t *testing.T, tofu, ns, name string) func(args ...string) *exec.Cmd {
+// tofuWorkspace is a module whose state is name's in the kubernetes
+// backend of a new namespace, initialised; it returns the namespace's
+// Leases, and run, which runs tofu in the module.
+func tofuWorkspace(t *testing.T, name string) (coordinationv1client.LeaseInterface, func(args ...string) *exec.Cmd) {
 	t.Helper()
+	tofu := tofuBinary(t)
+	ns := env.Namespace(t)
+	c, _ := leases(t, ns)
 	dir := t.TempDir()
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["e"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
@@ -242,7 +239,7 @@ func tofuWorkspace(t *testing.T, tofu, ns, name string) func(args ...string) *ex
 	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	return testenv.TofuModule(t, tofu, kubeconfig, ns, name, `
+	return c.CoordinationV1().Leases(ns), testenv.TofuModule(t, tofu, kubeconfig, ns, name, `
 resource "terraform_data" "hold" {
   provisioner "local-exec" { command = "sleep 300" }
 }
