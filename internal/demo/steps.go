@@ -21,6 +21,7 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/cli"
+	"github.com/landform-dev/landform/internal/cloud"
 	"github.com/landform-dev/landform/internal/gitops"
 )
 
@@ -113,11 +114,7 @@ func approveFirstPlan(ctx context.Context, w *walk) error {
 		return err
 	}
 	w.say("applied %s; Terraform demo/%s is Ready", tf.Status.LastAppliedPlan, terraformName)
-	sgs, err := w.cloud.ListSecurityGroups(ctx)
-	if err != nil {
-		return err
-	}
-	dbs, err := w.cloud.ListDatabases(ctx)
+	sgs, dbs, err := w.inCloud(ctx)
 	if err != nil {
 		return err
 	}
@@ -177,11 +174,7 @@ func deleteAll(ctx context.Context, w *walk) error {
 	}); err != nil {
 		return err
 	}
-	sgs, err := w.cloud.ListSecurityGroups(ctx)
-	if err != nil {
-		return err
-	}
-	dbs, err := w.cloud.ListDatabases(ctx)
+	sgs, dbs, err := w.inCloud(ctx)
 	if err != nil {
 		return err
 	}
@@ -319,4 +312,14 @@ func (w *walk) kustomization(ctx context.Context, name string) (*unstructured.Un
 // its retry interval.
 func (w *walk) requestReconcile(ctx context.Context, name string) error {
 	return gitops.RequestReconcile(ctx, w.opts.Env.Client, gitops.Kustomization(Namespace, name))
+}
+
+// inCloud is what the stand-in cloud holds.
+func (w *walk) inCloud(ctx context.Context) ([]cloud.SecurityGroup, []cloud.Database, error) {
+	sgs, err := w.cloud.ListSecurityGroups(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	dbs, err := w.cloud.ListDatabases(ctx)
+	return sgs, dbs, err
 }
