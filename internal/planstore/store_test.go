@@ -26,8 +26,13 @@ func planSecrets(t *testing.T, owner *v1alpha1.Terraform) map[string]corev1.Secr
 	return env.Secrets(t, owner.Namespace, func(name string) bool { return strings.HasPrefix(name, "tfplan-") })
 }
 
-func assertPlan(t *testing.T, got, want *Plan) {
+// assertLoads checks that owner's plan loads as want.
+func assertLoads(t *testing.T, store Store, owner *v1alpha1.Terraform, want *Plan) {
 	t.Helper()
+	got, err := store.Load(context.Background(), owner)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got.ID != want.ID || got.Revision != want.Revision || got.InputsDigest != want.InputsDigest || got.Applied != want.Applied {
 		t.Errorf("metadata = %+v, want %+v", *got, *want)
 	}
@@ -57,11 +62,7 @@ func TestSaveLoadLargePlan(t *testing.T) {
 	if err := store.Save(ctx, owner, want); err != nil {
 		t.Fatal(err)
 	}
-	got, err := store.Load(ctx, owner)
-	if err != nil {
-		t.Fatal(err)
-	}
-	assertPlan(t, got, want)
+	assertLoads(t, store, owner, want)
 
 	secrets := planSecrets(t, owner)
 	if len(secrets) < 10 {
@@ -120,11 +121,7 @@ func TestShorterPlanRemovesExtraChunks(t *testing.T) {
 	if !slices.Equal(names, []string{"tfplan-shrink-0"}) {
 		t.Errorf("after a small plan, Secrets = %v, want only tfplan-shrink-0", names)
 	}
-	got, err := store.Load(ctx, owner)
-	if err != nil {
-		t.Fatal(err)
-	}
-	assertPlan(t, got, small)
+	assertLoads(t, store, owner, small)
 }
 
 func TestTamperedOrIncompletePlanIsNotFound(t *testing.T) {
@@ -206,12 +203,8 @@ func TestMarkApplied(t *testing.T) {
 	if err := store.MarkApplied(ctx, owner, want.ID); err != nil {
 		t.Fatal(err)
 	}
-	got, err := store.Load(ctx, owner)
-	if err != nil {
-		t.Fatal(err)
-	}
 	want.Applied = true
-	assertPlan(t, got, want)
+	assertLoads(t, store, owner, want)
 
 	// A new plan starts unapplied, even though another manager set the flag.
 	next := &Plan{ID: "plan-b-2", Revision: "r2", PlanFile: []byte("next")}
@@ -262,11 +255,7 @@ func TestLongOwnerName(t *testing.T) {
 	if err := store.Save(ctx, owner, want); err != nil {
 		t.Fatal(err)
 	}
-	got, err := store.Load(ctx, owner)
-	if err != nil {
-		t.Fatal(err)
-	}
-	assertPlan(t, got, want)
+	assertLoads(t, store, owner, want)
 	if err := store.Delete(ctx, owner); err != nil {
 		t.Fatal(err)
 	}
@@ -305,9 +294,5 @@ func TestSaveListsNoSecrets(t *testing.T) {
 	if names := slices.Sorted(maps.Keys(planSecrets(t, owner))); !slices.Equal(names, []string{"tfplan-nolist-0"}) {
 		t.Errorf("after a small plan, Secrets = %v, want only tfplan-nolist-0", names)
 	}
-	got, err := store.Load(ctx, owner)
-	if err != nil {
-		t.Fatal(err)
-	}
-	assertPlan(t, got, small)
+	assertLoads(t, store, owner, small)
 }
