@@ -258,6 +258,18 @@ func TestWriteAfterUnreadableIndexListsMetadata(t *testing.T) {
 // or incomplete set, or no index, is an error, and so is another blob
 // than the one wanted.
 func TestReadRefusesWhatIsNotIntact(t *testing.T) {
+	// annotate sets annotation key of chunk i to value, as someone who may
+	// write Secrets could; drop deletes chunk i.
+	annotate := func(i int, key, value string) func(*testing.T, *v1alpha1.Terraform) {
+		return func(t *testing.T, owner *v1alpha1.Terraform) {
+			env.UpdateSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, i), func(s *corev1.Secret) { s.Annotations[key] = value })
+		}
+	}
+	drop := func(i int) func(*testing.T, *v1alpha1.Terraform) {
+		return func(t *testing.T, owner *v1alpha1.Terraform) {
+			env.DeleteSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, i))
+		}
+	}
 	tests := []struct {
 		name   string
 		tamper func(t *testing.T, owner *v1alpha1.Terraform)
@@ -269,27 +281,13 @@ func TestReadRefusesWhatIsNotIntact(t *testing.T) {
 		{"data changed", func(t *testing.T, owner *v1alpha1.Terraform) {
 			env.UpdateSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, 2), func(s *corev1.Secret) { s.Data["blob"][100] ^= 0xff })
 		}, ErrDigestMismatch, "not the sha256:", true},
-		{"chunk missing", func(t *testing.T, owner *v1alpha1.Terraform) {
-			env.DeleteSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, 1))
-		}, ErrNotFound, "chunk 1 of 4 (Secret tfblob-tamper-1-1) is missing", true},
-		{"chunk of another blob", func(t *testing.T, owner *v1alpha1.Terraform) {
-			env.UpdateSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, 1), func(s *corev1.Secret) { s.Annotations[blobs.DigestAnnotation] = "sha256:other" })
-		}, ErrNotFound, "belongs to another blob", true},
-		{"chunk in another place", func(t *testing.T, owner *v1alpha1.Terraform) {
-			env.UpdateSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, 1), func(s *corev1.Secret) { s.Annotations[blobs.ChunkAnnotation] = "2" })
-		}, ErrNotFound, "belongs to another blob", true},
-		{"count too small", func(t *testing.T, owner *v1alpha1.Terraform) {
-			env.UpdateSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, 0), func(s *corev1.Secret) { s.Annotations[blobs.ChunksAnnotation] = "2" })
-		}, ErrDigestMismatch, "not the sha256:", true},
-		{"count unreadable", func(t *testing.T, owner *v1alpha1.Terraform) {
-			env.UpdateSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, 0), func(s *corev1.Secret) { s.Annotations[blobs.ChunksAnnotation] = "x" })
-		}, ErrNotFound, "no valid index", false},
-		{"digest unreadable", func(t *testing.T, owner *v1alpha1.Terraform) {
-			env.UpdateSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, 0), func(s *corev1.Secret) { s.Annotations[blobs.DigestAnnotation] = "sha256:x" })
-		}, ErrNotFound, "no valid index", false},
-		{"no index", func(t *testing.T, owner *v1alpha1.Terraform) {
-			env.DeleteSecret(t, owner.Namespace, blobs.ChunkName(owner.Name, 0))
-		}, ErrNotFound, "Secret tfblob-tamper-7-0 does not exist", false},
+		{"chunk missing", drop(1), ErrNotFound, "chunk 1 of 4 (Secret tfblob-tamper-1-1) is missing", true},
+		{"chunk of another blob", annotate(1, blobs.DigestAnnotation, "sha256:other"), ErrNotFound, "belongs to another blob", true},
+		{"chunk in another place", annotate(1, blobs.ChunkAnnotation, "2"), ErrNotFound, "belongs to another blob", true},
+		{"count too small", annotate(0, blobs.ChunksAnnotation, "2"), ErrDigestMismatch, "not the sha256:", true},
+		{"count unreadable", annotate(0, blobs.ChunksAnnotation, "x"), ErrNotFound, "no valid index", false},
+		{"digest unreadable", annotate(0, blobs.DigestAnnotation, "sha256:x"), ErrNotFound, "no valid index", false},
+		{"no index", drop(0), ErrNotFound, "Secret tfblob-tamper-7-0 does not exist", false},
 	}
 	ns := env.Namespace(t)
 	for i, tt := range tests {
