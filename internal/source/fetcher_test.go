@@ -189,12 +189,19 @@ func TestFetchRetries(t *testing.T) {
 	}
 }
 
-func TestFetchHonoursContextDuringBackoff(t *testing.T) {
+// unavailable is a server that answers every request with 503, an
+// artifact on it, and a fetcher that backs off for an hour between tries.
+func unavailable(t *testing.T) (*artifactServer, Artifact, *Fetcher) {
 	srv := newArtifactServer(t)
 	srv.fail = func(int32) int { return http.StatusServiceUnavailable }
 	a := srv.serve("/a.tar.gz", tarball(t, entry{name: "main.tf", content: "x"}), "")
 	f := newTestFetcher(t)
 	f.RetryWait = time.Hour
+	return srv, a, f
+}
+
+func TestFetchHonoursContextDuringBackoff(t *testing.T) {
+	_, a, f := unavailable(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -286,11 +293,7 @@ func TestFetchDownloadTimeoutReleasesLock(t *testing.T) {
 
 // The deadline covers the retries too.
 func TestFetchDownloadTimeoutCoversRetries(t *testing.T) {
-	srv := newArtifactServer(t)
-	srv.fail = func(int32) int { return http.StatusServiceUnavailable }
-	a := srv.serve("/a.tar.gz", tarball(t, entry{name: "main.tf", content: "x"}), "")
-	f := newTestFetcher(t)
-	f.RetryWait = time.Hour
+	srv, a, f := unavailable(t)
 	f.DownloadTimeout = 200 * time.Millisecond
 
 	done := make(chan error, 1)
