@@ -76,6 +76,14 @@ type Layout struct {
 	FieldOwner string
 }
 
+// AnnotatedAs is l with its annotations named as the stores name theirs
+// (plans' digest excepted): <prefix>-digest, <prefix>-chunks and
+// <prefix>-chunk.
+func (l Layout) AnnotatedAs(prefix string) Layout {
+	l.DigestAnnotation, l.ChunksAnnotation, l.ChunkAnnotation = prefix+"-digest", prefix+"-chunks", prefix+"-chunk"
+	return l
+}
+
 // ChunkName names chunk i of owner's blob.
 func (l Layout) ChunkName(owner string, i int) string { return owned.ChunkName(l.Kind, owner, i) }
 

@@ -57,10 +57,9 @@ const (
 	// SecretType is the type of those Secrets.
 	SecretType = "infra.landform.dev/kept-artifact"
 
-	annDigest   = "infra.landform.dev/artifact-digest"
-	annRevision = "infra.landform.dev/artifact-revision"
-	annChunks   = "infra.landform.dev/artifact-chunks"
-	annChunk    = "infra.landform.dev/artifact-chunk"
+	// annPrefix-digest, -chunks and -chunk are the layout's annotations.
+	annPrefix   = "infra.landform.dev/artifact"
+	annRevision = annPrefix + "-revision"
 
 	dataKey    = "artifact"
 	fieldOwner = "landform-keptartifact"
@@ -68,16 +67,7 @@ const (
 
 // layout is where kept artifacts are in Secrets; the digest recorded is
 // the source's ("<algorithm>:<hex>"), whichever algorithm it uses.
-var layout = chunkstore.Layout{
-	Kind:             "tfartifact",
-	What:             "artifact",
-	Type:             SecretType,
-	DataKey:          dataKey,
-	DigestAnnotation: annDigest,
-	ChunksAnnotation: annChunks,
-	ChunkAnnotation:  annChunk,
-	FieldOwner:       fieldOwner,
-}
+var layout = chunkstore.Layout{Kind: "tfartifact", What: "artifact", Type: SecretType, DataKey: dataKey, FieldOwner: fieldOwner}.AnnotatedAs(annPrefix)
 
 func (s Store) chunks() chunkstore.Store { return chunkstore.Store{Client: s.Client, Layout: layout} }
 

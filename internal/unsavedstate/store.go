@@ -37,28 +37,18 @@ const (
 	// SecretType is the type of those Secrets.
 	SecretType = "infra.landform.dev/unsaved-state"
 
-	annDigest  = "infra.landform.dev/unsaved-state-digest"
-	annChunks  = "infra.landform.dev/unsaved-state-chunks"
-	annChunk   = "infra.landform.dev/unsaved-state-chunk"
-	annRun     = "infra.landform.dev/unsaved-state-run"
-	annSerial  = "infra.landform.dev/unsaved-state-serial"
-	annLineage = "infra.landform.dev/unsaved-state-lineage"
-	annKept    = "infra.landform.dev/unsaved-state-kept"
+	// annPrefix-digest, -chunks and -chunk are the layout's annotations.
+	annPrefix  = "infra.landform.dev/unsaved-state"
+	annRun     = annPrefix + "-run"
+	annSerial  = annPrefix + "-serial"
+	annLineage = annPrefix + "-lineage"
+	annKept    = annPrefix + "-kept"
 
 	dataKey    = "tfstate"
 	fieldOwner = "landform-unsavedstate"
 )
 
-var layout = chunkstore.Layout{
-	Kind:             "tfstate-unsaved",
-	What:             "unsaved state",
-	Type:             SecretType,
-	DataKey:          dataKey,
-	DigestAnnotation: annDigest,
-	ChunksAnnotation: annChunks,
-	ChunkAnnotation:  annChunk,
-	FieldOwner:       fieldOwner,
-}
+var layout = chunkstore.Layout{Kind: "tfstate-unsaved", What: "unsaved state", Type: SecretType, DataKey: dataKey, FieldOwner: fieldOwner}.AnnotatedAs(annPrefix)
 
 // SecretName is the Secret that holds owner's unsaved state (its first
 // chunk, the only one of a state under 512 KiB).
