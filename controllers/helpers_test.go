@@ -179,12 +179,21 @@ func waitNotReady(t *testing.T, tf *infrav1.Terraform, reason string) *infrav1.T
 	})
 }
 
+// readyReasonOf and readyMessageOf are what the object's Ready condition
+// says.
+func readyReasonOf(obj *infrav1.Terraform) string {
+	return conditions.GetReason(obj, meta.ReadyCondition)
+}
+func readyMessageOf(obj *infrav1.Terraform) string {
+	return conditions.GetMessage(obj, meta.ReadyCondition)
+}
+
 // waitPending waits for a plan waiting for approval, with its summary in
 // status (conditions and the other status fields are written in two calls).
 func waitPending(t *testing.T, tf *infrav1.Terraform) *infrav1.Terraform {
 	t.Helper()
 	return waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
-		g.Expect(conditions.GetReason(obj, meta.ReadyCondition)).To(Equal(infrav1.PlanPendingReason))
+		g.Expect(readyReasonOf(obj)).To(Equal(infrav1.PlanPendingReason))
 		g.Expect(obj.PendingPlan()).NotTo(BeEmpty())
 	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,7 +31,7 @@ func TestCrossNamespaceReferencesAreRefused(t *testing.T) {
 				mutate(tf)
 			})
 			obj := waitNotReady(t, tf, infrav1.CrossNamespaceRefDeniedReason)
-			g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(And(ContainSubstring(other), ContainSubstring("--no-cross-namespace-refs=false")))
+			g.Expect(readyMessageOf(obj)).To(And(ContainSubstring(other), ContainSubstring("--no-cross-namespace-refs=false")))
 			g.Expect(conditions.IsStalled(obj)).To(BeTrue())
 			g.Expect(readFile(path)).To(Equal("<missing>"))
 
@@ -62,9 +61,9 @@ func TestDeletionRefusesCrossNamespaceSources(t *testing.T) {
 	g.Expect(k8sClient.Delete(context.Background(), get(g, tf))).To(Succeed())
 	obj := waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
 		g.Expect(obj.DeletionTimestamp).NotTo(BeNil())
-		g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring("cannot destroy"))
+		g.Expect(readyMessageOf(obj)).To(ContainSubstring("cannot destroy"))
 	})
-	g.Expect(conditions.GetReason(obj, meta.ReadyCondition)).To(Equal(infrav1.CrossNamespaceRefDeniedReason))
+	g.Expect(readyReasonOf(obj)).To(Equal(infrav1.CrossNamespaceRefDeniedReason))
 	g.Expect(readFile(path)).To(Equal("x"), "nothing destroyed from the other namespace's source")
 
 	updateSpec(t, tf, func(tf *infrav1.Terraform) { tf.Spec.SourceRef.Namespace = "" })

@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -74,10 +73,10 @@ func TestNewRevisionReplansAndUpdatesOutputs(t *testing.T) {
 	// The first revision has no output "extra": the outputs selection fails
 	// until the next revision adds it.
 	obj := waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
-		g.Expect(conditions.GetReason(obj, meta.ReadyCondition)).To(Equal(infrav1.OutputsFailedReason))
+		g.Expect(readyReasonOf(obj)).To(Equal(infrav1.OutputsFailedReason))
 		g.Expect(obj.Status.LastAppliedRevision).NotTo(BeEmpty())
 	})
-	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring(`"extra"`))
+	g.Expect(readyMessageOf(obj)).To(ContainSubstring(`"extra"`))
 	first := obj.Status.LastAppliedRevision
 	g.Expect(readFile(path)).To(Equal("one"))
 
@@ -114,5 +113,5 @@ func TestNewRevisionReplansAndUpdatesOutputs(t *testing.T) {
 	})
 	g.Expect(conditions.GetReason(obj, infrav1.PlannedCondition)).To(Equal(infrav1.PlannedNoChangesReason))
 	g.Expect(obj.Status.LastAppliedRevision).To(Equal(docs.Revision))
-	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring(docs.Revision))
+	g.Expect(readyMessageOf(obj)).To(ContainSubstring(docs.Revision))
 }

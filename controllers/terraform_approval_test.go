@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 
@@ -27,7 +26,7 @@ func TestManualApprovalIsBoundToThePlanID(t *testing.T) {
 	g.Expect(obj.Status.Plan.Destroy).To(BeZero())
 	g.Expect(obj.Status.Plan.Resources).To(ConsistOf("landform_file.this"))
 	g.Expect(conditions.GetReason(obj, infrav1.PlannedCondition)).To(Equal(infrav1.PlannedWithChangesReason))
-	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring(infrav1.ApproveAnnotation + "=" + pending))
+	g.Expect(readyMessageOf(obj)).To(ContainSubstring(infrav1.ApproveAnnotation + "=" + pending))
 	g.Expect(readFile(path)).To(Equal("<missing>"), "nothing applied before approval")
 
 	// A wrong id: nothing happens, and status says why.
@@ -37,7 +36,7 @@ func TestManualApprovalIsBoundToThePlanID(t *testing.T) {
 		g.Expect(conditions.GetReason(obj, infrav1.PlannedCondition)).To(Equal(infrav1.ApprovalMismatchReason))
 	})
 	g.Expect(conditions.GetMessage(obj, infrav1.PlannedCondition)).To(ContainSubstring(wrong))
-	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring("does not match"))
+	g.Expect(readyMessageOf(obj)).To(ContainSubstring("does not match"))
 	g.Expect(obj.Status.Plan.Pending).To(Equal(pending))
 	g.Consistently(func() string { return readFile(path) }).WithTimeout(3 * time.Second).Should(Equal("<missing>"))
 
@@ -87,7 +86,7 @@ func TestApprovalDoesNotCarryOverToOtherInputs(t *testing.T) {
 	pendingOtherThan := func(old string) string {
 		var id string
 		waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
-			g.Expect(conditions.GetReason(obj, meta.ReadyCondition)).To(Equal(infrav1.PlanPendingReason))
+			g.Expect(readyReasonOf(obj)).To(Equal(infrav1.PlanPendingReason))
 			g.Expect(obj.PendingPlan()).NotTo(BeEmpty())
 			g.Expect(obj.PendingPlan()).NotTo(Equal(old))
 			id = obj.PendingPlan()

@@ -157,7 +157,7 @@ func TestBadInput(t *testing.T) {
 			ns := newNamespace(t)
 			tf := tc.setup(t, ns)
 			obj := waitNotReady(t, tf, tc.reason)
-			g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring(tc.message))
+			g.Expect(readyMessageOf(obj)).To(ContainSubstring(tc.message))
 			if !tc.applied {
 				g.Expect(obj.Status.LastAppliedRevision).To(BeEmpty())
 			}

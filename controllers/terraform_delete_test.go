@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -82,7 +80,7 @@ func TestSuspendedDeletionWaitsAndSaysSo(t *testing.T) {
 	g.Expect(k8sClient.Delete(context.Background(), get(g, tf))).To(Succeed())
 
 	obj := waitNotReady(t, tf, infrav1.SuspendedReason)
-	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring("spec.suspend"))
+	g.Expect(readyMessageOf(obj)).To(ContainSubstring("spec.suspend"))
 	g.Consistently(func() string { return readFile(path) }, 3*time.Second, time.Second).Should(Equal("kept"), "nothing destroyed while suspended")
 
 	g.Expect(k8sClient.Patch(context.Background(), get(g, tf), rawMergePatch([]byte(`{"spec":{"suspend":false}}`)))).To(Succeed())

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,7 +26,7 @@ func TestDependsOnWaitsForReady(t *testing.T) {
 		tf.Spec.DependsOn = []infrav1.DependencyReference{{Name: "a"}}
 	})
 	obj := waitNotReady(t, b, infrav1.DependencyNotReadyReason)
-	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring("Terraform " + ns + "/a"))
+	g.Expect(readyMessageOf(obj)).To(ContainSubstring("Terraform " + ns + "/a"))
 	g.Consistently(func() string { return readFile(pathB) }).WithTimeout(2 * time.Second).Should(Equal("<missing>"))
 
 	a := newTerraform(t, ns, "a", func(tf *infrav1.Terraform) {

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -34,12 +32,12 @@ func TestDestroyGateWaitsForTheDestroyPlansApproval(t *testing.T) {
 		g.Expect(obj.Status.Plan).NotTo(BeNil())
 		g.Expect(obj.Status.Plan.IsDestroy).To(BeTrue())
 		g.Expect(obj.PendingPlan()).NotTo(BeEmpty())
-		g.Expect(conditions.GetReason(obj, meta.ReadyCondition)).To(Equal(infrav1.PlanPendingReason))
+		g.Expect(readyReasonOf(obj)).To(Equal(infrav1.PlanPendingReason))
 	})
 	destroyPlan := obj.PendingPlan()
 	g.Expect(destroyPlan).NotTo(Equal(applied))
 	g.Expect(obj.Status.Plan.Destroy).To(Equal(int32(1)))
-	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring("destroy plan " + destroyPlan))
+	g.Expect(readyMessageOf(obj)).To(ContainSubstring("destroy plan " + destroyPlan))
 	g.Consistently(func(g Gomega) {
 		g.Expect(readFile(path)).To(Equal("kept"))
 		g.Expect(get(g, tf).DeletionTimestamp).NotTo(BeNil(), "the object waits")

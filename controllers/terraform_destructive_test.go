@@ -79,7 +79,7 @@ func effectCounts(path string) (created, destroyed int) {
 func waitDestructivePending(t *testing.T, tf *infrav1.Terraform, address string) *infrav1.Terraform {
 	t.Helper()
 	obj := waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
-		g.Expect(conditions.GetReason(obj, meta.ReadyCondition)).To(Equal(infrav1.DestructivePlanPendingReason))
+		g.Expect(readyReasonOf(obj)).To(Equal(infrav1.DestructivePlanPendingReason))
 		g.Expect(obj.PendingPlan()).NotTo(BeEmpty())
 		g.Expect(obj.Status.Plan.ResourcesToReplace).NotTo(BeEmpty())
 	})
@@ -87,7 +87,7 @@ func waitDestructivePending(t *testing.T, tf *infrav1.Terraform, address string)
 	pending := obj.PendingPlan()
 	g.Expect(conditions.IsFalse(obj, meta.ReadyCondition)).To(BeTrue())
 	g.Expect(conditions.IsTrue(obj, meta.StalledCondition)).To(BeFalse(), "a wait, not a stall")
-	ready := conditions.GetMessage(obj, meta.ReadyCondition)
+	ready := readyMessageOf(obj)
 	g.Expect(ready).To(ContainSubstring("replaces " + address))
 	g.Expect(ready).To(ContainSubstring(infrav1.ApproveAnnotation + "=" + pending))
 	g.Expect(ready).To(ContainSubstring("spec.autoApproveDestructive"))

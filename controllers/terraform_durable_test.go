@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -147,10 +145,10 @@ func TestForeignLockIsNeverBroken(t *testing.T) {
 		tf.Spec.RetryInterval = &metav1.Duration{Duration: 2 * time.Second}
 	})
 	obj := waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
-		g.Expect(conditions.GetReason(obj, meta.ReadyCondition)).To(Equal(infrav1.StateLockedReason))
+		g.Expect(readyReasonOf(obj)).To(Equal(infrav1.StateLockedReason))
 		g.Expect(obj.Status.Lock).NotTo(BeNil())
 	})
-	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring("landform unlock"))
+	g.Expect(readyMessageOf(obj)).To(ContainSubstring("landform unlock"))
 	lock := stateLock(g, ns, name)
 	g.Expect(lock).NotTo(BeNil())
 	g.Expect(obj.Status.Lock).NotTo(BeNil())
@@ -389,7 +387,7 @@ func TestLockOfARunnerPodIsReleasedOnlyWhenThePodIsGone(t *testing.T) {
 				return
 			}
 			waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
-				g.Expect(conditions.GetReason(obj, meta.ReadyCondition)).To(Equal(infrav1.StateLockedReason))
+				g.Expect(readyReasonOf(obj)).To(Equal(infrav1.StateLockedReason))
 				g.Expect(obj.Status.Lock).NotTo(BeNil())
 				g.Expect(obj.Status.Lock.Holder).To(ContainSubstring(pod.Name), "the condition names the holder")
 			})

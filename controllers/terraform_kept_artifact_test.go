@@ -189,7 +189,7 @@ func TestKeptArtifactTooLargeStallsDeletion(t *testing.T) {
 		g.Expect(conditions.GetReason(obj, meta.StalledCondition)).To(Equal(infrav1.SourceNotFoundReason))
 		g.Expect(conditions.IsFalse(obj, meta.ReadyCondition)).To(BeTrue())
 	})
-	msg := conditions.GetMessage(obj, meta.ReadyCondition)
+	msg := readyMessageOf(obj)
 	for _, want := range []string{
 		fmt.Sprintf("source GitRepository %s/repo is gone", ns),
 		"too large to keep",

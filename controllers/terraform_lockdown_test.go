@@ -101,14 +101,14 @@ func TestLockdownRefusesRunnerPods(t *testing.T) {
 			})
 
 			obj := waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
-				g.Expect(conditions.GetReason(obj, meta.ReadyCondition)).To(Equal(tt.reason))
+				g.Expect(readyReasonOf(obj)).To(Equal(tt.reason))
 				g.Expect(obj.Status.ObservedGeneration).To(Equal(obj.Generation))
 			})
 			g.Expect(conditions.IsFalse(obj, meta.ReadyCondition)).To(BeTrue())
 			g.Expect(conditions.IsStalled(obj)).To(BeTrue(), "Stalled: retrying cannot help")
 			g.Expect(conditions.GetReason(obj, meta.StalledCondition)).To(Equal(tt.reason))
 			g.Expect(conditions.Has(obj, meta.ReconcilingCondition)).To(BeFalse())
-			msg := conditions.GetMessage(obj, meta.ReadyCondition)
+			msg := readyMessageOf(obj)
 			for _, want := range tt.says {
 				g.Expect(msg).To(ContainSubstring(want))
 			}
@@ -220,5 +220,5 @@ func TestRunnerPodTemplateHasNoSecurityFields(t *testing.T) {
 	// The Pod was admitted under restricted and only never ran (no
 	// kubelet), rather than refused.
 	obj := waitNotReady(t, &infrav1.Terraform{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "privileged"}}, infrav1.RunnerStartTimeoutReason)
-	g.Expect(strings.Contains(conditions.GetMessage(obj, meta.ReadyCondition), "forbidden")).To(BeFalse())
+	g.Expect(strings.Contains(readyMessageOf(obj), "forbidden")).To(BeFalse())
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -133,7 +132,7 @@ func TestLongNameRunnerPod(t *testing.T) {
 		tf.Spec.Vars = fileVars(effectPath(t), "x")
 	})
 	obj := waitNotReady(t, tf, infrav1.RunnerStartTimeoutReason)
-	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring(names.RunnerPodPrefix(name) + names.RunnerPodInfix))
+	g.Expect(readyMessageOf(obj)).To(ContainSubstring(names.RunnerPodPrefix(name) + names.RunnerPodInfix))
 }
 
 // The longest name, workspace and secretSuffix the CRD accepts are

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,14 +28,14 @@ func TestRunnerPodConditions(t *testing.T) {
 	})
 
 	obj := waitNotReady(t, tf, infrav1.RunnerServiceAccountMissingReason)
-	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring("landform-runner"))
+	g.Expect(readyMessageOf(obj)).To(ContainSubstring("landform-runner"))
 	g.Expect(runnerPods(g, ns)).To(BeEmpty(), "no Pod without its ServiceAccount")
 
 	g.Expect(k8sClient.Create(context.Background(), &corev1.ServiceAccount{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "landform-runner"},
 	})).To(Succeed())
 	obj = waitNotReady(t, tf, infrav1.RunnerStartTimeoutReason)
-	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring("pod-runner-"))
+	g.Expect(readyMessageOf(obj)).To(ContainSubstring("pod-runner-"))
 	g.Expect(obj.Status.LastAppliedRevision).To(BeEmpty())
 
 	// The runner's certificate Secret exists in the namespace, without the CA key.

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,10 +41,10 @@ func TestTamperedPlanIsNotApplied(t *testing.T) {
 
 	approve(g, tf, pending)
 	obj = waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
-		g.Expect(conditions.GetReason(obj, meta.ReadyCondition)).To(Equal(infrav1.PlanDigestMismatchReason))
+		g.Expect(readyReasonOf(obj)).To(Equal(infrav1.PlanDigestMismatchReason))
 	})
 	g.Expect(conditions.GetReason(obj, infrav1.AppliedCondition)).To(Equal(infrav1.PlanDigestMismatchReason))
-	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring("changed after it was made"))
+	g.Expect(readyMessageOf(obj)).To(ContainSubstring("changed after it was made"))
 	g.Expect(obj.Status.LastAppliedPlan).To(BeEmpty())
 	g.Expect(obj.PendingPlan()).To(BeEmpty(), "the plan is dropped")
 	g.Expect(obj.Status.Run).To(BeNil(), "no run started")

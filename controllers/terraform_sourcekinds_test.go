@@ -165,7 +165,7 @@ func (e *kindsEnv) waitStalledNotServed(t *testing.T, tf *infrav1.Terraform, kin
 		g.Expect(stalled.Message).To(ContainSubstring(kind + " is not served by this cluster"))
 		g.Expect(stalled.Message).To(ContainSubstring("install Flux v2.0 (source-controller v1.0) or later"))
 		g.Expect(conditions.IsFalse(obj, meta.ReadyCondition)).To(BeTrue())
-		g.Expect(conditions.GetReason(obj, meta.ReadyCondition)).To(Equal(infrav1.SourceKindNotServedReason))
+		g.Expect(readyReasonOf(obj)).To(Equal(infrav1.SourceKindNotServedReason))
 	})
 }
 
@@ -232,7 +232,7 @@ func TestSourceKindsOnlyGitRepository(t *testing.T) {
 	// The object is woken as soon as the kind is served: the source does
 	// not exist yet.
 	e.waitFor(t, viaOCI, func(g Gomega, obj *infrav1.Terraform) {
-		g.Expect(conditions.GetReason(obj, meta.ReadyCondition)).To(Equal(infrav1.SourceNotFoundReason))
+		g.Expect(readyReasonOf(obj)).To(Equal(infrav1.SourceNotFoundReason))
 		g.Expect(conditions.Has(obj, meta.StalledCondition)).To(BeFalse(), "Stalled")
 	})
 	oci := e.newSource(t, sourcev1.GroupVersion.String(), sourcev1.OCIRepositoryKind, ns)
@@ -252,8 +252,8 @@ func TestSourceKindsOCIRepositoryV1beta2(t *testing.T) {
 	tf := e.terraform(t, ns, "via-oci", sourcev1.OCIRepositoryKind)
 	// The source's own Ready message shows it was read.
 	e.waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
-		g.Expect(conditions.GetReason(obj, meta.ReadyCondition)).To(Equal(infrav1.SourceNotReadyReason))
-		g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring("pulling the artifact"))
+		g.Expect(readyReasonOf(obj)).To(Equal(infrav1.SourceNotReadyReason))
+		g.Expect(readyMessageOf(obj)).To(ContainSubstring("pulling the artifact"))
 	})
 	e.publish(t, oci, e.artifacts.publish(outputModule))
 	e.waitReady(t, tf)

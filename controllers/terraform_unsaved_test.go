@@ -118,7 +118,7 @@ func TestUnsavedStateIsWrittenBeforeTheNextRun(t *testing.T) {
 	keep(stateWith(applied, serial+1, true))
 	requestReconcile(t, tf)
 	obj := waitNotReady(t, tf, infrav1.StateUnsavedReason)
-	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(And(ContainSubstring("landform state push unsaved --force"), ContainSubstring("newer state")))
+	g.Expect(readyMessageOf(obj)).To(And(ContainSubstring("landform state push unsaved --force"), ContainSubstring("newer state")))
 	g.Consistently(func(g Gomega) {
 		g.Expect(get(g, tf).Status.Run).To(BeNil(), "nothing runs")
 	}, 5*time.Second, 250*time.Millisecond).Should(Succeed())
