@@ -149,77 +149,59 @@ func (s *Server) handle(f apiFunc) http.Handler {
 }
 
 func (s *Server) securityGroups(w http.ResponseWriter, r *http.Request) (int, any, error) {
-	switch r.Method {
-	case http.MethodGet:
-		return http.StatusOK, s.listSecurityGroups(), nil
-	case http.MethodPost:
-		var req SecurityGroupRequest
-		if err := decode(w, r, &req); err != nil {
-			return 0, nil, err
-		}
-		sg, err := s.createSecurityGroup(req)
-		if err != nil {
-			return 0, nil, err
-		}
-		w.Header().Set("Location", "/v1/security-groups/"+sg.ID)
-		return http.StatusCreated, sg, nil
-	}
-	return notAllowed(w, "GET, POST")
+	return collection(w, r, s.listSecurityGroups, s.createSecurityGroup, func(sg SecurityGroup) string { return "/v1/security-groups/" + sg.ID })
 }
 
 func (s *Server) securityGroup(w http.ResponseWriter, r *http.Request) (int, any, error) {
-	id := r.PathValue("id")
-	switch r.Method {
-	case http.MethodGet:
-		sg, err := s.getSecurityGroup(id)
-		return http.StatusOK, sg, err
-	case http.MethodPut, http.MethodPatch:
-		var req SecurityGroupRequest
-		if err := decode(w, r, &req); err != nil {
-			return 0, nil, err
-		}
-		sg, err := s.updateSecurityGroup(id, req, r.Method == http.MethodPut)
-		return http.StatusOK, sg, err
-	case http.MethodDelete:
-		return http.StatusNoContent, nil, s.deleteSecurityGroup(id)
-	}
-	return notAllowed(w, "GET, PUT, PATCH, DELETE")
+	return item(w, r, s.getSecurityGroup, s.updateSecurityGroup, s.deleteSecurityGroup)
 }
 
 func (s *Server) databases(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	return collection(w, r, s.listDatabases, s.createDatabase, func(db Database) string { return "/v1/databases/" + db.ID })
+}
+
+func (s *Server) database(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	return item(w, r, s.getDatabase, s.updateDatabase, s.deleteDatabase)
+}
+
+// collection serves a kind's collection: GET lists, POST creates from a
+// Req and answers 201 with the new object's location.
+func collection[Req, Obj any](w http.ResponseWriter, r *http.Request, list func() []Obj, create func(Req) (Obj, error), location func(Obj) string) (int, any, error) {
 	switch r.Method {
 	case http.MethodGet:
-		return http.StatusOK, s.listDatabases(), nil
+		return http.StatusOK, list(), nil
 	case http.MethodPost:
-		var req DatabaseRequest
+		var req Req
 		if err := decode(w, r, &req); err != nil {
 			return 0, nil, err
 		}
-		db, err := s.createDatabase(req)
+		obj, err := create(req)
 		if err != nil {
 			return 0, nil, err
 		}
-		w.Header().Set("Location", "/v1/databases/"+db.ID)
-		return http.StatusCreated, db, nil
+		w.Header().Set("Location", location(obj))
+		return http.StatusCreated, obj, nil
 	}
 	return notAllowed(w, "GET, POST")
 }
 
-func (s *Server) database(w http.ResponseWriter, r *http.Request) (int, any, error) {
+// item serves one object of a kind, {id}: GET reads, PUT replaces, PATCH
+// changes the fields the Req sets, DELETE deletes.
+func item[Req, Obj any](w http.ResponseWriter, r *http.Request, get func(id string) (Obj, error), update func(id string, req Req, full bool) (Obj, error), del func(id string) error) (int, any, error) {
 	id := r.PathValue("id")
 	switch r.Method {
 	case http.MethodGet:
-		db, err := s.getDatabase(id)
-		return http.StatusOK, db, err
+		obj, err := get(id)
+		return http.StatusOK, obj, err
 	case http.MethodPut, http.MethodPatch:
-		var req DatabaseRequest
+		var req Req
 		if err := decode(w, r, &req); err != nil {
 			return 0, nil, err
 		}
-		db, err := s.updateDatabase(id, req, r.Method == http.MethodPut)
-		return http.StatusOK, db, err
+		obj, err := update(id, req, r.Method == http.MethodPut)
+		return http.StatusOK, obj, err
 	case http.MethodDelete:
-		return http.StatusNoContent, nil, s.deleteDatabase(id)
+		return http.StatusNoContent, nil, del(id)
 	}
 	return notAllowed(w, "GET, PUT, PATCH, DELETE")
 }
