@@ -46,6 +46,19 @@ output "effects" { value = terraform_data.this.output }
 }
 
 // slow points tf at the slow module with these variables.
+// newSlowTerraform creates GitRepository "repo" serving the slow module,
+// and object name on it whose create sleeps sleep seconds, retried every
+// retry; it returns the object and the file its effects go to.
+func newSlowTerraform(t *testing.T, ns, name string, sleep int, retry time.Duration) (*infrav1.Terraform, string) {
+	t.Helper()
+	newGitRepository(t, ns, "repo", artifacts.publish(slowModule()))
+	path := effectPath(t)
+	return newTerraform(t, ns, name, func(tf *infrav1.Terraform) {
+		slow(tf, path, sleep)
+		tf.Spec.RetryInterval = &metav1.Duration{Duration: retry}
+	}), path
+}
+
 func slow(tf *infrav1.Terraform, effects string, sleep int) {
 	tf.Spec.Path = "modules/slow"
 	tf.Spec.Vars = slowVars(effects, sleep)
@@ -98,12 +111,7 @@ func hasEvent(g Gomega, ns, name, reason, text string) bool {
 func TestRunnerKilledMidApplyReleasesItsLock(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	newGitRepository(t, ns, "repo", artifacts.publish(slowModule()))
-	path := effectPath(t)
-	tf := newTerraform(t, ns, "killed", func(tf *infrav1.Terraform) {
-		slow(tf, path, 20)
-		tf.Spec.RetryInterval = &metav1.Duration{Duration: 5 * time.Second}
-	})
+	tf, path := newSlowTerraform(t, ns, "killed", 20, 5*time.Second)
 
 	var lock *statelock.LockInfo
 	g.Eventually(func(g Gomega) {
@@ -135,15 +143,10 @@ func TestRunnerKilledMidApplyReleasesItsLock(t *testing.T) {
 func TestForeignLockIsNeverBroken(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	newGitRepository(t, ns, "repo", artifacts.publish(slowModule()))
-	path := effectPath(t)
 	name := "foreign"
 	tofu := holdLockWithTofu(t, ns, name)
 
-	tf := newTerraform(t, ns, name, func(tf *infrav1.Terraform) {
-		slow(tf, path, 0)
-		tf.Spec.RetryInterval = &metav1.Duration{Duration: 2 * time.Second}
-	})
+	tf, path := newSlowTerraform(t, ns, name, 0, 2*time.Second)
 	obj := waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
 		g.Expect(readyReasonOf(obj)).To(Equal(infrav1.StateLockedReason))
 		g.Expect(obj.Status.Lock).NotTo(BeNil())

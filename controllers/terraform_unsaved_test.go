@@ -13,7 +13,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -83,12 +82,7 @@ func TestUnsavedStateIsWrittenBeforeTheNextRun(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	newGitRepository(t, ns, "repo", artifacts.publish(slowModule()))
-	path := effectPath(t)
-	tf := newTerraform(t, ns, "unsaved", func(tf *infrav1.Terraform) {
-		slow(tf, path, 0)
-		tf.Spec.RetryInterval = &metav1.Duration{Duration: 2 * time.Second}
-	})
+	tf, path := newSlowTerraform(t, ns, "unsaved", 0, 2*time.Second)
 	waitReady(t, tf)
 	g.Expect(creates(path)).To(Equal(1))
 	applied := backendState(g, tf)
