@@ -1,12 +1,9 @@
 package controllers
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +17,7 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/names"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 // adoptModule creates one terraform_data whose create provisioner appends
@@ -92,34 +90,17 @@ terraform {
 	tofu("apply", "-auto-approve", "-input=false")
 }
 
-// tfState is what the test reads of a state.
-type tfState struct {
-	Serial    int    `json:"serial"`
-	Lineage   string `json:"lineage"`
-	Resources []struct {
-		Type      string `json:"type"`
-		Instances []struct {
-			Attributes struct {
-				ID string `json:"id"`
-			} `json:"attributes"`
-		} `json:"instances"`
-	} `json:"resources"`
-}
-
 // readState reads the state the kubernetes backend keeps in Secret name.
-func readState(g Gomega, ns, name string) tfState {
+func readState(g Gomega, ns, name string) testenv.State {
 	data := secretData(g, ns, name)
 	g.Expect(data).NotTo(BeNil(), "state Secret %s/%s", ns, name)
-	zr, err := gzip.NewReader(bytes.NewReader(data["tfstate"]))
+	st, err := testenv.ReadState(data)
 	g.Expect(err).NotTo(HaveOccurred())
-	raw, err := io.ReadAll(zr)
-	g.Expect(err).NotTo(HaveOccurred())
-	var st tfState
-	g.Expect(json.Unmarshal(raw, &st)).To(Succeed())
 	return st
 }
 
-func (s tfState) dataID() string {
+// dataID is the id of the state's one terraform_data.
+func dataID(s testenv.State) string {
 	for _, r := range s.Resources {
 		if r.Type == "terraform_data" && len(r.Instances) == 1 {
 			return r.Instances[0].Attributes.ID
@@ -193,7 +174,7 @@ spec:
 			stateSecret := "tfstate-" + tt.workspace + "-" + suffix
 			tofuControllerApply(t, ns, suffix, tt.workspace, adoptModule, map[string]any{"size": 20, "effect": effect, "tier": "gold"})
 			before := readState(g, ns, stateSecret)
-			g.Expect(before.dataID()).NotTo(BeEmpty())
+			g.Expect(dataID(before)).NotTo(BeEmpty())
 			g.Expect(readFile(effect)).To(Equal("created\n"))
 
 			file := filepath.Join(t.TempDir(), "terraform.yaml")
@@ -221,17 +202,17 @@ spec:
 
 			after := readState(g, ns, stateSecret)
 			g.Expect(after.Lineage).To(Equal(before.Lineage))
-			g.Expect(after.dataID()).To(Equal(before.dataID()), "terraform_data was replaced")
+			g.Expect(dataID(after)).To(Equal(dataID(before)), "terraform_data was replaced")
 			g.Expect(readFile(effect)).To(Equal("created\n"), "created again")
 			g.Eventually(func(g Gomega) {
 				out := secretData(g, ns, "database-outputs")
-				g.Expect(string(out["db_id"])).To(Equal(before.dataID()))
+				g.Expect(string(out["db_id"])).To(Equal(dataID(before)))
 				g.Expect(string(out["tier"])).To(Equal("gold"))
 			}).WithTimeout(waitTimeout).WithPolling(pollEvery).Should(Succeed())
 
 			// Orphan: deleting the migrated object keeps the state.
 			deleteAndWait(t, tf)
-			g.Expect(readState(g, ns, stateSecret).dataID()).To(Equal(before.dataID()))
+			g.Expect(dataID(readState(g, ns, stateSecret))).To(Equal(dataID(before)))
 			g.Expect(readFile(effect)).To(Equal("created\n"))
 		})
 	}

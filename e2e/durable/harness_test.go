@@ -1,11 +1,7 @@
 package durable
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/json"
-	"io"
 	"os"
 	"strings"
 	"testing"
@@ -129,28 +125,12 @@ func secretData(g Gomega, ns, name string) map[string][]byte {
 	return s.Data
 }
 
-// state is what a user reads of the state Secret: serial, lineage and
-// which resources it holds.
-type state struct {
-	Serial    int64  `json:"serial"`
-	Lineage   string `json:"lineage"`
-	Resources []struct {
-		Type string `json:"type"`
-		Name string `json:"name"`
-	} `json:"resources"`
-}
-
 // readState reads tf's state from its Secret tfstate-<workspace>-<name>
 // (gzipped JSON in data.tfstate, as the kubernetes backend writes it).
-func readState(g Gomega, tf *infrav1.Terraform) state {
-	data := secretData(g, tf.Namespace, names.StateSecret(tf))["tfstate"]
-	zr, err := gzip.NewReader(bytes.NewReader(data))
+func readState(g Gomega, tf *infrav1.Terraform) testenv.State {
+	st, err := testenv.ReadState(secretData(g, tf.Namespace, names.StateSecret(tf)))
 	g.Expect(err).NotTo(HaveOccurred())
-	raw, err := io.ReadAll(zr)
-	g.Expect(err).NotTo(HaveOccurred())
-	var s state
-	g.Expect(json.Unmarshal(raw, &s)).To(Succeed())
-	return s
+	return st
 }
 
 // settled checks what a user checks once the object is done with the

@@ -1,10 +1,7 @@
 package flux
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/json"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -12,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 // Removing a Terraform object's manifest from Git makes the Kustomization
@@ -87,19 +85,8 @@ func TestPruneDestroysOrOrphans(t *testing.T) {
 // resources as "address=id" (never printing the state: it holds the
 // database's password).
 func stateIDs(g Gomega, secret *corev1.Secret) []string {
-	r, err := gzip.NewReader(bytes.NewReader(secret.Data["tfstate"]))
+	state, err := testenv.ReadState(secret.Data)
 	g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
-	var state struct {
-		Resources []struct {
-			Type, Name string
-			Instances  []struct {
-				Attributes struct {
-					ID string `json:"id"`
-				} `json:"attributes"`
-			} `json:"instances"`
-		} `json:"resources"`
-	}
-	g.ExpectWithOffset(1, json.NewDecoder(r).Decode(&state)).To(Succeed())
 	var ids []string
 	for _, res := range state.Resources {
 		for _, in := range res.Instances {
