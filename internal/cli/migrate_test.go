@@ -26,6 +26,7 @@ import (
 var migrateExamples = []string{
 	"auto-approve.yaml", "manual-approve.yaml", "outputs-to-secret.yaml", "vars-from.yaml",
 	"backend-secret-suffix.yaml", "destroy-on-deletion.yaml", "depends-on.yaml", "runner-pod-template.yaml", "everything.yaml",
+	"runner-env.yaml", "upgrade-on-init.yaml", "engine.yaml",
 }
 
 func exampleFile(name string) string { return filepath.Join("..", "migrate", "testdata", name) }
@@ -66,8 +67,8 @@ func TestMigrateExamplesAreAcceptedByTheAPIServer(t *testing.T) {
 		t.Fatalf("migrate: %v\n%s", res.err, res.stderr)
 	}
 	objs := migrated(t, res.stdout)
-	if len(objs) != 12 {
-		t.Fatalf("migrated %d objects, want 12:\n%s", len(objs), res.stdout)
+	if len(objs) != 26 {
+		t.Fatalf("migrated %d objects, want 26:\n%s", len(objs), res.stdout)
 	}
 	for _, obj := range objs {
 		obj.Namespace = ns // the examples' flux-system is not this test's
@@ -84,7 +85,7 @@ func TestMigrateExamplesAreAcceptedByTheAPIServer(t *testing.T) {
 		"WARNING: tofu-controller KEEPS a Terraform object's resources",
 		"    - spec.healthChecks: ",
 		"adopts Secret tfstate-staging-hello-state in flux-system",
-		"Migrated 12 tofu-controller Terraform object(s)",
+		"Migrated 26 tofu-controller Terraform object(s)",
 		"skipped: " + exampleFile("auto-approve.yaml") + " GitRepository flux-system/helloworld",
 	} {
 		if !strings.Contains(res.stderr, want) {

@@ -57,6 +57,9 @@ type Result struct {
 	// Defaults are fields set to tofu-controller's defaults: nothing to
 	// carry over.
 	Defaults []string
+	// Same are fields set to what Landform always does: nothing to carry
+	// over either.
+	Same []string
 	// Notes are differences in behaviour worth knowing before applying.
 	Notes []string
 }
@@ -84,6 +87,13 @@ type converter struct {
 	workspace     string
 	secretSuffix  string
 	customBackend bool
+	// tfVars are the runner env's TF_VAR_ entries, placed by finishVars.
+	tfVars []tfVar
+	// engineEnv are runner env entries that look as if they chose the
+	// engine's version.
+	engineEnv []engineEnv
+	// imageSet: runnerPodTemplate.spec.image was set.
+	imageSet bool
 }
 
 // Convert maps src onto a Landform Terraform object.
@@ -141,6 +151,8 @@ func (c *converter) refuse(format string, args ...any) {
 
 func (c *converter) defaulted(field string) { c.res.Defaults = append(c.res.Defaults, field) }
 
+func (c *converter) same(field string) { c.res.Same = append(c.res.Same, field) }
+
 // finish decides what depends on more than one field: deletion, state,
 // and what the status says.
 func (c *converter) finish(o Options) {
@@ -150,6 +162,16 @@ func (c *converter) finish(o Options) {
 	}
 	if _, ok := c.src.Spec["sourceRef"]; !ok {
 		c.refuse("spec.sourceRef is missing")
+	}
+	if len(c.res.Refused) == 0 {
+		// What changes without a field saying so; for a refused object
+		// once it is fixed.
+		if isNull(c.src.Spec["upgradeOnInit"]) {
+			c.upgradedOnInit("spec.upgradeOnInit is not set, so true (tofu-controller's default)")
+		}
+		c.finishVars()
+		c.finishEngine()
+		c.finishTimeouts()
 	}
 
 	destroyOnDeletion := false
@@ -346,8 +368,14 @@ var fields = map[string]handler{
 		}
 		w.Outputs = outs
 		c.out.Spec.WriteOutputsToSecret = &w
+		longName := ""
+		if len(c.src.Name) > names.MaxLabelValue {
+			longName = fmt.Sprintf(" (a label value has at most %d characters: the name is cut and hashed)", names.MaxLabelValue)
+		}
 		c.note("outputs Secret %s: tofu-controller's object controls it, and Landform will not take over a Secret it does not own. Before applying, take it from the old object (docs/migrating-from-tofu-controller.md): "+
-			"remove its ownerReferences and label it %s=%s, %s=%s", w.Name, v1alpha1.ManagedByLabel, v1alpha1.ManagedByValue, v1alpha1.OwnerNameLabel, names.Label(c.src.Name))
+			"remove its ownerReferences and label it %s=%s, %s=%s%s", w.Name, v1alpha1.ManagedByLabel, v1alpha1.ManagedByValue, v1alpha1.OwnerNameLabel, names.Label(c.src.Name), longName)
+		c.note("outputs Secret %s: for each output that is not a string, tofu-controller also wrote the key <output>__type (its type) and the value as terraform printed it (indented JSON). "+
+			"Landform writes the values only, as compact JSON, and replaces the Secret's data: anything that reads the __type keys (readInputsFromSecrets of a tofu-controller object, your own tooling) no longer finds them", w.Name)
 		return nil
 	},
 	"cliConfigSecretRef": unmappedBecause("Landform's runners use the read-only provider mirrors the operator configures (--provider-mirror) and pass no CLI configuration: ask the operator to mirror the providers, or put registry credentials in TF_TOKEN_<host> (runnerPodTemplate.spec.env from a Secret)"),
@@ -367,7 +395,18 @@ var fields = map[string]handler{
 	"alwaysCleanupRunnerPod": defaultOr(true, "Landform starts a runner Pod per run and removes it after the run"),
 	"runnerTerminationGracePeriodSeconds": defaultOr(30,
 		"Landform gives terraform the time it needs to stop: it is interrupted gracefully at spec.timeout, and runs in flight finish on their own"),
-	"upgradeOnInit":      defaultOr(true, "Landform's init never upgrades: it uses the module's dependency lock file with the operator's provider mirrors"),
+	"upgradeOnInit": func(c *converter, field string, raw json.RawMessage) error {
+		var v bool
+		if err := strict(raw, &v); err != nil {
+			return err
+		}
+		if v {
+			c.upgradedOnInit("spec.upgradeOnInit is true (tofu-controller's default)")
+		} else {
+			c.same(field)
+		}
+		return nil
+	},
 	"refreshBeforeApply": defaultOr(false, "Landform applies the saved plan, which refreshed the state when it was made"),
 	"runnerPodTemplate":  runnerPodTemplate,
 	"enableInventory":    defaultOr(false, "Landform keeps no inventory: status.plan.resources lists the resources a plan changes"),
@@ -550,6 +589,10 @@ func varsFrom(c *converter, field string, raw json.RawMessage) error {
 	if allKeys && len(inline) > 0 {
 		c.note("varsFrom reads every key of a Secret or ConfigMap and vars sets variables too: where both name one variable tofu-controller took varsFrom's value and Landform takes vars' value; check that no such key names a variable in vars")
 	}
+	if slices.ContainsFunc(refs, func(r v1alpha1.VarsReference) bool { return len(r.VarsKeys) > 0 }) {
+		c.note(`a key that varsKeys names and the object lacks: tofu-controller passed "" for a Secret's key (and for every listed key of a missing optional Secret) and left a ConfigMap's variable unset; ` +
+			"Landform stops with VarsNotFound, or, with optional: true, leaves the variable to the module's default: check that every key exists")
+	}
 	c.note("varsFrom values are passed as strings by tofu-controller; Landform passes a value written as a JSON object or list as that object or list: check that no such value is meant as a string")
 	return nil
 }
@@ -617,12 +660,19 @@ func runnerPodTemplate(c *converter, field string, raw json.RawMessage) error {
 		switch k {
 		case "image":
 			var image string
-			err = strict(raw, &image)
-			c.unmapped(f, fmt.Sprintf("%s runs tofu-controller's runner, not Landform's: build a Landform runner image with the same tools (the Dockerfile's runner target) and set runnerPodTemplate.spec.image to it", image))
+			if err = strict(raw, &image); err == nil {
+				c.runnerImageField(f, image)
+			}
 		case "env":
-			err = strict(raw, &spec.Env)
+			var env []corev1.EnvVar
+			if err = strict(raw, &env); err == nil {
+				spec.Env = c.runnerEnv(f, env)
+			}
 		case "envFrom":
-			err = strict(raw, &spec.EnvFrom)
+			var from []corev1.EnvFromSource
+			if err = strict(raw, &from); err == nil {
+				spec.EnvFrom = c.runnerEnvFrom(f, from)
+			}
 		case "resources":
 			err = strict(raw, &spec.Resources)
 		case "nodeSelector":

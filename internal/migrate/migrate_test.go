@@ -133,7 +133,7 @@ func TestEveryFieldIsMappedOrReported(t *testing.T) {
 		"spec.enableInventory", "spec.fileMappings", "spec.force", "spec.healthChecks", "spec.maxRetryInterval",
 		"spec.parallelism", "spec.plan", "spec.readInputsFromSecrets", "spec.refreshBeforeApply", "spec.remediation",
 		"spec.retryStrategy", "spec.runnerPodTemplate.spec.securityContext", "spec.runnerTerminationGracePeriodSeconds",
-		"spec.storeReadablePlan", "spec.targets", "spec.tfVarsFiles", "spec.tfstate", "spec.upgradeOnInit",
+		"spec.storeReadablePlan", "spec.targets", "spec.tfVarsFiles", "spec.tfstate",
 		"spec.vars[0].valueFrom", "spec.webhooks",
 	}
 	for _, f := range wantUnmapped {
@@ -145,6 +145,9 @@ func TestEveryFieldIsMappedOrReported(t *testing.T) {
 		if !slices.Contains(wantUnmapped, f) {
 			t.Errorf("%s reported as not mapped, but it has an equivalent", f)
 		}
+	}
+	if !slices.Contains(r.Same, "spec.upgradeOnInit") {
+		t.Errorf("upgradeOnInit: false (what Landform always does) is not reported as such: %v", r.Same)
 	}
 	var report bytes.Buffer
 	r.WriteReport(&report)
@@ -281,6 +284,10 @@ func TestLongNames(t *testing.T) {
 			t.Errorf("%q: backendConfig %+v kept", spec, b)
 		}
 	}
+	r := Convert(manifest("  writeOutputsToSecret: {name: outputs}\n"), Options{})
+	if notes := strings.Join(r.Notes, "\n"); !strings.Contains(notes, v1alpha1.OwnerNameLabel+"="+names.Label(long)+" (a label value has at most 63 characters: the name is cut and hashed)") {
+		t.Errorf("the outputs Secret's hand-over label is not the name cut and hashed:\n%s", notes)
+	}
 	if r := Convert(manifest("  workspace: Prod_1\n"), Options{}); r.Object != nil || !strings.Contains(strings.Join(r.Refused, " "), "state Secret's name") {
 		t.Errorf("workspace Prod_1 with the kubernetes backend: refused %v", r.Refused)
 	}
@@ -323,5 +330,47 @@ func TestRefused(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "3 NOT migrated") {
 		t.Errorf("summary:\n%s", b.String())
+	}
+}
+
+// The engine a runner image holds, from its name, only where that is
+// certain: tofu-controller's own images by release (runner.Dockerfile's
+// and runner-azure.Dockerfile's defaults at each tag), its release-runners
+// and the community's Terraform images by the version their tag names.
+func TestEngineFromRunnerImage(t *testing.T) {
+	tests := []struct {
+		image   string
+		want    string // "engine version", or "" when not known
+		tools   string
+		unknown string
+	}{
+		{image: "ghcr.io/flux-iac/tf-runner:v0.16.0-rc.5", want: "terraform 1.5.7"},
+		{image: "ghcr.io/flux-iac/tf-runner-azure:v0.16.0-rc.5", want: "terraform 1.3.9", tools: "the Azure CLI"},
+		{image: "ghcr.io/weaveworks/tf-runner:v0.9.5-rc.3", want: "terraform 1.2.0"},
+		{image: "ghcr.io/weaveworks/tf-runner:v0.9.5", want: "terraform 1.1.9"},
+		{image: "ghcr.io/flux-iac/tf-runner:v0.16.0", want: "opentofu 1.11.3"},
+		{image: "ghcr.io/flux-iac/tf-runner:v0.16.5@sha256:00", want: "opentofu 1.12.1"},
+		{image: "ghcr.io/flux-iac/tf-runner:v0.16.0-rc.7-tf-1.4.6", want: "terraform 1.4.6"},
+		{image: "ghcr.io/tf-controller/tf-runner:v0.15.1-base-tf-1.5.7-mpl", want: "terraform 1.5.7"},
+		{image: "ghcr.io/tf-controller/tf-runner:v0.15.1-aws-tf-1.5.7-mpl", want: "terraform 1.5.7", tools: "the AWS CLI"},
+		{image: "ghcr.io/flux-iac/tf-runner:v0.16.2-tf-1.5.5", unknown: "builds OpenTofu"},
+		{image: "ghcr.io/flux-iac/tf-runner-azure:v0.15.1-tf-1.4.6", tools: "the Azure CLI", unknown: "not a tofu-controller release"},
+		{image: "ghcr.io/flux-iac/tf-runner:v0.17.0", unknown: "not a tofu-controller release"},
+		{image: "ghcr.io/flux-iac/tf-runner:latest", unknown: "tag latest"},
+		{image: "ghcr.io/flux-iac/tf-runner", unknown: "tag latest"},
+		{image: "ghcr.io/flux-iac/tf-runner@sha256:00", unknown: "no tag"},
+		{image: "ghcr.io/flux-iac/tf-runner:v0.16.0-base", unknown: "no engine"},
+		{image: "registry.example.com/tf-runner:v0.16.0-rc.5", unknown: "a custom image"},
+		{image: "ghcr.io/flux-iac/tf-runner-custom:v0.16.0", unknown: "a custom image"},
+	}
+	for _, tt := range tests {
+		img := inspectRunnerImage(tt.image)
+		got := ""
+		if img.engine != nil {
+			got = img.engine.Name + " " + img.engine.Version
+		}
+		if got != tt.want || img.tools != tt.tools || !strings.Contains(img.unknown, tt.unknown) || (got == "") == (img.unknown == "") {
+			t.Errorf("%s: engine %q, tools %q, unknown %q; want %q, %q, %q", tt.image, got, img.tools, img.unknown, tt.want, tt.tools, tt.unknown)
+		}
 	}
 }

@@ -61,6 +61,9 @@ func (r Result) WriteReport(w io.Writer) {
 	if len(r.Defaults) > 0 {
 		fmt.Fprintf(w, "  tofu-controller's defaults, nothing to carry over: %s\n", strings.Join(r.Defaults, ", "))
 	}
+	if len(r.Same) > 0 {
+		fmt.Fprintf(w, "  what Landform always does, nothing to carry over: %s\n", strings.Join(r.Same, ", "))
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}

@@ -15,6 +15,8 @@ import (
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 )
 
 // tofu-controller's API.
@@ -176,4 +178,11 @@ func FromObject(obj map[string]any) (Source, error) {
 		return Source{}, fmt.Errorf("not a tofu-controller Terraform: %s", strings.Join(skipped, "; "))
 	}
 	return objs[0], nil
+}
+
+// varsFromRefs are the references spec.varsFrom holds.
+func (s Source) varsFromRefs() []v1alpha1.VarsReference {
+	var refs []v1alpha1.VarsReference
+	_ = json.Unmarshal(s.Spec["varsFrom"], &refs)
+	return refs
 }
