@@ -1,12 +1,12 @@
 // Command landform is Landform's CLI: get, status, plan show, approve,
 // replan, reconcile, suspend, resume, logs, outputs, unlock, version and
 // completion (internal/cli). Installed as kubectl-landform, it is the
-// kubectl plugin `kubectl landform`.
+// kubectl plugin `kubectl landform`. Its exit codes are cli.ExitOK,
+// ExitError, ExitPending and ExitTimeout (docs/cli.md).
 package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -38,9 +38,8 @@ func main() {
 		DisplayName: cli.DisplayNameFor(base),
 		Commands:    []*cobra.Command{dev},
 	}, os.Args[1:])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
+	if code := cli.Report(os.Stderr, err); code != cli.ExitOK {
 		stop()
-		os.Exit(1)
+		os.Exit(code)
 	}
 }

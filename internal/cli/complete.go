@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -30,6 +32,26 @@ func (a *app) completeNames(cmd *cobra.Command, args []string, toComplete string
 		}
 	}
 	return names, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeMoreNames completes one more NAME of a command that takes
+// several: the namespace's objects not named yet.
+func (a *app) completeMoreNames(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	names, directive := a.completeNames(cmd, nil, toComplete)
+	return slices.DeleteFunc(names, func(n string) bool { return slices.Contains(args, n) }), directive
+}
+
+// namesOrAll is the Args check of commands that take names or --all.
+func (a *app) namesOrAll(all *bool, use string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch {
+		case *all && len(args) > 0:
+			return fmt.Errorf("--all names every object of the namespace: drop the names or --all (%s)", a.cmdName(use))
+		case !*all && len(args) == 0:
+			return fmt.Errorf("expected the names of Terraform objects, or --all: %s", a.cmdName(use))
+		}
+		return nil
+	}
 }
 
 // oneName is the Args check of commands that take exactly one NAME.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/spf13/cobra"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -181,4 +182,18 @@ func badOutput(format string) error {
 func withKind(obj *v1alpha1.Terraform) *v1alpha1.Terraform {
 	obj.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(v1alpha1.TerraformKind))
 	return obj
+}
+
+// outputFlag registers -o/--output (json or yaml) with its completion.
+func (a *app) outputFlag(cmd *cobra.Command, output *string, usage string) {
+	cmd.Flags().StringVarP(output, "output", "o", "", usage)
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// checkOutput refuses an -o value other than json and yaml (or none).
+func checkOutput(format string) error {
+	if format != "" && format != "json" && format != "yaml" {
+		return badOutput(format)
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -98,6 +99,10 @@ func (r cli) transcript() string {
 	}
 	if r.err != nil {
 		b.WriteString("[error]\n" + r.err.Error() + "\n")
+	}
+	// Exit codes other than 0 and 1 are part of a command's contract.
+	if code := ExitCode(r.err); code != ExitOK && code != ExitError {
+		fmt.Fprintf(&b, "[exit %d]\n", code)
 	}
 	return b.String()
 }
@@ -298,6 +303,12 @@ func start(t *testing.T, args ...string) *background {
 func (b *background) waitOutput(t *testing.T, ok func(string) bool) {
 	t.Helper()
 	waitFor(t, &b.out, ok)
+}
+
+// waitErrOutput waits until stderr satisfies ok.
+func (b *background) waitErrOutput(t *testing.T, ok func(string) bool) {
+	t.Helper()
+	waitFor(t, &b.errOut, ok)
 }
 
 // result waits for the command to end by itself.

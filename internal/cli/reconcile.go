@@ -3,13 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/spf13/cobra"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 )
@@ -37,120 +37,137 @@ func (a *app) replanCommand() *cobra.Command {
 	}
 }
 
+type reconcileOptions struct {
+	wait       bool
+	timeout    time.Duration
+	until      string
+	withSource bool
+	output     string
+}
+
 func (a *app) reconcileCommand() *cobra.Command {
-	var wait bool
-	var timeout time.Duration
+	o := reconcileOptions{wait: true, until: untilReady}
 	cmd := &cobra.Command{
 		Use:   "reconcile NAME",
-		Short: "Ask the controller to reconcile now; --wait follows it until Ready or failure",
+		Short: "Ask the controller to reconcile now and wait until Ready, a plan waits for approval, or failure",
 		Long: "Ask the controller to reconcile now, as `flux reconcile` does (the annotation\n" +
-			meta.ReconcileRequestAnnotation + " is set to the current time).\n\n" +
-			"With --wait, progress is printed until the controller has handled the request:\n" +
-			"the exit code is 0 when the object is Ready, and 1 with the reason when it is\n" +
-			"not (a failure, or a plan waiting for approval).",
-		Example:           "  " + a.cmdName("reconcile") + " database --wait",
+			meta.ReconcileRequestAnnotation + " is set to the current time), and follow it\n" +
+			"until the controller has handled the request, printing each step.\n\n" +
+			"The object is judged as Flux's health checks judge it (kstatus). Steps the\n" +
+			"controller gets past by itself are waited through: a run under way or queued,\n" +
+			"a dependency, an input or the source not ready yet, a state lock held by a\n" +
+			"run, and a plan waiting for approval (an approval may be on its way from Git).\n" +
+			"Any other reason for not being Ready is a failure.\n\n" +
+			"--until=planned stops once the plan is made. Exit codes: 0 Ready (nothing\n" +
+			"left to apply), 1 failed, 2 a plan waits for approval (--until=planned: or the\n" +
+			"plan has changes, being applied), 3 timed out.",
+		Example: "  " + a.cmdName("reconcile") + " database\n" +
+			"  " + a.cmdName("reconcile") + " database --with-source\n" +
+			"  " + a.cmdName("reconcile") + " database --until=planned -o json\n" +
+			"  " + a.cmdName("reconcile") + " database --wait=false",
 		Args:              a.oneName("reconcile NAME"),
 		ValidArgsFunction: a.completeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, obj, err := a.requestReconcile(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.Streams.Out, "► requested reconciliation of %s/%s\n", obj.Namespace, obj.Name)
-			if !wait {
-				return nil
-			}
-			if timeout == 0 {
-				timeout = obj.GetTimeout() + 5*time.Minute
-			}
-			return a.waitReconciled(cmd.Context(), s, obj, timeout)
+			return a.runReconcile(cmd.Context(), args[0], o)
 		},
 	}
-	cmd.Flags().BoolVar(&wait, "wait", false, "follow progress until the request is handled")
-	cmd.Flags().DurationVar(&timeout, "timeout", 0, "how long --wait waits (default: the object's spec.timeout plus 5m)")
+	f := cmd.Flags()
+	f.BoolVar(&o.wait, "wait", true, "wait until the controller has handled the request (--wait=false only requests it)")
+	f.DurationVar(&o.timeout, "timeout", 0, "how long to wait (default: the object's spec.timeout plus 5m)")
+	f.StringVar(&o.until, "until", untilReady, "wait until the object is ready (applied, or nothing to apply) or planned (the plan is made)")
+	f.BoolVar(&o.withSource, "with-source", false, "reconcile the Flux source first and wait for its new artifact")
+	a.outputFlag(cmd, &o.output, "print the result as json or yaml (progress goes to stderr)")
+	_ = cmd.RegisterFlagCompletionFunc("until", cobra.FixedCompletions([]string{untilReady, untilPlanned}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
-// requestReconcile sets reconcile.fluxcd.io/requestedAt; the patched object
-// carries the requested value.
+func (a *app) runReconcile(ctx context.Context, name string, o reconcileOptions) error {
+	if o.until != untilReady && o.until != untilPlanned {
+		return fmt.Errorf("unknown --until %q: use %s or %s", o.until, untilReady, untilPlanned)
+	}
+	if err := checkOutput(o.output); err != nil {
+		return err
+	}
+	s, obj, err := a.object(ctx, name)
+	if err != nil {
+		return err
+	}
+	if err := a.checkNotSuspended(obj); err != nil {
+		return err
+	}
+	timeout := o.timeout
+	if timeout == 0 {
+		timeout = obj.GetTimeout() + 5*time.Minute
+	}
+	deadline := time.Now().Add(timeout)
+	progress := a.Streams.Out
+	if o.output != "" {
+		progress = a.Streams.ErrOut
+	}
+	var src *sourceResult
+	if o.withSource {
+		if src, err = a.reconcileSource(ctx, s, obj, progress, deadline, timeout); err != nil {
+			return err
+		}
+		// What the request is judged against is the object as it is now.
+		if obj, err = s.terraform(ctx, name); err != nil {
+			return err
+		}
+	}
+	wt := watcher{until: o.until}
+	if obj.Status.Run != nil {
+		wt.runBefore = obj.Status.Run.ID
+	}
+	if wt.requested, err = s.requestReconcile(ctx, obj); err != nil {
+		return err
+	}
+	fmt.Fprintf(progress, "► requested reconciliation of %s/%s\n", obj.Namespace, obj.Name)
+	res := newResult(obj, wt.requested, verdictRequested, "")
+	if o.wait {
+		res, err = a.waitReconciled(ctx, s, obj, wt, waitOptions{until: o.until, deadline: deadline, timeout: timeout, w: progress})
+	}
+	if res != nil && o.output != "" {
+		res.Source = src
+		if perr := printData(a.Streams.Out, o.output, res); perr != nil && err == nil {
+			err = perr
+		}
+	}
+	return err
+}
+
+// requestReconcile reads name and sets reconcile.fluxcd.io/requestedAt;
+// the patched object carries the requested value.
 func (a *app) requestReconcile(ctx context.Context, name string) (*session, *v1alpha1.Terraform, error) {
 	s, obj, err := a.object(ctx, name)
 	if err != nil {
 		return nil, nil, err
 	}
-	if obj.Spec.Suspend {
-		return nil, nil, fmt.Errorf("Terraform %s/%s is suspended: resume it first with %s", obj.Namespace, obj.Name, a.cmdName("resume "+obj.Name))
+	if err := a.checkNotSuspended(obj); err != nil {
+		return nil, nil, err
 	}
-	// The wall clock, not a.Now: the value must differ from any earlier request.
-	if err := s.annotate(ctx, obj, meta.ReconcileRequestAnnotation, time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+	if _, err := s.requestReconcile(ctx, obj); err != nil {
 		return nil, nil, err
 	}
 	return s, obj, nil
 }
 
-// waitReconciled polls obj until the controller has handled the request
-// it carries, printing each new step.
-func (a *app) waitReconciled(ctx context.Context, s *session, obj *v1alpha1.Terraform, timeout time.Duration) error {
-	requested := obj.GetAnnotations()[meta.ReconcileRequestAnnotation]
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(a.PollInterval)
-	defer tick.Stop()
-	last := ""
-	for {
-		current, err := s.terraform(ctx, obj.Name)
-		switch {
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case err != nil:
-			return err
-		}
-		obj = current
-		if done, err := a.handled(obj, requested); done {
-			return err
-		}
-		if step := progress(obj); step != last {
-			fmt.Fprintf(a.Streams.Out, "◎ %s\n", step)
-			last = step
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-deadline.C:
-			return fmt.Errorf("timed out after %s waiting for %s/%s (last: %s); check that the controller runs (%s)",
-				timeout, obj.Namespace, obj.Name, last, a.cmdName("version"))
-		case <-tick.C:
-		}
+func (a *app) checkNotSuspended(obj *v1alpha1.Terraform) error {
+	if obj.Spec.Suspend {
+		return fmt.Errorf("Terraform %s/%s is suspended: resume it first with %s", obj.Namespace, obj.Name, a.cmdName("resume "+obj.Name))
 	}
+	return nil
 }
 
-// handled reports whether the controller handled the request, and the
-// outcome: nil when Ready, an error saying why not otherwise.
-func (a *app) handled(obj *v1alpha1.Terraform, requested string) (bool, error) {
-	if obj.Status.LastHandledReconcileAt != requested {
-		return false, nil
-	}
-	ready := apimeta.FindStatusCondition(obj.Status.Conditions, meta.ReadyCondition)
-	switch {
-	case ready == nil || ready.ObservedGeneration != obj.Generation && ready.ObservedGeneration != 0:
-		return false, nil
-	case ready.Status == metav1.ConditionTrue:
-		fmt.Fprintf(a.Streams.Out, "✔ %s\n", oneLine(ready.Message))
-		return true, nil
-	case ready.Status == metav1.ConditionFalse && ready.Reason != v1alpha1.ProgressingReason && ready.Reason != progressingWithRetry:
-		fmt.Fprintf(a.Streams.Out, "✗ %s\n", ready.Reason)
-		return true, fmt.Errorf("Terraform %s/%s is not ready (%s): %s", obj.Namespace, obj.Name, ready.Reason, oneLine(ready.Message))
-	}
-	return false, nil
+// requestReconcile sets reconcile.fluxcd.io/requestedAt on obj and returns
+// the value set.
+func (s *session) requestReconcile(ctx context.Context, obj *v1alpha1.Terraform) (string, error) {
+	requested := newRequest()
+	return requested, s.annotate(ctx, obj, meta.ReconcileRequestAnnotation, requested)
 }
 
-// progress is the step an unfinished reconcile is at.
-func progress(obj *v1alpha1.Terraform) string {
-	if c := apimeta.FindStatusCondition(obj.Status.Conditions, meta.ReconcilingCondition); c != nil && c.Status == metav1.ConditionTrue && c.Message != "" {
-		return oneLine(c.Message)
-	}
-	return "waiting for the controller"
-}
+// newRequest is a reconcile.fluxcd.io/requestedAt value. It is the wall
+// clock, not a.Now: the value must differ from any earlier request.
+func newRequest() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 
 // oneLine folds a multi-line message into one line.
 func oneLine(s string) string {
@@ -158,40 +175,178 @@ func oneLine(s string) string {
 }
 
 func (a *app) suspendCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:               "suspend NAME",
-		Short:             "Stop reconciling (no plans, applies or drift checks) until resumed",
-		Args:              a.oneName("suspend NAME"),
-		ValidArgsFunction: a.completeNames,
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "suspend (NAME... | --all)",
+		Short: "Stop reconciling (no plans, applies or drift checks) until resumed",
+		Example: "  " + a.cmdName("suspend") + " database network\n" +
+			"  " + a.cmdName("suspend") + " --all -n team-a",
+		Args:              a.namesOrAll(&all, "suspend NAME... | --all"),
+		ValidArgsFunction: a.completeMoreNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.setSuspend(cmd.Context(), args[0], true)
+			return a.runSuspend(cmd.Context(), args, all)
 		},
 	}
+	cmd.Flags().BoolVar(&all, "all", false, "suspend every Terraform object in the namespace")
+	return cmd
 }
 
 func (a *app) resumeCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:               "resume NAME",
-		Short:             "Resume reconciling a suspended object",
-		Args:              a.oneName("resume NAME"),
-		ValidArgsFunction: a.completeNames,
+	var all, wait bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "resume (NAME... | --all)",
+		Short: "Resume reconciling, request a reconcile and wait until Ready, as reconcile does",
+		Long: "Resume reconciling suspended objects: spec.suspend is cleared and a reconcile\n" +
+			"requested in the same patch, then each object is followed as `reconcile` does,\n" +
+			"with the same exit codes (the worst of all objects).",
+		Example: "  " + a.cmdName("resume") + " database\n" +
+			"  " + a.cmdName("resume") + " --all -n team-a --wait=false",
+		Args:              a.namesOrAll(&all, "resume NAME... | --all"),
+		ValidArgsFunction: a.completeMoreNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.setSuspend(cmd.Context(), args[0], false)
+			return a.runResume(cmd.Context(), args, all, wait, timeout)
 		},
 	}
+	f := cmd.Flags()
+	f.BoolVar(&all, "all", false, "resume every suspended Terraform object in the namespace")
+	f.BoolVar(&wait, "wait", true, "wait until each object is reconciled (--wait=false only resumes)")
+	f.DurationVar(&timeout, "timeout", 0, "how long to wait for each object (default: its spec.timeout plus 5m)")
+	return cmd
 }
 
-func (a *app) setSuspend(ctx context.Context, name string, suspend bool) error {
-	s, obj, err := a.object(ctx, name)
+// targets are the objects named, or with all every object of the
+// namespace; errs are the names that could not be read.
+func (a *app) targets(ctx context.Context, s *session, names []string, all bool) (objs []*v1alpha1.Terraform, errs []error) {
+	if all {
+		var list v1alpha1.TerraformList
+		if err := s.c.List(ctx, &list, client.InNamespace(s.ns)); err != nil {
+			return nil, []error{s.explain(err, "list", resTerraforms, "Terraform", s.ns, "")}
+		}
+		slices.SortFunc(list.Items, func(x, y v1alpha1.Terraform) int { return strings.Compare(x.Name, y.Name) })
+		for i := range list.Items {
+			objs = append(objs, &list.Items[i])
+		}
+		if len(objs) == 0 {
+			fmt.Fprintf(a.Streams.ErrOut, "No Terraform objects found in namespace %s.\n", s.ns)
+		}
+		return objs, nil
+	}
+	seen := map[string]bool{}
+	for _, name := range names {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		obj, err := s.terraform(ctx, name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		objs = append(objs, obj)
+	}
+	return objs, errs
+}
+
+// failures turns the errors of a command run on several objects into its
+// error: one error is itself; several are printed, one a line, and summed
+// up, with the worst exit code.
+func (a *app) failures(errs []error, total int, what string) error {
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		if total <= 1 {
+			return errs[0]
+		}
+	}
+	codes := make([]int, len(errs))
+	for i, err := range errs {
+		fmt.Fprintf(a.Streams.ErrOut, "✗ %v\n", err)
+		codes[i] = ExitCode(err)
+	}
+	err := fmt.Errorf("%d of %d Terraform objects %s", len(errs), total, what)
+	if code := worst(codes...); code != ExitError {
+		return &exitError{code: code, err: err}
+	}
+	return err
+}
+
+func (a *app) runSuspend(ctx context.Context, names []string, all bool) error {
+	s, err := a.connect()
 	if err != nil {
 		return err
 	}
-	if obj.Spec.Suspend == suspend {
-		state := "already suspended"
-		if !suspend {
-			state = "not suspended"
+	objs, errs := a.targets(ctx, s, names, all)
+	for _, obj := range objs {
+		if err := a.setSuspend(ctx, s, obj, true); err != nil {
+			errs = append(errs, err)
 		}
-		fmt.Fprintf(a.Streams.Out, "Terraform %s/%s is %s.\n", obj.Namespace, obj.Name, state)
+	}
+	return a.failures(errs, len(objs)+len(errs), "could not be suspended")
+}
+
+func (a *app) runResume(ctx context.Context, names []string, all, wait bool, timeout time.Duration) error {
+	s, err := a.connect()
+	if err != nil {
+		return err
+	}
+	objs, errs := a.targets(ctx, s, names, all)
+	total := len(objs) + len(errs)
+	if all {
+		objs = slices.DeleteFunc(objs, func(obj *v1alpha1.Terraform) bool { return !obj.Spec.Suspend })
+	}
+	type resumed struct {
+		obj      *v1alpha1.Terraform
+		w        watcher
+		deadline time.Time
+		timeout  time.Duration
+	}
+	var waits []resumed
+	start := time.Now()
+	for _, obj := range objs {
+		w := watcher{until: untilReady, requested: newRequest()}
+		if obj.Status.Run != nil {
+			w.runBefore = obj.Status.Run.ID
+		}
+		if !obj.Spec.Suspend {
+			fmt.Fprintf(a.Streams.Out, "Terraform %s/%s is not suspended.\n", obj.Namespace, obj.Name)
+			continue
+		}
+		if err := a.setSuspend(ctx, s, obj, false, w.requested); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		t := timeout
+		if t == 0 {
+			t = obj.GetTimeout() + 5*time.Minute
+		}
+		waits = append(waits, resumed{obj: obj, w: w, deadline: start.Add(t), timeout: t})
+	}
+	if wait {
+		for _, r := range waits {
+			opts := waitOptions{until: untilReady, deadline: r.deadline, timeout: r.timeout, w: a.Streams.Out}
+			if len(waits) > 1 {
+				opts.prefix = r.obj.Name + ": "
+			}
+			if _, err := a.waitReconciled(ctx, s, r.obj, r.w, opts); err != nil {
+				if ctx.Err() != nil {
+					return err
+				}
+				errs = append(errs, err)
+			}
+		}
+	}
+	return a.failures(errs, total, "are not resumed and ready")
+}
+
+// setSuspend sets or clears spec.suspend; requested, when given, is a
+// reconcile request sent in the same patch.
+func (a *app) setSuspend(ctx context.Context, s *session, obj *v1alpha1.Terraform, suspend bool, requested ...string) error {
+	if obj.Spec.Suspend == suspend {
+		if suspend {
+			fmt.Fprintf(a.Streams.Out, "Terraform %s/%s is already suspended.\n", obj.Namespace, obj.Name)
+		}
 		return nil
 	}
 	// null removes the field: false is its default.
@@ -199,7 +354,11 @@ func (a *app) setSuspend(ctx context.Context, name string, suspend bool) error {
 	if suspend {
 		value = true
 	}
-	if err := s.mergePatch(ctx, obj, map[string]any{"spec": map[string]any{"suspend": value}}); err != nil {
+	patch := map[string]any{"spec": map[string]any{"suspend": value}}
+	if len(requested) > 0 {
+		patch["metadata"] = map[string]any{"annotations": map[string]string{meta.ReconcileRequestAnnotation: requested[0]}}
+	}
+	if err := s.mergePatch(ctx, obj, patch); err != nil {
 		return err
 	}
 	if suspend {
