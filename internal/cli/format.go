@@ -98,8 +98,6 @@ func statusText(obj *v1alpha1.Terraform) string {
 	switch {
 	case !obj.DeletionTimestamp.IsZero():
 		return "deleting"
-	case obj.Spec.Suspend:
-		return "suspended"
 	case reconciling != nil && reconciling.Status == metav1.ConditionTrue && reconciling.Reason != progressingWithRetry:
 		return reconciling.Message
 	case ready != nil:

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,10 +21,12 @@ import (
 )
 
 type getOptions struct {
-	allNamespaces bool
-	watch         bool
-	output        string
-	selector      string
+	allNamespaces  bool
+	watch          bool
+	output         string
+	selector       string
+	statusSelector string
+	noHeader       bool
 }
 
 func (a *app) getCommand() *cobra.Command {
@@ -33,6 +36,7 @@ func (a *app) getCommand() *cobra.Command {
 		Short: "List Terraform objects (or show one) with their readiness, pending plan and last applied revision",
 		Example: "  " + a.cmdName("get") + " -n team-a\n" +
 			"  " + a.cmdName("get") + " -A -w\n" +
+			"  " + a.cmdName("get") + " -A --status-selector ready=false --no-header\n" +
 			"  " + a.cmdName("get") + " database -o yaml",
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: a.completeNames,
@@ -47,9 +51,10 @@ func (a *app) getCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list the objects of every namespace")
 	f.BoolVarP(&o.watch, "watch", "w", false, "after listing, print every change until interrupted")
-	f.StringVarP(&o.output, "output", "o", "", "print the objects as json or yaml instead of a table")
 	f.StringVarP(&o.selector, "selector", "l", "", "label selector, e.g. team=a")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+	f.StringVar(&o.statusSelector, "status-selector", "", "only objects whose condition has this status, e.g. ready=false or ready!=true")
+	f.BoolVar(&o.noHeader, "no-header", false, "print the table without its header")
+	a.outputFlag(cmd, &o.output, "print the objects as json or yaml instead of a table")
 	return cmd
 }
 
@@ -57,8 +62,12 @@ func (a *app) runGet(ctx context.Context, name string, o getOptions) error {
 	if name != "" && o.allNamespaces {
 		return errors.New("a Terraform object cannot be named across all namespaces: drop -A or the name")
 	}
-	if o.output != "" && o.output != "json" && o.output != "yaml" {
-		return badOutput(o.output)
+	if err := checkOutput(o.output); err != nil {
+		return err
+	}
+	match, err := parseStatusSelector(o.statusSelector)
+	if err != nil {
+		return err
 	}
 	if o.watch && o.output != "" {
 		return errors.New("-w prints a table: drop -o")
@@ -95,6 +104,7 @@ func (a *app) runGet(ctx context.Context, name string, o getOptions) error {
 		return s.explain(err, "list", resTerraforms, "Terraform", ns, "")
 	}
 
+	list.Items = slices.DeleteFunc(list.Items, func(obj v1alpha1.Terraform) bool { return !match(&obj) })
 	slices.SortFunc(list.Items, func(x, y v1alpha1.Terraform) int {
 		return cmp.Or(strings.Compare(x.Namespace, y.Namespace), strings.Compare(x.Name, y.Name))
 	})
@@ -113,13 +123,16 @@ func (a *app) runGet(ctx context.Context, name string, o getOptions) error {
 
 	t := newTable(a.Streams.Out)
 	if len(list.Items) == 0 {
-		if o.allNamespaces {
-			fmt.Fprintln(a.Streams.ErrOut, "No Terraform objects found.")
-		} else {
-			fmt.Fprintf(a.Streams.ErrOut, "No Terraform objects found in namespace %s.\n", ns)
+		where := ""
+		if !o.allNamespaces {
+			where = " in namespace " + ns
 		}
+		if o.statusSelector != "" {
+			where += " with " + o.statusSelector
+		}
+		fmt.Fprintf(a.Streams.ErrOut, "No Terraform objects found%s.\n", where)
 	} else {
-		a.header(t, o.allNamespaces)
+		a.header(t, o)
 		for i := range list.Items {
 			a.row(t, &list.Items[i], o.allNamespaces)
 		}
@@ -128,14 +141,19 @@ func (a *app) runGet(ctx context.Context, name string, o getOptions) error {
 		return err
 	}
 	if len(list.Items) == 0 {
-		a.header(t, o.allNamespaces)
+		a.header(t, o)
 	}
-	return a.watchRows(ctx, s, t, list.ResourceVersion, opts, o.allNamespaces)
+	return a.watchRows(ctx, s, t, list.ResourceVersion, opts, o.allNamespaces, match)
 }
 
-func (a *app) header(t *tableWriter, allNamespaces bool) {
-	cells := []string{"NAME", "READY", "STATUS", "PLAN", "LAST APPLIED", "AGE"}
-	if allNamespaces {
+// The columns of `get`: Flux's (REVISION, SUSPENDED, READY, and the
+// message last), with the plan and the age.
+func (a *app) header(t *tableWriter, o getOptions) {
+	if o.noHeader {
+		return
+	}
+	cells := []string{"NAME", "REVISION", "SUSPENDED", "READY", "PLAN", "AGE", "STATUS"}
+	if o.allNamespaces {
 		cells = append([]string{"NAMESPACE"}, cells...)
 	}
 	t.row(cells...)
@@ -144,11 +162,12 @@ func (a *app) header(t *tableWriter, allNamespaces bool) {
 func (a *app) row(t *tableWriter, obj *v1alpha1.Terraform, allNamespaces bool) {
 	cells := []string{
 		obj.Name,
-		readyStatus(obj),
-		truncate(oneLine(statusText(obj)), statusWidth),
-		planColumn(obj),
 		shortRevision(obj.Status.LastAppliedRevision),
+		suspendedColumn(obj),
+		readyStatus(obj),
+		planColumn(obj),
 		a.age(obj.CreationTimestamp.Time),
+		truncate(oneLine(statusText(obj)), statusWidth),
 	}
 	if allNamespaces {
 		cells = append([]string{obj.Namespace}, cells...)
@@ -156,9 +175,64 @@ func (a *app) row(t *tableWriter, obj *v1alpha1.Terraform, allNamespaces bool) {
 	t.row(cells...)
 }
 
+// suspendedColumn is spec.suspend as Flux prints it.
+func suspendedColumn(obj *v1alpha1.Terraform) string {
+	if obj.Spec.Suspend {
+		return "True"
+	}
+	return "False"
+}
+
+// parseStatusSelector reads --status-selector, TYPE=STATUS or
+// TYPE!=STATUS as `flux get` takes it (case does not matter), into a
+// filter. An object without the condition has it Unknown for Ready (as
+// the READY column shows it) and False for Reconciling and Stalled (kstatus'
+// abnormal-true conditions); any other missing condition matches no
+// TYPE=STATUS.
+func parseStatusSelector(sel string) (func(*v1alpha1.Terraform) bool, error) {
+	if sel == "" {
+		return func(*v1alpha1.Terraform) bool { return true }, nil
+	}
+	sep, negate := "=", false
+	if strings.Contains(sel, "!=") {
+		sep, negate = "!=", true
+	}
+	typ, want, ok := strings.Cut(sel, sep)
+	typ, want = strings.TrimSpace(typ), strings.TrimSpace(want)
+	if !ok || typ == "" || strings.ContainsAny(want, "=!") {
+		return nil, fmt.Errorf("invalid --status-selector %q: use TYPE=STATUS or TYPE!=STATUS, e.g. ready=false", sel)
+	}
+	var status metav1.ConditionStatus
+	for _, s := range []metav1.ConditionStatus{metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown} {
+		if strings.EqualFold(want, string(s)) {
+			status = s
+		}
+	}
+	if status == "" {
+		return nil, fmt.Errorf("invalid --status-selector %q: the status is True, False or Unknown", sel)
+	}
+	return func(obj *v1alpha1.Terraform) bool {
+		var got metav1.ConditionStatus
+		for _, c := range obj.Status.Conditions {
+			if strings.EqualFold(c.Type, typ) {
+				got = c.Status
+			}
+		}
+		if got == "" {
+			switch {
+			case strings.EqualFold(typ, meta.ReadyCondition):
+				got = metav1.ConditionUnknown
+			case strings.EqualFold(typ, meta.ReconcilingCondition), strings.EqualFold(typ, meta.StalledCondition):
+				got = metav1.ConditionFalse
+			}
+		}
+		return (got == status) != negate
+	}, nil
+}
+
 // watchRows prints a row for every change after resourceVersion until ctx
 // ends, watching again when the API server closes the watch.
-func (a *app) watchRows(ctx context.Context, s *session, t *tableWriter, resourceVersion string, opts []client.ListOption, allNamespaces bool) error {
+func (a *app) watchRows(ctx context.Context, s *session, t *tableWriter, resourceVersion string, opts []client.ListOption, allNamespaces bool, match func(*v1alpha1.Terraform) bool) error {
 	ns := ""
 	for _, o := range opts {
 		if in, ok := o.(client.InNamespace); ok {
@@ -194,6 +268,9 @@ func (a *app) watchRows(ctx context.Context, s *session, t *tableWriter, resourc
 				continue
 			}
 			resourceVersion = obj.ResourceVersion
+			if !match(obj) {
+				continue
+			}
 			a.row(t, obj, allNamespaces)
 			if err := t.flush(); err != nil {
 				w.Stop()

@@ -39,6 +39,12 @@ func TestGet(t *testing.T) {
 		{"get/json-list", []string{"get", "-n", other, "-o", "json"}},
 		{"get/bad-output", []string{"get", "-n", ns, "-o", "wide"}},
 		{"get/name-and-all", []string{"get", "-A", objPending}},
+		{"get/not-ready", []string{"get", "-n", ns, "--status-selector", "ready=false"}},
+		{"get/not-ready-true", []string{"get", "-n", ns, "--status-selector", "Ready!=True", "--no-header"}},
+		{"get/reconciling", []string{"get", "-n", ns, "--status-selector", "reconciling=true", "-o", "yaml"}},
+		{"get/status-selector-none", []string{"get", "-A", "-l", "set=get", "--status-selector", "stalled=true"}},
+		{"get/status-selector-bad", []string{"get", "-n", ns, "--status-selector", "ready"}},
+		{"get/status-selector-bad-status", []string{"get", "-n", ns, "--status-selector", "ready=yes"}},
 	} {
 		t.Run(tt.golden, func(t *testing.T) {
 			r := run(t, "", tt.args...)
