@@ -46,6 +46,12 @@ func TestStatus(t *testing.T) {
 			golden(t, "status/"+name, normalize(run(t, "", "status", "-n", ns, name).transcript()))
 		})
 	}
+	t.Run("json", func(t *testing.T) {
+		golden(t, "status/pending-json", normalize(run(t, "", "status", "-n", ns, objPending, "-o", "json").transcript()))
+	})
+	t.Run("yaml", func(t *testing.T) {
+		golden(t, "status/running-yaml", normalize(run(t, "", "status", "-n", ns, objRunning, "-o", "yaml").transcript()))
+	})
 	t.Run("not-found", func(t *testing.T) {
 		golden(t, "status/not-found", run(t, "", "status", "-n", ns, "missing").transcript())
 	})
