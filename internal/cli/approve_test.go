@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
 	"time"
 
-	"context"
+	"github.com/google/go-cmp/cmp"
 	authorizationv1 "k8s.io/api/authorization/v1"
-	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -131,4 +135,83 @@ func grant(t *testing.T, ns, user string, rules ...rbacv1.PolicyRule) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// TestApproveFile approves through Git: the manifest gets the plan id,
+// the object in the cluster does not change.
+func TestApproveFile(t *testing.T) {
+	ns := namespace(t, "approve-file")
+	manifest := func(name, approvePlan string) string {
+		m := "# " + name + ", reviewed by the platform team\n" +
+			"apiVersion: infra.landform.dev/v1alpha1\n" +
+			"kind: Terraform\n" +
+			"metadata:\n" +
+			"  name: " + name + "\n" +
+			"  namespace: " + ns + "\n" +
+			"spec:\n"
+		if approvePlan != "" {
+			m += "  approvePlan: " + approvePlan + "  # set by landform approve -f\n"
+		}
+		return m + "  # the module\n" +
+			"  path: ./modules/" + name + "\n" +
+			"  sourceRef:\n" +
+			"    kind: GitRepository\n" +
+			"    name: infra\n"
+	}
+	for _, tt := range []struct {
+		name  string
+		state func(*v1alpha1.Terraform)
+		file  string
+		flags []string
+		// want is the file afterwards; the same as before when empty.
+		want string
+	}{
+		{name: "written", state: pending, file: manifest("written", ""), flags: []string{"--yes"},
+			want: strings.Replace(manifest("written", ""), "spec:\n", "spec:\n  approvePlan: "+pendingPlan+"\n", 1)},
+		{name: "replaced", state: pending, file: manifest("replaced", appliedPlan), flags: []string{"--yes", "-o", "json"}, want: manifest("replaced", pendingPlan)},
+		{name: "asked", state: pending, file: manifest("asked", "")},
+		{name: "already", state: pending, file: manifest("already", pendingPlan)},
+		{name: "no-object", state: pending, file: manifest("other", ""), flags: []string{"--yes"}},
+		{name: "auto", state: heldDestructive, file: manifest("auto", "auto"), flags: []string{"--yes"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := terraform(t, ns, tt.name, tt.state)
+			storePlan(t, obj, pendingPlan, rev2, false)
+			dir := t.TempDir()
+			file := filepath.Join(dir, "terraform.yaml")
+			if err := os.WriteFile(file, []byte(tt.file), 0o640); err != nil {
+				t.Fatal(err)
+			}
+			before := snapshot(t, obj)
+			r := run(t, "", append([]string{"approve", "-n", ns, tt.name, "-f", file}, tt.flags...)...)
+			golden(t, "approve/file-"+tt.name, strings.ReplaceAll(r.transcript(), dir, "DIR"))
+
+			got, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tt.want
+			if want == "" {
+				want = tt.file
+			}
+			if diff := cmp.Diff(want, string(got)); diff != "" {
+				t.Errorf("the manifest differs (-want +got):\n%s", diff)
+			}
+			if info, err := os.Stat(file); err != nil || info.Mode().Perm() != 0o640 {
+				t.Errorf("the manifest's mode changed: %v %v", info.Mode(), err)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+				t.Errorf("files left beside the manifest: %v", entries)
+			}
+			onlyAnnotationChanged(t, before, snapshot(t, obj), v1alpha1.ApproveAnnotation, "")
+		})
+	}
+}
+
+func TestApproveOutput(t *testing.T) {
+	ns := namespace(t, "approve-output")
+	obj := terraform(t, ns, "database", pending)
+	storePlan(t, obj, pendingPlan, rev2, false)
+	golden(t, "approve/yaml", run(t, "", "approve", "-n", ns, "database", "--yes", "-o", "yaml").transcript())
+	golden(t, "approve/yaml-already", run(t, "", "approve", "-n", ns, "database", "-o", "yaml").transcript())
 }
