@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -21,8 +23,15 @@ const lockInfoAnnotation = statelock.InfoAnnotation
 // lockInfo is the backend's statemgr.LockInfo as it marshals it.
 type lockInfo = statelock.LockInfo
 
+type unlockOptions struct {
+	force bool
+	// lockID, when set, is the only lock that may be released.
+	lockID string
+	output string
+}
+
 func (a *app) unlockCommand() *cobra.Command {
-	var force bool
+	var o unlockOptions
 	cmd := &cobra.Command{
 		Use:   "unlock NAME",
 		Short: "Show who holds the state lock, and release it when that holder is gone",
@@ -33,19 +42,52 @@ func (a *app) unlockCommand() *cobra.Command {
 			"Landform cannot prove gone (a live runner, someone's own terraform) keeps\n" +
 			"its lock unless --force is given: releasing a lock that is still used can\n" +
 			"corrupt the state.\n\n" +
+			"--lock-id releases only the lock of that id, as `tofu force-unlock LOCK_ID`\n" +
+			"does: a script that saw a lock never releases the next one.\n\n" +
 			"Releasing does what `tofu force-unlock` does: the Lease's holder and lock\n" +
 			"info are cleared, the Lease stays.",
+		Example: "  " + a.cmdName("unlock") + " database\n" +
+			"  " + a.cmdName("unlock") + " database --lock-id 9b1c0e4a-3f2d-4c55-8a61-0d7e2f4b9c3a --force -o json",
 		Args:              a.oneName("unlock NAME"),
 		ValidArgsFunction: a.completeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.runUnlock(cmd.Context(), args[0], force)
+			if err := checkOutput(o.output); err != nil {
+				return err
+			}
+			return a.runUnlock(cmd.Context(), args[0], o)
 		},
 	}
-	cmd.Flags().BoolVar(&force, "force", false, "release the lock even if its holder may still be running")
+	f := cmd.Flags()
+	f.BoolVar(&o.force, "force", false, "release the lock even if its holder may still be running")
+	f.StringVar(&o.lockID, "lock-id", "", "release the lock only if its id is this one")
+	a.outputFlag(cmd, &o.output, "print the lock and what was done as json or yaml")
 	return cmd
 }
 
-func (a *app) runUnlock(ctx context.Context, name string, force bool) error {
+// unlockResult is what `unlock -o json|yaml` prints.
+type unlockResult struct {
+	Namespace string      `json:"namespace"`
+	Name      string      `json:"name"`
+	Lease     string      `json:"lease,omitempty"`
+	Locked    bool        `json:"locked"`
+	Lock      *lockResult `json:"lock,omitempty"`
+	// Released: this command released the lock.
+	Released bool `json:"released"`
+}
+
+type lockResult struct {
+	ID        string     `json:"id"`
+	Holder    string     `json:"holder,omitempty"`
+	Operation string     `json:"operation,omitempty"`
+	Created   *time.Time `json:"created,omitempty"`
+	Engine    string     `json:"engine,omitempty"`
+	// HolderGone: Landform proved the holder gone; HolderState says how,
+	// or why it could not.
+	HolderGone  bool   `json:"holderGone"`
+	HolderState string `json:"holderState"`
+}
+
+func (a *app) runUnlock(ctx context.Context, name string, o unlockOptions) error {
 	s, obj, err := a.object(ctx, name)
 	if err != nil {
 		return err
@@ -54,7 +96,20 @@ func (a *app) runUnlock(ctx context.Context, name string, force bool) error {
 		return fmt.Errorf("Terraform %s/%s keeps its state in a custom backend (spec.backendConfig.customConfiguration): release its lock with that backend's own tools (tofu force-unlock LOCK_ID)", obj.Namespace, obj.Name)
 	}
 	w := a.Streams.Out
+	if o.output != "" {
+		w = io.Discard // the result says it all
+	}
 	leaseName := names.StateLease(obj)
+	res := unlockResult{Namespace: obj.Namespace, Name: obj.Name, Lease: leaseName}
+	result := func(err error) error {
+		if o.output == "" {
+			return err
+		}
+		if perr := printData(a.Streams.Out, o.output, res); perr != nil && err == nil {
+			return perr
+		}
+		return err
+	}
 	var lease coordinationv1.Lease
 	err = s.c.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: leaseName}, &lease)
 	if apierrors.IsNotFound(err) || err == nil && lease.Spec.HolderIdentity == nil {
@@ -62,7 +117,7 @@ func (a *app) runUnlock(ctx context.Context, name string, force bool) error {
 		if obj.Status.Lock != nil {
 			fmt.Fprintln(w, "status.lock still names a holder: the controller clears it at its next run.")
 		}
-		return nil
+		return result(nil)
 	}
 	if err != nil {
 		return s.explain(err, "get", resLeases, "Lease", obj.Namespace, leaseName)
@@ -84,9 +139,17 @@ func (a *app) runUnlock(ctx context.Context, name string, force bool) error {
 	}
 	h := holderState(ctx, s, obj, info)
 	fmt.Fprintf(w, "  Holder is:  %s\n", h.why)
+	res.Locked = true
+	res.Lock = &lockResult{ID: info.ID, Holder: info.Who, Operation: info.Operation, Engine: info.Version, HolderGone: h.gone, HolderState: h.why}
+	if !info.Created.IsZero() {
+		res.Lock.Created = &info.Created
+	}
+	if o.lockID != "" && o.lockID != info.ID {
+		return result(fmt.Errorf("the state of %s/%s is locked by lock %s, not %s: nothing released", obj.Namespace, obj.Name, info.ID, o.lockID))
+	}
 	if !h.gone {
-		if !force {
-			return fmt.Errorf("lock %s kept: its holder %s may still be running; stop it, or re-run with --force once you are sure it has stopped", info.ID, orDash(info.Who))
+		if !o.force {
+			return result(fmt.Errorf("lock %s kept: its holder %s may still be running; stop it, or re-run with --force once you are sure it has stopped", info.ID, orDash(info.Who)))
 		}
 		fmt.Fprintln(w, "Releasing it anyway (--force).")
 	}
@@ -98,10 +161,11 @@ func (a *app) runUnlock(ctx context.Context, name string, force bool) error {
 	delete(lease.Annotations, lockInfoAnnotation)
 	if err := s.c.Update(ctx, &lease, client.FieldOwner("landform-cli")); err != nil {
 		if apierrors.IsConflict(err) {
-			return fmt.Errorf("the lock changed while it was being released (another run took or released it): run %s again", a.cmdName("unlock "+obj.Name))
+			return result(fmt.Errorf("the lock changed while it was being released (another run took or released it): run %s again", a.cmdName("unlock "+obj.Name)))
 		}
 		return s.explain(err, "update", resLeases, "Lease", obj.Namespace, leaseName)
 	}
+	res.Released = true
 	fmt.Fprintf(w, "Released lock %s. The controller runs again at its next retry (%s runs it now).\n", info.ID, a.cmdName("reconcile "+obj.Name))
-	return nil
+	return result(nil)
 }

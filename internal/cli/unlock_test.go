@@ -229,11 +229,16 @@ func TestUnlock(t *testing.T) {
 		host    string
 		pod     func(t *testing.T, obj *v1alpha1.Terraform) // creates the holder's Pod
 		force   bool
+		flags   []string
 		release bool
 	}{
 		{name: "live-runner", host: "live-runner-a1b2c", pod: runnerPod(corev1.PodRunning)},
 		{name: "live-runner-force", host: "live-runner-force-a1b2c", pod: runnerPod(corev1.PodRunning), force: true, release: true},
 		{name: "failed-runner", host: "failed-runner-a1b2c", pod: runnerPod(corev1.PodFailed), release: true},
+		// --lock-id releases that lock only.
+		{name: "lock-id", host: "lock-id-a1b2c", pod: runnerPod(corev1.PodFailed), flags: []string{"--lock-id", "0b8f3c2e-5d1a-4e6f-8a9b-1c2d3e4f5a6b", "-o", "json"}, release: true},
+		{name: "other-lock-id", host: "other-lock-id-a1b2c", pod: runnerPod(corev1.PodFailed), flags: []string{"--lock-id", "6c1f0b7e-0d3a-4b8e-9c1a-2f4e5d6c7b8a"}},
+		{name: "kept-yaml", host: "kept-yaml-a1b2c", pod: runnerPod(corev1.PodRunning), flags: []string{"-o", "yaml"}},
 		{name: "other-pod", host: "other-pod-runner-a1b2c", pod: func(t *testing.T, obj *v1alpha1.Terraform) {
 			pod(t, obj.Namespace, "other-pod-runner-a1b2c", map[string]string{"app": "something-else"}, corev1.PodRunning)
 		}},
@@ -250,6 +255,7 @@ func TestUnlock(t *testing.T) {
 			if tt.force {
 				args = append(args, "--force")
 			}
+			args = append(args, tt.flags...)
 			golden(t, "unlock/"+tt.name, lockOutput(run(t, "", args...).transcript(), ""))
 			if tt.release {
 				released(t, obj)
@@ -306,6 +312,7 @@ func TestUnlock(t *testing.T) {
 		terraform(t, ns, objNew, nil)
 		golden(t, "unlock/not-locked", run(t, "", "unlock", "-n", ns, "gone").transcript())
 		golden(t, "unlock/no-lease", run(t, "", "unlock", "-n", ns, objNew).transcript())
+		golden(t, "unlock/not-locked-json", run(t, "", "unlock", "-n", ns, objNew, "--lock-id", "6c1f0b7e-0d3a-4b8e-9c1a-2f4e5d6c7b8a", "-o", "json").transcript())
 	})
 	t.Run("custom-backend", func(t *testing.T) {
 		terraform(t, ns, "custom", func(obj *v1alpha1.Terraform) {
