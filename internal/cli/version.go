@@ -2,13 +2,16 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,7 +24,6 @@ import (
 const (
 	nameLabel       = "app.kubernetes.io/name"
 	componentLabel  = "app.kubernetes.io/component"
-	versionLabel    = "app.kubernetes.io/version"
 	nameValue       = "landform"
 	controllerValue = "controller"
 )
@@ -43,8 +45,12 @@ type versions struct {
 }
 
 type controllerVersion struct {
+	// Version is the tag of the image the controller runs.
 	Version    string `json:"version"`
 	Deployment string `json:"deployment"`
+	// Image is the manager container's image: the running Pods' when
+	// they can be read, else the Deployment's.
+	Image string `json:"image,omitempty"`
 }
 
 func (a *app) versionCommand() *cobra.Command {
@@ -53,9 +59,10 @@ func (a *app) versionCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version [NAME]",
 		Short: "Print the client, controller and engine versions",
-		Long: "Print the versions of this CLI, of the controller (the Deployments labelled\n" +
-			ControllerSelector + ", in any namespace) and of the engine\n" +
-			"(terraform or tofu) that made NAME's stored plan, or the namespace's most recent plan.",
+		Long: "Print the versions of this CLI, of the controller (the tag of the image its Pods\n" +
+			"run, for each Deployment labelled " + ControllerSelector + ",\n" +
+			"in any namespace) and of the engine (terraform or tofu) that made NAME's stored\n" +
+			"plan, or the namespace's most recent plan.",
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: a.completeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -107,8 +114,10 @@ func (a *app) runVersion(ctx context.Context, name string, clientOnly bool, form
 		return err
 	}
 	if err := s.checkInstalled(); err != nil {
-		v.Controller = "not installed"
-		v.EngineFrom = "no Landform API in this cluster"
+		v.Controller, v.EngineFrom = "unknown (the cluster could not be asked)", "the cluster could not be asked"
+		if errors.Is(err, errNotInstalled) {
+			v.Controller, v.EngineFrom = "not installed", "no Landform API in this cluster"
+		}
 		_ = print()
 		return err
 	}
@@ -144,8 +153,11 @@ func (s *session) checkInstalled() error {
 	return errNotInstalled
 }
 
-// controllerVersions finds the controller Deployments; when there is none,
-// the second result says why.
+// controllerVersions finds the controller Deployments and the version
+// each runs: the tag of its running Pods' manager image (the chart's
+// version label names the chart's appVersion, which an image override
+// leaves behind), else of its Pod template's. When there is no
+// Deployment, the second result says why.
 func (s *session) controllerVersions(ctx context.Context) ([]controllerVersion, string) {
 	var list appsv1.DeploymentList
 	err := s.c.List(ctx, &list, client.MatchingLabels{nameLabel: nameValue, componentLabel: controllerValue})
@@ -157,20 +169,56 @@ func (s *session) controllerVersions(ctx context.Context) ([]controllerVersion, 
 	}
 	var out []controllerVersion
 	for _, d := range list.Items {
-		v := d.Labels[versionLabel]
-		if v == "" {
-			v = imageTag(d.Spec.Template.Spec.Containers)
+		images := s.runningImages(ctx, &d)
+		if len(images) == 0 {
+			images = []string{managerImage(d.Spec.Template.Spec.Containers)}
 		}
-		out = append(out, controllerVersion{Version: v, Deployment: d.Namespace + "/" + d.Name})
+		var tags []string
+		for _, image := range images {
+			tags = append(tags, imageTag(image))
+		}
+		v := controllerVersion{Version: strings.Join(tags, ", "), Deployment: d.Namespace + "/" + d.Name, Image: strings.Join(images, ", ")}
+		if len(tags) > 1 {
+			v.Version += " (rolling out)"
+		}
+		out = append(out, v)
 	}
 	return out, ""
 }
 
-// imageTag is the tag of the manager container's image (or the first
-// container's), "unknown" without one.
-func imageTag(containers []corev1.Container) string {
+// runningImages are the distinct images the manager containers of d's
+// running Pods run, in Pod name order; none when the Pods cannot be read.
+func (s *session) runningImages(ctx context.Context, d *appsv1.Deployment) []string {
+	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil {
+		return nil
+	}
+	var pods corev1.PodList
+	if err := s.c.List(ctx, &pods, client.InNamespace(d.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil
+	}
+	slices.SortFunc(pods.Items, func(x, y corev1.Pod) int { return strings.Compare(x.Name, y.Name) })
+	var images []string
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		var running []corev1.Container
+		for _, c := range p.Status.ContainerStatuses {
+			running = append(running, corev1.Container{Name: c.Name, Image: c.Image})
+		}
+		if image := managerImage(running); image != "" && !slices.Contains(images, image) {
+			images = append(images, image)
+		}
+	}
+	return images
+}
+
+// managerImage is the image of the manager container (or the first
+// container's); "" without containers.
+func managerImage(containers []corev1.Container) string {
 	if len(containers) == 0 {
-		return "unknown"
+		return ""
 	}
 	image := containers[0].Image
 	for _, c := range containers {
@@ -178,6 +226,11 @@ func imageTag(containers []corev1.Container) string {
 			image = c.Image
 		}
 	}
+	return image
+}
+
+// imageTag is the tag of an image reference, "unknown" without one.
+func imageTag(image string) string {
 	image, _, _ = strings.Cut(image, "@")
 	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
 		return image[i+1:]
