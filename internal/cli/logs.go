@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -15,7 +16,7 @@ import (
 )
 
 func (a *app) logsCommand() *cobra.Command {
-	var follow bool
+	var follow, controller bool
 	var phase string
 	phases := make([]string, len(runlog.Phases))
 	for i, p := range runlog.Phases {
@@ -23,15 +24,26 @@ func (a *app) logsCommand() *cobra.Command {
 	}
 	cmd := &cobra.Command{
 		Use:   "logs NAME",
-		Short: "Print terraform's output of the last run of each phase (plan, apply, destroy)",
+		Short: "Print terraform's output of the last run of each phase (plan, apply, destroy), or the controller's log lines",
 		Long: "Print terraform's output of the last run of each phase (plan, apply, destroy),\n" +
 			"oldest first, as the controller keeps it: secret values redacted, the last\n" +
 			"256 KiB of each phase. A running phase is written every 2 seconds; -f follows\n" +
-			"it, and every later run, until interrupted.",
-		Example:           "  " + a.cmdName("logs") + " database\n  " + a.cmdName("logs") + " database -f --phase apply",
+			"it, and every later run, until interrupted.\n\n" +
+			"--controller prints instead the lines of the controller's own log about the\n" +
+			"object (from the Pods labelled " + controllerPodSelector + "),\n" +
+			"as the controller wrote them; -f follows them.",
+		Example: "  " + a.cmdName("logs") + " database\n" +
+			"  " + a.cmdName("logs") + " database -f --phase apply\n" +
+			"  " + a.cmdName("logs") + " database --controller | jq -r .msg",
 		Args:              a.oneName("logs NAME"),
 		ValidArgsFunction: a.completeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if controller {
+				if phase != "" {
+					return errors.New("--phase selects a run's output, --controller the controller's log: use one of them")
+				}
+				return a.runControllerLogs(cmd.Context(), args[0], follow)
+			}
 			if phase != "" && !slices.Contains(phases, phase) {
 				return fmt.Errorf("unknown phase %q: use one of %s", phase, strings.Join(phases, ", "))
 			}
@@ -40,6 +52,7 @@ func (a *app) logsCommand() *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow the running phase and later runs until interrupted")
 	cmd.Flags().StringVar(&phase, "phase", "", "only this phase: "+strings.Join(phases, ", "))
+	cmd.Flags().BoolVar(&controller, "controller", false, "print the controller's log lines about the object instead")
 	_ = cmd.RegisterFlagCompletionFunc("phase", cobra.FixedCompletions(phases, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
