@@ -124,7 +124,7 @@ func (a *app) runReconcile(ctx context.Context, name string, o reconcileOptions)
 	fmt.Fprintf(progress, "► requested reconciliation of %s/%s\n", obj.Namespace, obj.Name)
 	res := newResult(obj, wt.requested, verdictRequested, "")
 	if o.wait {
-		res, err = a.waitReconciled(ctx, s, obj, wt, waitOptions{until: o.until, deadline: deadline, timeout: timeout, w: progress})
+		res, err = a.waitReconciled(ctx, s, obj, wt, waitOptions{deadline: deadline, timeout: timeout, w: progress})
 	}
 	if res != nil && o.output != "" {
 		res.Source = src
@@ -325,7 +325,7 @@ func (a *app) runResume(ctx context.Context, names []string, all, wait bool, tim
 	}
 	if wait {
 		for _, r := range waits {
-			opts := waitOptions{until: untilReady, deadline: r.deadline, timeout: r.timeout, w: a.Streams.Out}
+			opts := waitOptions{deadline: r.deadline, timeout: r.timeout, w: a.Streams.Out}
 			if len(waits) > 1 {
 				opts.prefix = r.obj.Name + ": "
 			}

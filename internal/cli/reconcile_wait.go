@@ -251,7 +251,6 @@ func exitCodeOf(v verdict) int {
 
 // waitOptions say how `reconcile` and `resume` wait.
 type waitOptions struct {
-	until string
 	// deadline ends the wait with a timeout.
 	deadline time.Time
 	timeout  time.Duration
@@ -262,7 +261,7 @@ type waitOptions struct {
 }
 
 // waitReconciled polls obj until the controller has handled the request
-// w carries and it ended as opts.until asks, printing each new step. The
+// wt carries and it ended as wt.until asks, printing each new step. The
 // error says why the command fails, with its exit code.
 func (a *app) waitReconciled(ctx context.Context, s *session, obj *v1alpha1.Terraform, wt watcher, opts waitOptions) (*reconcileResult, error) {
 	last := ""
