@@ -222,7 +222,7 @@ func TestReconcileWithSource(t *testing.T) {
 
 	tfRequested := waitRequested(t, obj)
 	cmd.waitOutput(t, func(s string) bool {
-		return strings.Contains(s, "► requested reconciliation of reconcile-source/database")
+		return strings.Contains(s, "► requested reconciliation of reconcile-source/database\n◎ waiting for the controller")
 	})
 	obj.Status.LastHandledReconcileAt = tfRequested
 	appliedRev2(obj)
@@ -232,6 +232,7 @@ func TestReconcileWithSource(t *testing.T) {
 	t.Run("source-failed", func(t *testing.T) {
 		cmd := start(t, "reconcile", "-n", ns, "database", "--with-source")
 		requested := waitSourceRequested(t, repo)
+		cmd.waitOutput(t, func(s string) bool { return strings.Contains(s, "◎ waiting for source-controller") })
 		repo.Status.LastHandledReconcileAt = requested
 		conditions.MarkFalse(repo, meta.ReadyCondition, sourcev1.GitOperationFailedReason, "failed to checkout and determine revision: unable to clone: authentication required")
 		updateSource(t, repo)
@@ -378,9 +379,17 @@ func TestSuspendResumeMany(t *testing.T) {
 			setCondition(obj, condition(meta.ReconcilingCondition, metav1.ConditionTrue, progressingWithRetry, "retrying after: PlanFailed", 0))
 		},
 	}
-	for _, name := range []string{"cache", "database", "network"} {
+	// Objects are followed in turn: database and network are reconciled
+	// before cache, which is followed first, so that each prints the same
+	// lines whenever the command looks.
+	requested := map[string]string{}
+	for name, obj := range objs {
+		requested[name] = waitRequested(t, obj)
+	}
+	cmd.waitOutput(t, func(s string) bool { return strings.Contains(s, "cache: ◎ waiting for the controller") })
+	for _, name := range []string{"database", "network", "cache"} {
 		obj := objs[name]
-		obj.Status.LastHandledReconcileAt = waitRequested(t, obj)
+		obj.Status.LastHandledReconcileAt = requested[name]
 		outcome[name](obj)
 		updateStatus(t, obj)
 	}
