@@ -58,6 +58,9 @@ func TestCompletion(t *testing.T) {
 		{"completion/names", []string{"__complete", "approve", "-n", ns, ""}},
 		{"completion/prefix", []string{"__complete", "logs", "-n", ns, "d"}},
 		{"completion/phase", []string{"__complete", "logs", "-n", ns, "database", "--phase", ""}},
+		// Commands that take several names offer those not named yet.
+		{"completion/more-names", []string{"__complete", "suspend", "-n", ns, "database", ""}},
+		{"completion/until", []string{"__complete", "reconcile", "-n", ns, "database", "--until", ""}},
 	} {
 		t.Run(tt.golden, func(t *testing.T) {
 			golden(t, tt.golden, run(t, "", tt.args...).transcript())
