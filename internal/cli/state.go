@@ -86,7 +86,7 @@ func (a *app) stateRestoreCommand() *cobra.Command {
 			return a.runRestore(cmd.Context(), args[0], serialFlag, version)
 		},
 	}
-	cmd.Flags().Int64Var(&serialFlag, "serial", -1, "the state serial to restore (`state history` lists them)")
+	cmd.Flags().Int64Var(&serialFlag, "serial", -1, "the state serial to restore (state history lists them)")
 	cmd.Flags().IntVar(&version, "version", 0, "the kept version to restore (for an encrypted state, whose serial is unknown)")
 	return cmd
 }
