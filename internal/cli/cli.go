@@ -92,6 +92,10 @@ func NewCommand(o Options) *cobra.Command {
 	a.flags.AddFlags(root.PersistentFlags())
 	root.AddCommand(
 		a.getCommand(),
+		a.eventsCommand(),
+		a.treeCommand(),
+		a.exportCommand(),
+		a.checkCommand(),
 		a.statusCommand(),
 		a.planCommand(),
 		a.approveCommand(),
