@@ -75,7 +75,9 @@ func TestCheck(t *testing.T) {
 	t.Run("not installed", func(t *testing.T) { check(t, "not-installed", "check") })
 
 	install(t, filepath.Join(root, "config", "crd", "bases"), filepath.Join(root, "bin", "flux-notification-crds"))
-	ns := func(name string) *corev1.Namespace { return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}} }
+	ns := func(name string) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	}
 	sa := func(ns, name string) *corev1.ServiceAccount {
 		return &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	}
