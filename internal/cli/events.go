@@ -22,7 +22,7 @@ func (a *app) eventsCommand() *cobra.Command {
 		Use:   "events NAME",
 		Short: "Show the Kubernetes events of a Terraform object and of its runner Pods",
 		Long: "Show the Kubernetes events of a Terraform object and of its runner Pods (also\n" +
-			"of Pods already gone), oldest first, as `flux events --for` does for Flux's kinds.\n" +
+			"of Pods already gone), oldest first, as `flux events` does for Flux's kinds.\n" +
 			"With -w, print new events as they come until interrupted.",
 		Example:           "  " + a.cmdName("events") + " database\n  " + a.cmdName("events") + " database -w",
 		Args:              a.oneName("events NAME"),
@@ -103,8 +103,8 @@ func (a *app) eventRow(t *tableWriter, e corev1.Event) {
 	t.row(a.lastSeen(e), e.Type, e.Reason, e.InvolvedObject.Kind+"/"+e.InvolvedObject.Name, oneLine(e.Message))
 }
 
-// lastSeen is flux events' LAST SEEN: the age of the last occurrence, and
-// for a repeated event how often over how long.
+// lastSeen is flux events' LAST SEEN: the age of the first occurrence, or
+// for a repeated event of the last one, with how often over how long.
 func (a *app) lastSeen(e corev1.Event) string {
 	first := a.ageOrUnknown(e.EventTime.Time)
 	if e.EventTime.IsZero() {
