@@ -114,10 +114,16 @@ var outputModule = map[string]string{"mod/main.tf": `output "greeting" { value =
 
 func (e *kindsEnv) terraform(t *testing.T, ns, name, kind string) *infrav1.Terraform {
 	t.Helper()
+	return e.terraformOn(t, ns, name, kind, "repo")
+}
+
+// terraformOn creates a Terraform object on the source kind/source.
+func (e *kindsEnv) terraformOn(t *testing.T, ns, name, kind, source string) *infrav1.Terraform {
+	t.Helper()
 	tf := &infrav1.Terraform{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: infrav1.TerraformSpec{
-			SourceRef: infrav1.SourceReference{Kind: kind, Name: "repo"},
+			SourceRef: infrav1.SourceReference{Kind: kind, Name: source},
 			Path:      "mod",
 			Interval:  metav1.Duration{Duration: time.Hour},
 			// Only a watch can bring the object back within the test.

@@ -188,8 +188,9 @@ type SourceReference struct {
 	// +optional
 	APIVersion string `json:"apiVersion,omitempty"`
 
-	// Kind of the source.
-	// +kubebuilder:validation:Enum=GitRepository;OCIRepository;Bucket
+	// Kind of the source. ExternalArtifact (Flux v2.7 and later) is what an
+	// ArtifactGenerator publishes for one path of a repository.
+	// +kubebuilder:validation:Enum=GitRepository;OCIRepository;Bucket;ExternalArtifact
 	// +required
 	Kind string `json:"kind"`
 

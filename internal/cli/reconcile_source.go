@@ -64,6 +64,12 @@ func (a *app) reconcileSource(ctx context.Context, s *session, obj *v1alpha1.Ter
 	ref := obj.Spec.SourceRef
 	res := &sourceResult{Kind: ref.Kind, Namespace: cmp.Or(ref.Namespace, obj.Namespace), Name: ref.Name}
 	what := fmt.Sprintf("%s %s/%s", res.Kind, res.Namespace, res.Name)
+	if res.Kind == sourcev1.ExternalArtifactKind {
+		// source-controller does not reconcile an ExternalArtifact: the
+		// ArtifactGenerator its spec.sourceRef names writes it, so a
+		// requested reconcile would only wait out the timeout.
+		return nil, fmt.Errorf("%s is written by the ArtifactGenerator its spec.sourceRef names: reconcile that generator's source instead, then run without --with-source", what)
+	}
 	src, err := s.source(ctx, res)
 	if err != nil {
 		return nil, err

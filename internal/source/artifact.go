@@ -33,7 +33,7 @@ func (a Artifact) String() string {
 	return fmt.Sprintf("%s %s/%s", a.Kind, a.Namespace, a.Name)
 }
 
-// source is what all three Flux source kinds offer.
+// source is what all the Flux source kinds offer.
 type source interface {
 	client.Object
 	GetArtifact() *meta.Artifact
@@ -53,6 +53,8 @@ func V1Object(gvk schema.GroupVersionKind) client.Object {
 		return &sourcev1.OCIRepository{}
 	case sourcev1.BucketKind:
 		return &sourcev1.Bucket{}
+	case sourcev1.ExternalArtifactKind:
+		return &sourcev1.ExternalArtifact{}
 	}
 	return nil
 }

@@ -17,14 +17,23 @@ import (
 var Versions = []string{"v1", "v1beta2"}
 
 // Kinds are the source kinds Landform reads from.
-var Kinds = []string{sourcev1.GitRepositoryKind, sourcev1.OCIRepositoryKind, sourcev1.BucketKind}
+//
+// ExternalArtifact (Flux v2.7 and later, served only at v1) is what an
+// ArtifactGenerator publishes: one artifact per module path of a monorepo,
+// whose revision changes only when that path's content does. A Terraform
+// object on it is therefore woken and re-planned only by a commit that
+// changes its own module, where a GitRepository wakes every object on the
+// repository at every commit. It is read like the others: its status has
+// the same artifact and conditions.
+var Kinds = []string{sourcev1.GitRepositoryKind, sourcev1.OCIRepositoryKind, sourcev1.BucketKind, sourcev1.ExternalArtifactKind}
 
 // servedSince names the first Flux release serving each kind at one of
 // Versions, for the message of a kind the cluster does not serve.
 var servedSince = map[string]string{
-	sourcev1.GitRepositoryKind: "Flux v2.0 (source-controller v1.0)",
-	sourcev1.OCIRepositoryKind: "Flux v2.0 (source-controller v1.0)",
-	sourcev1.BucketKind:        "Flux v2.0 (source-controller v1.0)",
+	sourcev1.GitRepositoryKind:    "Flux v2.0 (source-controller v1.0)",
+	sourcev1.OCIRepositoryKind:    "Flux v2.0 (source-controller v1.0)",
+	sourcev1.BucketKind:           "Flux v2.0 (source-controller v1.0)",
+	sourcev1.ExternalArtifactKind: "Flux v2.7 (source-controller v1.7)",
 }
 
 // Served records which source kinds the API server serves, and at which
@@ -73,8 +82,7 @@ func (s *Served) Discover(dc discovery.DiscoveryInterface) ([]schema.GroupVersio
 // ErrKindNotServed when the API server serves kind at none of Versions.
 func (s *Served) Lookup(kind string) (schema.GroupVersionKind, error) {
 	if _, ok := servedSince[kind]; !ok {
-		return schema.GroupVersionKind{}, fmt.Errorf("unsupported source kind %q: use %s, %s or %s",
-			kind, sourcev1.GitRepositoryKind, sourcev1.OCIRepositoryKind, sourcev1.BucketKind)
+		return schema.GroupVersionKind{}, fmt.Errorf("unsupported source kind %q: use %s", kind, strings.Join(Kinds, ", "))
 	}
 	if s == nil {
 		return sourcev1.GroupVersion.WithKind(kind), nil
@@ -90,8 +98,12 @@ func (s *Served) Lookup(kind string) (schema.GroupVersionKind, error) {
 		if kind == sourcev1.GitRepositoryKind {
 			alternative = "(Landform reads modules from Flux sources)"
 		}
-		return schema.GroupVersionKind{}, fmt.Errorf("%w: %s is not served by this cluster (neither %s/%s nor %s): install %s or later %s",
-			ErrKindNotServed, kind, sourcev1.GroupVersion.Group, Versions[0], Versions[1], servedSince[kind], alternative)
+		versions := fmt.Sprintf("neither %s/%s nor %s", sourcev1.GroupVersion.Group, Versions[0], Versions[1])
+		if kind == sourcev1.ExternalArtifactKind {
+			versions = "not " + sourcev1.GroupVersion.String() // it never existed at v1beta2
+		}
+		return schema.GroupVersionKind{}, fmt.Errorf("%w: %s is not served by this cluster (%s): install %s or later %s",
+			ErrKindNotServed, kind, versions, servedSince[kind], alternative)
 	}
 	return gvk, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -129,5 +130,57 @@ func TestGetArtifactV1beta2(t *testing.T) {
 	_, err = GetArtifact(context.Background(), c, &s, "GitRepository", "flux-system", "ready")
 	if !errors.Is(err, ErrKindNotServed) {
 		t.Errorf("GitRepository: %v, want ErrKindNotServed", err)
+	}
+}
+
+// ExternalArtifact is served from Flux v2.7, only at v1: before, objects
+// on it are refused with the release to install; once served, its
+// artifact is read like any other source's.
+func TestServedExternalArtifact(t *testing.T) {
+	dc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{}}
+	var s Served
+	// Flux v2.6: no ExternalArtifact.
+	dc.Resources = []*metav1.APIResourceList{resources("source.toolkit.fluxcd.io/v1", "GitRepository", "OCIRepository", "Bucket")}
+	if _, err := s.Discover(dc); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Lookup("ExternalArtifact")
+	if !errors.Is(err, ErrKindNotServed) {
+		t.Fatalf("ExternalArtifact on Flux v2.6: %v, want ErrKindNotServed", err)
+	}
+	for _, want := range []string{"ExternalArtifact is not served by this cluster (not source.toolkit.fluxcd.io/v1)", "install Flux v2.7 (source-controller v1.7) or later"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not say %q", err, want)
+		}
+	}
+
+	// Flux v2.7.
+	dc.Resources = []*metav1.APIResourceList{resources("source.toolkit.fluxcd.io/v1", "GitRepository", "OCIRepository", "Bucket", "ExternalArtifact")}
+	added, err := s.Discover(dc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []schema.GroupVersionKind{{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "ExternalArtifact"}}
+	if d := cmp.Diff(want, added); d != "" {
+		t.Errorf("added (-want +got):\n%s", d)
+	}
+	scheme := runtime.NewScheme()
+	if err := sourcev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	ea := &sourcev1.ExternalArtifact{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "network"},
+		Status: sourcev1.ExternalArtifactStatus{Artifact: &meta.Artifact{
+			Path: "x.tar.gz", URL: "http://sc/x.tar.gz", Revision: "latest@sha256:abc", Digest: "sha256:abc",
+		}},
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ea).Build()
+	got, err := GetArtifact(context.Background(), c, &s, "ExternalArtifact", "flux-system", "network")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantArt := &Artifact{Kind: "ExternalArtifact", Namespace: "flux-system", Name: "network", Revision: "latest@sha256:abc", Digest: "sha256:abc", URL: "http://sc/x.tar.gz"}
+	if d := cmp.Diff(wantArt, got); d != "" {
+		t.Errorf("artifact (-want +got):\n%s", d)
 	}
 }
