@@ -32,11 +32,12 @@ generate:
 	@$(MAKE) --no-print-directory chart-sync
 	go run ./hack/apidocs -crd config/crd/bases/infra.landform.dev_terraforms.yaml -types api/v1alpha1 -out docs/api.md
 
-## chart-sync: copy the generated CRDs and controller ClusterRole into the Helm chart
+## chart-sync: copy the generated CRDs, the controller ClusterRole and the kube-state-metrics config into the Helm chart
 chart-sync:
 	rm -f charts/landform/crds/*.yaml
 	cp config/crd/bases/*.yaml charts/landform/crds/
 	cp config/rbac/role.yaml charts/landform/files/controller-clusterrole.yaml
+	cp config/monitoring/kube-state-metrics.yaml charts/landform/files/kube-state-metrics.yaml
 
 GENERATED := api config runner/proto charts/landform/crds charts/landform/files docs/api.md
 ## generate-check: fail when generated files are not committed

@@ -132,6 +132,7 @@ func TestChartAllFeatures(t *testing.T) {
 		"Deployment/" + ns + "/landform-controller-shard1",
 		"Deployment/" + ns + "/landform-controller-shard2",
 		"ServiceMonitor/" + ns + "/landform-controller",
+		"ConfigMap/monitoring/landform-kube-state-metrics",
 	}
 	for _, runnerNS := range []string{"team-a", "team-b"} {
 		extra = append(extra, "ServiceAccount/"+runnerNS+"/landform-runner")
@@ -232,7 +233,15 @@ func TestChartAllFeatures(t *testing.T) {
 		}
 	}
 
-	for _, n := range []string{ns, "team-a", "team-b"} {
+	cm := into[corev1.ConfigMap](t, find(t, objs, "ConfigMap", "monitoring", "landform-kube-state-metrics"))
+	if cm.Labels["app.kubernetes.io/part-of"] != "kube-prometheus-stack" {
+		t.Errorf("kube-state-metrics ConfigMap labels %v", cm.Labels)
+	}
+	if diff := cmp.Diff(string(readFile(t, kubeStateMetricsConfig)), cm.Data["landform.yaml"]); diff != "" {
+		t.Errorf("the ConfigMap's landform.yaml differs from %s (-file +ConfigMap):\n%s", kubeStateMetricsConfig, diff)
+	}
+
+	for _, n := range []string{ns, "team-a", "team-b", "monitoring"} {
 		ensureNamespace(t, n, nil)
 	}
 	dryRunApply(t, objs)

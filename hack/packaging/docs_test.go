@@ -36,17 +36,20 @@ import (
 var userDocs = []string{"README.md", "charts/landform/README.md", "charts/landform/values.yaml", "charts/landform/templates/NOTES.txt", "e2e/README.md"}
 
 // foreignFlags are flags of other tools the docs show in commands: helm,
-// kubectl, docker, Flux's kustomize-controller.
+// kubectl, docker, Flux's kustomize-controller, kube-state-metrics.
 var foreignFlags = map[string]bool{
 	"set": true, "create-namespace": true, "reuse-values": true, "install": true, "values": true, // helm
 	"server-side": true, "type": true, // kubectl
 	"target": true, "build-arg": true, "platform": true, // docker
-	"requeue-dependency": true, // kustomize-controller
+	"requeue-dependency":                true, // kustomize-controller
+	"custom-resource-state-config-file": true, // kube-state-metrics
 }
 
 // chartDocFlags are the foreign flags the chart's docs may name: helm's,
-// and kubectl's for applying the CRDs.
-var chartDocFlags = map[string]bool{"set": true, "create-namespace": true, "reuse-values": true, "install": true, "values": true, "namespace": true, "server-side": true}
+// kubectl's for applying the CRDs, and kube-state-metrics' for the
+// ConfigMap metrics.kubeStateMetrics creates.
+var chartDocFlags = map[string]bool{"set": true, "create-namespace": true, "reuse-values": true, "install": true, "values": true, "namespace": true, "server-side": true,
+	"custom-resource-state-config-file": true}
 
 var flagRef = regexp.MustCompile("(?:^|[\\s`(\\[,'\"=])--([a-z][a-z0-9-]*[a-z0-9])")
 
