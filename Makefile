@@ -52,6 +52,7 @@ build:
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/landform-controller ./cmd/controller
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/landform-runner ./cmd/runner
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/landform ./cmd/landform
+	ln -sf landform $(BIN)/flux-landform
 	go build -o $(BIN)/landform-cloud ./cmd/landform-cloud
 	hack/build-provider.sh $(BIN)/providers
 

@@ -39,8 +39,11 @@ type Options struct {
 // base name is base: kubectl runs its plugin kubectl-landform for
 // `kubectl landform`.
 func DisplayNameFor(base string) string {
-	if base == "kubectl-landform" {
+	switch base {
+	case "kubectl-landform":
 		return "kubectl landform"
+	case "flux-landform":
+		return "flux landform"
 	}
 	return "landform"
 }

@@ -11,6 +11,7 @@ func TestDisplayNameFor(t *testing.T) {
 	for base, want := range map[string]string{
 		"landform":         "landform",
 		"kubectl-landform": "kubectl landform",
+		"flux-landform":    "flux landform",
 		"landform-dev":     "landform",
 	} {
 		if got := DisplayNameFor(base); got != want {
