@@ -397,3 +397,40 @@ func TestVersionFindsTheController(t *testing.T) {
 		}
 	}
 }
+
+var (
+	// eventRow is a row of an events listing quoted in the docs
+	// (`landform status`, `landform events`, kubectl): TYPE then REASON.
+	eventRow = regexp.MustCompile(`^\s*(?:\S+\s+)?(Normal|Warning)\s{2,}([A-Za-z]+)\s`)
+	// conditionRow is a row of a conditions listing: TYPE STATUS REASON.
+	conditionRow = regexp.MustCompile(`^\s*(Ready|Reconciling|Stalled|Planned|Applied|Drifted|StateLocked|OutputsWritten)\s+(True|False|Unknown)\s+([A-Za-z]+)\s`)
+	// kubernetesEventReasons are the kubelet's and scheduler's reasons
+	// that runner Pod events quoted in the docs carry.
+	kubernetesEventReasons = map[string]bool{"Scheduled": true, "Pulling": true, "Pulled": true, "Created": true, "Started": true,
+		"Killing": true, "BackOff": true, "Failed": true, "FailedScheduling": true}
+)
+
+// TestDocumentedExamplesUseRealReasons: the events and conditions that the
+// docs quote as a command's output name reasons the controller writes (or
+// the kubelet's, for runner Pods), so an example cannot drift from the
+// code the way "Normal Planned" once did (the reason is ChangesPlanned).
+func TestDocumentedExamplesUseRealReasons(t *testing.T) {
+	reasons := reasonConstants(t)
+	for name, text := range docFiles(t) {
+		if name == "e2e/README.md" {
+			continue // it quotes Flux's events too
+		}
+		for i, line := range strings.Split(text, "\n") {
+			if m := eventRow.FindStringSubmatch(line); m != nil {
+				if _, ok := reasons[m[2]]; !ok && !kubernetesEventReasons[m[2]] {
+					t.Errorf("%s:%d quotes a %s event with reason %s, which neither api/v1alpha1 nor the kubelet writes", name, i+1, m[1], m[2])
+				}
+			}
+			if m := conditionRow.FindStringSubmatch(line); m != nil {
+				if _, ok := reasons[m[3]]; !ok {
+					t.Errorf("%s:%d quotes condition %s with reason %s, which api/v1alpha1 does not define", name, i+1, m[1], m[3])
+				}
+			}
+		}
+	}
+}
