@@ -251,9 +251,9 @@ func (i *Installer) local(ctx context.Context, s spec) (string, bool) {
 // the directories it is given, so what it finds would depend on the
 // environment of the process rather than on Local; and its version check
 // (product.Terraform.GetVersion) parses all the output as JSON, which
-// OpenTofu precedes with a warning when TF_CLI_CONFIG_FILE names a missing
-// file (as it does on this project's CI machines), then falls back to
-// matching "Terraform v", which OpenTofu never prints.
+// OpenTofu 1.12 precedes, on stdout, with a warning when
+// TF_CLI_CONFIG_FILE names a missing file, then falls back to matching
+// "Terraform v", which OpenTofu never prints.
 func (i *Installer) localVersion(ctx context.Context, p string) (*version.Version, error) {
 	fi, err := os.Stat(p)
 	if err != nil {

@@ -253,13 +253,27 @@ func TestInstallPrunesLeastRecentlyUsed(t *testing.T) {
 	install("1.5.7")
 	install("1.4.6")
 	install("1.5.7") // used again: now 1.4.6 is the least recently used
+
+	// What a download killed a day ago left, and one under way now in
+	// another process.
+	killed, running := filepath.Join(dir, ".install-terraform-1.2.0-1"), filepath.Join(dir, ".install-terraform-1.3.9-2")
+	for _, d := range []string{killed, running} {
+		if err := os.MkdirAll(d, 0o700); err != nil || os.WriteFile(filepath.Join(d, "terraform"), []byte("partial"), 0o600) != nil {
+			t.Fatal(err)
+		}
+	}
+	dayAgo := time.Now().Add(-24 * time.Hour)
+	if err := os.Chtimes(killed, dayAgo, dayAgo); err != nil {
+		t.Fatal(err)
+	}
+
 	install("1.3.9")
 
 	if got := entries(t, filepath.Join(dir, e.name)); !slices.Equal(got, []string{"1.3.9", "1.5.7"}) {
 		t.Errorf("kept %v, want 1.3.9 and 1.5.7", got)
 	}
-	if got := entries(t, dir); !slices.Equal(got, []string{e.name}) {
-		t.Errorf("install directory holds %v, want only %s/", got, e.name)
+	if got, want := entries(t, dir), []string{filepath.Base(running), e.name}; !slices.Equal(got, want) {
+		t.Errorf("install directory holds %v, want %v", got, want)
 	}
 }
 
