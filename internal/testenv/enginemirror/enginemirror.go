@@ -48,6 +48,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -374,6 +375,7 @@ func (m *Mirror) addIndexes() error {
 					sigs = append(sigs, name)
 				}
 			}
+			slices.Sort(sigs)
 			tv := terraformVersion{
 				Name: Terraform, Version: v,
 				SHASUMS:     "terraform_" + v + "_SHA256SUMS",
