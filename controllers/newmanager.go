@@ -68,6 +68,8 @@ type Config struct {
 	KeptArtifactMaxSize int64
 	// StateHistory: see TerraformReconciler.
 	StateHistory int
+	// Engines: see TerraformReconciler.
+	Engines EngineSources
 	// AllowCrossNamespaceRefs: see TerraformReconciler.
 	AllowCrossNamespaceRefs bool
 	// IntervalJitterPercentage spreads drift checks (0: none; below 100).
@@ -200,6 +202,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, c Config) (ctrl.Manager, 
 		AllowCrossNamespaceRefs: c.AllowCrossNamespaceRefs,
 		KeptArtifactMaxSize:     c.KeptArtifactMaxSize,
 		StateHistory:            c.StateHistory,
+		Engines:                 c.Engines,
 	}
 	if c.IntervalJitterPercentage > 0 {
 		jitter.SetGlobalIntervalJitter(float64(c.IntervalJitterPercentage)/100, nil)

@@ -54,6 +54,9 @@ type TerraformReconciler struct {
 	// before applies and destroys (--state-history; 0: the default,
 	// negative: none). See internal/statehistory.
 	StateHistory int
+	// Engines are where spec.engine's versions come from
+	// (terraform_engine.go).
+	Engines EngineSources
 	// KeptArtifactMaxSize bounds the applied artifact kept for a destroy
 	// without its source (--kept-artifact-max-size); see keptartifact.Store.
 	KeptArtifactMaxSize int64
@@ -219,8 +222,8 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 		return ctrl.Result{}, r.startApply(ctx, patcher, obj, ws, idle, stored)
 	}
 	req := runs.Request{
-		Run:       infrav1.RunStatus{Action: runPlan, Revision: ws.artifact.Revision, InputsDigest: ws.inputsDigest, Drift: d.drift, Destroy: obj.Spec.Destroy},
-		Spec:      runner.RunSpec{Action: runner.RunPlan, Destroy: obj.Spec.Destroy},
+		Run:       infrav1.RunStatus{Action: runPlan, Revision: ws.artifact.Revision, InputsDigest: ws.inputsDigest, Drift: d.drift, Destroy: obj.Spec.Destroy, Engine: ws.engine},
+		Spec:      runner.RunSpec{Action: runner.RunPlan, Destroy: obj.Spec.Destroy, Engine: r.engineSpec(ws.engine)},
 		Priority:  priorityOf(obj, d),
 		Workspace: ws.forRunner(),
 		Redactor:  ws.redactor,
@@ -259,9 +262,12 @@ func (r *TerraformReconciler) applyPlan(ctx context.Context, patcher *objectPatc
 	if err := r.verifyPlan(ctx, obj, ws, p); err != nil {
 		return err
 	}
+	// The version that made the plan applies it, whatever spec.engine
+	// resolves to now.
+	engine := planEngine(obj, p.ID)
 	req := runs.Request{
-		Run:       infrav1.RunStatus{Action: runApply, Plan: p.ID, Revision: p.Revision, InputsDigest: p.InputsDigest, ArtifactDigest: ws.artifact.Digest},
-		Spec:      runner.RunSpec{Action: runner.RunApply, PlanFile: p.PlanFile, LockFile: p.LockFile},
+		Run:       infrav1.RunStatus{Action: runApply, Plan: p.ID, Revision: p.Revision, InputsDigest: p.InputsDigest, ArtifactDigest: ws.artifact.Digest, Engine: engine},
+		Spec:      runner.RunSpec{Action: runner.RunApply, PlanFile: p.PlanFile, LockFile: p.LockFile, Engine: r.engineSpec(engine)},
 		Priority:  runs.User,
 		Workspace: ws.forRunner(),
 		Redactor:  ws.redactor,

@@ -141,8 +141,8 @@ func (r *TerraformReconciler) startDestroy(ctx context.Context, patcher *objectP
 		return err
 	}
 	req := runs.Request{
-		Run:       infrav1.RunStatus{Action: runDestroy, Revision: ws.artifact.Revision, InputsDigest: ws.inputsDigest},
-		Spec:      runner.RunSpec{Action: runner.RunDestroy},
+		Run:       infrav1.RunStatus{Action: runDestroy, Revision: ws.artifact.Revision, InputsDigest: ws.inputsDigest, Engine: ws.engine},
+		Spec:      runner.RunSpec{Action: runner.RunDestroy, Engine: r.engineSpec(ws.engine)},
 		Priority:  runs.User,
 		Workspace: ws.forRunner(),
 		Redactor:  ws.redactor,

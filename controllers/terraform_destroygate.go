@@ -43,8 +43,8 @@ func (r *TerraformReconciler) gatedDestroy(ctx context.Context, patcher *objectP
 		return false, waiting(infrav1.PlanPendingReason, obj.GetInterval(), "%s", msg)
 	}
 	req := runs.Request{
-		Run:       infrav1.RunStatus{Action: runPlan, Destroy: true, Revision: ws.artifact.Revision, InputsDigest: ws.inputsDigest},
-		Spec:      runner.RunSpec{Action: runner.RunPlan, Destroy: true},
+		Run:       infrav1.RunStatus{Action: runPlan, Destroy: true, Revision: ws.artifact.Revision, InputsDigest: ws.inputsDigest, Engine: ws.engine},
+		Spec:      runner.RunSpec{Action: runner.RunPlan, Destroy: true, Engine: r.engineSpec(ws.engine)},
 		Priority:  runs.User,
 		Workspace: ws.forRunner(),
 		Redactor:  ws.redactor,

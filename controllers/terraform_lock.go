@@ -124,6 +124,10 @@ func runnerError(obj *infrav1.Terraform, redactor *redact.Redactor, revision str
 			fix += ", or fix spec.imports"
 		}
 		return stalling(infrav1.InvalidConfigurationReason, "the module in revision %s is invalid: %s; %s", revision, msg, fix)
+	case runner.ReasonEngineVerificationFailed:
+		return stalling(infrav1.EngineVerificationFailedReason, "%s", msg)
+	case runner.ReasonEngineUnavailable:
+		return retry(infrav1.EngineNotFoundReason, "%s", msg)
 	case runner.ReasonImportUnsupported:
 		return stalling(infrav1.ImportUnsupportedReason, "spec.imports needs an engine with import blocks (OpenTofu, or Terraform 1.5 or later): %s", msg)
 	case runner.ReasonMissingVariable:

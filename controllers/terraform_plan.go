@@ -60,6 +60,7 @@ func (r *TerraformReconciler) recordPlan(ctx context.Context, obj *infrav1.Terra
 		ResourcesToReplace: capList(res.ResourcesToReplace, maxStatusResources),
 		ResourcesToDestroy: capList(res.ResourcesToDestroy, maxStatusResources),
 		Import:             res.ImportCount,
+		Engine:             run.Engine.DeepCopy(),
 		ResourcesToImport:  capList(res.ResourcesToImport, maxStatusResources),
 		IsDestroy:          obj.Spec.Destroy || run.Destroy,
 		IsDrift:            drift && res.HasChanges,

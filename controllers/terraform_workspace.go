@@ -27,6 +27,8 @@ type workspace struct {
 	// the stored plan no longer applies.
 	inputsDigest string
 	redactor     *redact.Redactor
+	// engine is spec.engine resolved to one version; nil: the runner's own.
+	engine *infrav1.EngineStatus
 }
 
 // prepareWorkspace resolves the source artifact and the variables.
@@ -50,7 +52,15 @@ func (r *TerraformReconciler) prepareWorkspace(ctx context.Context, obj *infrav1
 	if mode == planInputs {
 		recordInputs(obj, vars.fields)
 	}
-	ws := &workspace{artifact: a, tarball: tarball, path: rel, vars: vars, redactor: redact.New(vars.secrets...)}
+	resolve := r.resolveEngine
+	if mode == destroyInputs {
+		resolve = r.engineForDestroy
+	}
+	engine, err := resolve(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	ws := &workspace{artifact: a, tarball: tarball, path: rel, vars: vars, redactor: redact.New(vars.secrets...), engine: engine}
 	ws.inputsDigest = inputsDigest(obj, ws)
 	return ws, nil
 }
@@ -111,6 +121,10 @@ func inputsDigest(obj *infrav1.Terraform, ws *workspace) string {
 	// spec.imports existed (and their approvals) stay the same.
 	for _, im := range ws.vars.imports {
 		fmt.Fprintf(h, "\nimport %q=%q", im.To, im.Id)
+	}
+	// Likewise only with spec.engine: another version is another plan.
+	if ws.engine != nil {
+		fmt.Fprintf(h, "\nengine=%s %s", ws.engine.Name, ws.engine.Version)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

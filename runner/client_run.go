@@ -41,6 +41,7 @@ func (c *Client) StartRun(ctx context.Context, spec RunSpec) error {
 		DeadlineSeconds: int64((spec.Deadline + time.Second - 1) / time.Second),
 		LockFile:        spec.LockFile,
 		StateToken:      spec.StateToken,
+		Engine:          spec.Engine,
 	}}})
 	if err == nil {
 		err = chunk.Send(spec.PlanFile, func(b []byte) error {

@@ -30,6 +30,14 @@ const (
 	// before 1.5); only another engine (OpenTofu, Terraform 1.5 or later)
 	// or no imports helps.
 	ReasonImportUnsupported = "IMPORT_UNSUPPORTED"
+	// ReasonEngineVerificationFailed (codes.FailedPrecondition): the engine
+	// version the run asks for was downloaded and did not verify (checksum
+	// or signature); nothing ran.
+	ReasonEngineVerificationFailed = "ENGINE_VERIFICATION_FAILED"
+	// ReasonEngineUnavailable (codes.FailedPrecondition): the engine version
+	// the run asks for is neither installed nor to be had from its source;
+	// the message says which version, from where, and how to provide it.
+	ReasonEngineUnavailable = "ENGINE_UNAVAILABLE"
 	// ReasonStalePlan (codes.FailedPrecondition): the state changed after the
 	// plan was made; plan again.
 	ReasonStalePlan = "STALE_PLAN"

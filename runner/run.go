@@ -41,6 +41,8 @@ type RunSpec struct {
 	// StateToken is the bearer token of the object's state identity (see
 	// runnerpb.RunSpec.state_token); never logged.
 	StateToken string
+	// Engine is the engine version to run with; nil: the runner's own.
+	Engine *runnerpb.EngineSpec
 }
 
 // RunResult is what a run produced.

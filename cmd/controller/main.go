@@ -45,6 +45,10 @@ func run(f *flags) error {
 	// throttling when the API server has priority and fairness.
 	cfg := runtimeclient.GetConfigOrDie(f.client)
 	ctx := ctrl.SetupSignalHandler()
+	engineSources, err := f.engineSources()
+	if err != nil {
+		return err
+	}
 	mgr, err := controllers.NewManager(ctx, cfg, controllers.Config{
 		Options: controllers.Options{
 			MaxConcurrentReconciles: f.concurrent,
@@ -74,6 +78,7 @@ func run(f *flags) error {
 		DownloadTimeout:          f.downloadTimeout,
 		KeptArtifactMaxSize:      f.keptArtifactMaxSize,
 		StateHistory:             stateHistory(f.stateHistory),
+		Engines:                  engineSources,
 		AllowCrossNamespaceRefs:  !f.acl.NoCrossNamespaceRefs,
 		IntervalJitterPercentage: uint(f.jitter.Percentage),
 		EventsAddr:               f.eventsAddr,
