@@ -80,13 +80,6 @@ type engineFlags struct {
 	name, releasesURL, signingKeyFile string
 }
 
-// officialReleases name each engine's official release source in the
-// flags' help.
-var officialReleases = map[string]string{
-	"terraform": "https://releases.hashicorp.com",
-	"opentofu":  "OpenTofu's releases (get.opentofu.org and GitHub)",
-}
-
 // engineSources reads the signing keys named by the flags.
 func (f *flags) engineSources() (controllers.EngineSources, error) {
 	var out controllers.EngineSources
@@ -157,12 +150,12 @@ func bindFlags(fs *pflag.FlagSet) *flags {
 	fs.DurationVar(&f.downloadTimeout, "artifact-download-timeout", source.DefaultDownloadTimeout, "bound on downloading one artifact, retries included")
 	fs.Int64Var(&f.keptArtifactMaxSize, "kept-artifact-max-size", keptartifact.DefaultMaxSize, "bytes of the largest applied artifact kept (in Secrets owned by the Terraform object) to destroy with after its source is gone; a larger one is not kept (negative: keep none)")
 	fs.IntVar(&f.stateHistory, "state-history", statehistory.DefaultLimit, "versions of each object's state kept before its applies and destroys, for landform state history and landform state restore (0: none)")
-	for i, name := range []string{"terraform", "opentofu"} {
-		e := &f.engines[i]
-		e.name = name
-		fs.StringVar(&e.releasesURL, name+"-releases-url", "", "where spec.engine's "+name+" versions come from: the base URL of a mirror of "+officialReleases[name]+" (empty: that one)")
-		fs.StringVar(&e.signingKeyFile, name+"-signing-key-file", "", "file of the ASCII-armored OpenPGP public key that "+name+" releases' checksums must be signed with, for a mirror that re-signs (empty: "+name+"'s own release key)")
-	}
+	tf, tofu := &f.engines[0], &f.engines[1]
+	tf.name, tofu.name = "terraform", "opentofu"
+	fs.StringVar(&tf.releasesURL, "terraform-releases-url", "", "where spec.engine's terraform versions come from: the base URL of a mirror of https://releases.hashicorp.com's releases API (empty: that one)")
+	fs.StringVar(&tf.signingKeyFile, "terraform-signing-key-file", "", "file of the ASCII-armored OpenPGP public key that terraform releases' checksums must be signed with, for a mirror that re-signs (empty: HashiCorp's release key)")
+	fs.StringVar(&tofu.releasesURL, "opentofu-releases-url", "", "where spec.engine's opentofu versions come from: the base URL of a mirror of OpenTofu's release downloads, <url>/api.json and <url>/v<version>/<file> (empty: OpenTofu's own)")
+	fs.StringVar(&tofu.signingKeyFile, "opentofu-signing-key-file", "", "file of the ASCII-armored OpenPGP public key that opentofu releases' checksums must be signed with, for a mirror that re-signs (empty: OpenTofu's release key)")
 	fs.StringVar(&f.runnerBinary, "runner-binary", "landform-runner", "runner binary for --runner=local")
 	fs.StringVar(&f.engine, "engine", "", "terraform or tofu binary for local runners (default: tofu, else terraform, on PATH)")
 	fs.StringVar(&f.workDir, "work-dir", filepath.Join(os.TempDir(), "landform"), "directory for the artifact cache and local runners")

@@ -133,6 +133,7 @@ func TestChartAllFeatures(t *testing.T) {
 		"Deployment/" + ns + "/landform-controller-shard2",
 		"ServiceMonitor/" + ns + "/landform-controller",
 		"ConfigMap/monitoring/landform-kube-state-metrics",
+		"ConfigMap/" + ns + "/landform-engine-keys",
 	}
 	for _, runnerNS := range []string{"team-a", "team-b"} {
 		extra = append(extra, "ServiceAccount/"+runnerNS+"/landform-runner")
@@ -160,6 +161,9 @@ func TestChartAllFeatures(t *testing.T) {
 		"--enforce-default-service-account",
 		"--allowed-runner-images=registry.example/,ghcr.io/acme/runner",
 		"--no-cross-namespace-refs=false",
+		"--opentofu-releases-url=https://tofu.mirror.example",
+		"--terraform-releases-url=https://releases.mirror.example",
+		"--terraform-signing-key-file=/etc/landform/engine-keys/terraform.asc",
 		"--provider-mirror=/usr/local/share/landform/providers",
 		"--provider-mirror=/opt/providers",
 		"--work-dir=/tmp/cache",
@@ -192,6 +196,11 @@ func TestChartAllFeatures(t *testing.T) {
 		if diff := cmp.Diff(c.want, c.got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", name, diff)
 		}
+	}
+
+	keys := into[corev1.ConfigMap](t, find(t, objs, "ConfigMap", ns, "landform-engine-keys"))
+	if k := keys.Data["terraform.asc"]; !strings.HasPrefix(k, "-----BEGIN PGP PUBLIC KEY BLOCK-----\n") || len(keys.Data) != 1 {
+		t.Errorf("engine keys ConfigMap %v: want terraform.asc only, the armored key as given", keys.Data)
 	}
 
 	sa := into[corev1.ServiceAccount](t, find(t, objs, "ServiceAccount", ns, "landform-controller"))
