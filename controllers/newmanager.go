@@ -262,6 +262,10 @@ func newPlacer(ctx context.Context, c Config, cfg *rest.Config, scheme *runtime.
 		if opts.ProviderMirrors == nil {
 			opts.ProviderMirrors = c.ProviderMirrors
 		}
+		if opts.EngineDir == "" {
+			// spec.engine's versions, installed once for all local runners.
+			opts.EngineDir = filepath.Join(c.WorkDir, "engines")
+		}
 		local := &placement.Local{CA: ca, Kubeconfig: kubeconfig, Options: opts}
 		// Runners of an earlier controller process ended with it.
 		kept, err := local.RemoveStale()

@@ -34,6 +34,9 @@ type LocalOptions struct {
 	WorkDir string
 	// ProviderMirrors are passed as --provider-mirror.
 	ProviderMirrors []string
+	// EngineDir is passed as --engine-dir: the engine versions runs ask
+	// for, shared by the local runners. Empty: each runner's own.
+	EngineDir string
 	// Env is added to the controller's environment for the runner.
 	Env []string
 	// IdleExit is passed as --idle-exit when positive: the runner exits
@@ -154,6 +157,9 @@ func StartLocalRunner(ctx context.Context, ca *mtls.CA, opts LocalOptions) (*Loc
 	}
 	for _, m := range opts.ProviderMirrors {
 		args = append(args, "--provider-mirror", m)
+	}
+	if opts.EngineDir != "" {
+		args = append(args, "--engine-dir", opts.EngineDir)
 	}
 	// Not CommandContext: ctx bounds the start, not the runner's life.
 	cmd := exec.Command(binary, args...)

@@ -46,6 +46,7 @@ func run() error {
 		tlsClientCN = flag.String("tls-client-cn", "", "common name the client certificate must have (default: any issued by the client CA)")
 		workDir     = flag.String("work-dir", filepath.Join(os.TempDir(), "landform-runner"), "directory for the workspace, HOME and the CLI configuration")
 		engine      = flag.String("engine", "", "terraform or tofu binary (default: tofu on PATH, else terraform)")
+		engineDir   = flag.String("engine-dir", "", "cache of the engine versions runs ask for, installed and verified on demand; runners of one machine may share it (default: <work-dir>/engines)")
 		grace       = flag.Duration("grace", runner.DefaultInterruptGrace, "time terraform gets to stop after an interrupt before it is killed")
 		idleExit    = flag.Duration("idle-exit", 6*time.Hour, "exit after this long without a run in progress and without a call (0: never), so that a runner nobody collects does not live forever")
 		podName     = flag.String("pod-name", os.Getenv("POD_NAME"), "the runner's Pod (default $POD_NAME); with --pod-namespace and --pod-uid, the identity under which it takes state locks. Empty: the local process's identity")
@@ -78,6 +79,7 @@ func run() error {
 		Logger:          log,
 		IdleExit:        *idleExit,
 		Pod:             pod,
+		EngineDir:       *engineDir,
 	})
 	if err != nil {
 		return err

@@ -69,6 +69,10 @@ type Options struct {
 	// IdleExit, when positive, makes Idle report true once the runner has
 	// had no call and no run for that long: an orphaned runner Pod ends.
 	IdleExit time.Duration
+	// EngineDir is the cache of the engine versions runs ask for
+	// (RunSpec.engine), installed and verified on demand; the runners of
+	// one machine may share it. Empty: <WorkDir>/engines.
+	EngineDir string
 }
 
 // Server implements runnerpb.RunnerServer for one workspace.

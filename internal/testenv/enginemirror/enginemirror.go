@@ -134,11 +134,22 @@ func StallingArchives() Option {
 	return func(m *Mirror) { m.stall = true }
 }
 
-// New starts a mirror serving the releases opts name.
+// New starts a mirror serving the releases opts name, stopped when t ends.
 func New(t testing.TB, opts ...Option) *Mirror {
 	t.Helper()
+	m, err := Start(t.TempDir(), opts...)
+	if err != nil {
+		t.Fatalf("enginemirror: %v", err)
+	}
+	t.Cleanup(m.Close)
+	return m
+}
+
+// Start starts a mirror keeping its files in dir, for a suite's TestMain
+// (New is for one test); Close stops it.
+func Start(dir string, opts ...Option) (*Mirror, error) {
 	m := &Mirror{
-		dir:      t.TempDir(),
+		dir:      dir,
 		files:    map[string]file{},
 		done:     make(chan struct{}),
 		requests: map[string]int{},
@@ -149,28 +160,30 @@ func New(t testing.TB, opts ...Option) *Mirror {
 	}
 	var err error
 	if m.key, err = newKey("Landform test mirror"); err != nil {
-		t.Fatalf("enginemirror: %v", err)
+		return nil, err
 	}
 	signer := m.key
 	if m.otherKey {
 		if signer, err = newKey("Someone else"); err != nil {
-			t.Fatalf("enginemirror: %v", err)
+			return nil, err
 		}
 	}
 	for _, r := range m.releases {
 		if err := m.add(r, signer); err != nil {
-			t.Fatalf("enginemirror: %s %v: %v", r.engine, r.versions, err)
+			return nil, fmt.Errorf("%s %v: %w", r.engine, r.versions, err)
 		}
 	}
 	if err := m.addIndexes(); err != nil {
-		t.Fatalf("enginemirror: %v", err)
+		return nil, err
 	}
 	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
-	t.Cleanup(func() {
-		close(m.done)
-		m.srv.Close()
-	})
-	return m
+	return m, nil
+}
+
+// Close stops the mirror.
+func (m *Mirror) Close() {
+	close(m.done)
+	m.srv.Close()
 }
 
 // TerraformURL is the base URL of the Terraform releases API: the engine's
