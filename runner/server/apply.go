@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/hashicorp/terraform-exec/tfexec"
+
 	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
@@ -16,7 +18,7 @@ import (
 // run ends (saveErroredState).
 func (s *Server) apply(ctx context.Context, ws *workspace, planPath string, locked bool, r *run) ([]*runnerpb.Output, error) {
 	detach := attachLogs(ws.tf, r.log)
-	err := ws.tf.apply(ctx, planPath, locked)
+	err := engineResult(ctx, ws.tf.Apply(ctx, tfexec.DirOrPlan(planPath), tfexec.Lock(!locked)))
 	detach()
 	if err = s.saveErroredState(ctx, ws, r, "apply", err); err != nil {
 		return nil, s.terraformError(ctx, ws, "apply", err, false)
@@ -27,7 +29,7 @@ func (s *Server) apply(ctx context.Context, ws *workspace, planPath string, lock
 // destroy destroys everything in the state.
 func (s *Server) destroy(ctx context.Context, ws *workspace, locked bool, r *run) error {
 	detach := attachLogs(ws.tf, r.log)
-	err := ws.tf.destroy(ctx, locked)
+	err := engineResult(ctx, ws.tf.Destroy(ctx, tfexec.Lock(!locked), tfexec.LockTimeout("0s")))
 	detach()
 	if err = s.saveErroredState(ctx, ws, r, "destroy", err); err != nil {
 		return s.terraformError(ctx, ws, "destroy", err, true)

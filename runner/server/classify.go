@@ -38,8 +38,8 @@ func (s *Server) terraformError(ctx context.Context, ws *workspace, cmd string, 
 // configurationInvalid runs `validate` after a failure that the error text
 // does not explain.
 func (s *Server) configurationInvalid(ctx context.Context, ws *workspace) bool {
-	valid, err := ws.tf.validate(ctx)
-	return err == nil && !valid
+	out, err := ws.tf.Validate(ctx)
+	return err == nil && !out.Valid
 }
 
 // terraformMessage extracts terraform's error text: its stderr, without a

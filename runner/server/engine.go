@@ -1,35 +1,223 @@
 package server
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
+	"debug/buildinfo"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
+	"regexp"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+	"golang.org/x/mod/module"
+	"golang.org/x/mod/semver"
+	"google.golang.org/grpc/codes"
+
+	"github.com/landform-dev/landform/runner"
+	"github.com/landform-dev/landform/runner/internal/engineproc"
+	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
-// engineCmd runs the engine (terraform or tofu) in one module dir. The
-// command lines are written here rather than through terraform-exec, which
-// runs `version -json` before its first command to check each option
-// against the engine's version: a process per runner for options that
-// every supported engine (Terraform ≥ 1.0, OpenTofu) accepts.
-type engineCmd struct {
+// engine is an engine binary (terraform or tofu) that the runner drives
+// through terraform-exec, which writes the command lines and checks each
+// option against the engine's version. What Landform needs besides is
+// added around it: the environment (environment.go), and the launcher
+// (package engineproc), which terraform-exec starts in the engine's place
+// so that a process the engine leaves behind holding its output cannot
+// hold a run, and which answers terraform-exec's version check when the
+// runner knows the version.
+//
+// terraform-exec asks every new handle (tfexec.Terraform) for the
+// version, with a `version -json` process, and has no way to be told it.
+// The runner learns the version once per engine instead: from the engine
+// binary itself when it can (engineIdentity), else from the first handle's
+// check; every later handle's check is then answered by the launcher,
+// without an engine process.
+type engine struct {
+	// path is the engine binary.
 	path string
-	dir  string
-	env  []string
-	// waitDelay is how long an interrupted engine has to stop (it writes
-	// the state and releases the lock on SIGINT) before it is killed.
-	waitDelay time.Duration
-	// stdout and stderr receive the engine's output when set (attachLogs).
-	stdout, stderr io.Writer
+	// product is "OpenTofu" or "Terraform"; empty when the binary does
+	// not tell.
+	product string
+	// launcher is what terraform-exec runs in the engine's place.
+	launcher *engineproc.Launcher
+	// grace is how long an interrupted engine has to stop (it writes the
+	// state and releases the lock on SIGINT) before it is killed.
+	grace time.Duration
+
+	mu sync.Mutex
+	// version is the engine's version, e.g. "1.12.6"; empty until known.
+	version string
+	// name is `version`'s first line, for an engine whose product the
+	// binary does not tell; empty until read.
+	name string
+}
+
+// newEngine returns the engine at path, an absolute path.
+func newEngine(path string, launcher *engineproc.Launcher, grace time.Duration) (*engine, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	product, version := engineIdentity(path)
+	return &engine{path: path, product: product, version: version, launcher: launcher, grace: grace}, nil
+}
+
+// engineFor returns the engine a run uses: the runner's own (--engine)
+// when spec names none. It is where a run's own engine (RunSpec.engine)
+// will be installed; until then such a run is refused.
+func (s *Server) engineFor(spec *runnerpb.EngineSpec) (*engine, error) {
+	if spec.GetName() == "" && spec.GetVersion() == "" && spec.GetReleasesUrl() == "" && spec.GetSigningKey() == "" {
+		return s.engine, nil
+	}
+	own := s.engine.product
+	if own == "" {
+		own = filepath.Base(s.engine.path)
+	}
+	return nil, newError(codes.Unimplemented, runner.ReasonEngineUnavailable,
+		fmt.Sprintf("this runner cannot install engines yet: the run asks for %s %s, and the runner has only its own engine (%s)",
+			spec.GetName(), spec.GetVersion(), strings.TrimSpace(own+" "+s.engine.knownVersion())), nil)
+}
+
+// terraform returns a terraform-exec handle that runs the engine in dir
+// with env. The launcher gets its own variables beside env and removes
+// them before it starts the engine.
+func (e *engine) terraform(dir string, env map[string]string) (*tfexec.Terraform, error) {
+	tf, err := tfexec.NewTerraform(dir, e.launcher.Path)
+	if err != nil {
+		return nil, err
+	}
+	if err := tf.SetEnv(e.launcher.Environ(env, e.path, e.knownVersion())); err != nil {
+		return nil, err
+	}
+	// On the run's end (deadline, CancelRun, Shutdown) terraform-exec
+	// sends SIGINT, to the engine or to the runner binary that runs it as
+	// its child and passes it on, and kills after this delay; the kernel
+	// then kills the engine (engineproc).
+	if err := tf.SetWaitDelay(e.grace); err != nil {
+		return nil, err
+	}
+	return tf, nil
+}
+
+func (e *engine) knownVersion() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.version
+}
+
+// learnVersion keeps the version terraform-exec read for tf (its first
+// command checked it; reading it again costs no process), for every later
+// handle.
+func (e *engine) learnVersion(ctx context.Context, tf *tfexec.Terraform) error {
+	if e.knownVersion() != "" {
+		return nil
+	}
+	v, _, err := tf.Version(ctx, false)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.version = v.String()
+	return nil
+}
+
+// displayName names the engine and its version as the first line of
+// `version` does, e.g. "OpenTofu v1.12.6" or "Terraform v1.5.7", with the
+// version a JSON plan records (planned), else the one the runner knows.
+// Only an engine whose binary does not tell which it is costs a `version`
+// process, once per runner.
+func (e *engine) displayName(ctx context.Context, ws *workspace, planned string) (string, error) {
+	if planned == "" {
+		planned = e.knownVersion()
+	}
+	if e.product != "" && planned != "" {
+		return e.product + " v" + planned, nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.name != "" {
+		return e.name, nil
+	}
+	out, err := e.versionText(ctx, ws)
+	if err != nil {
+		return "", err
+	}
+	line, _, _ := strings.Cut(out, "\n")
+	e.name = strings.TrimSpace(line)
+	return e.name, nil
+}
+
+// versionText is what `version` prints. terraform-exec has no call for
+// it (its Version returns the number alone, which does not say whether
+// the engine is OpenTofu or Terraform), so the launcher is started here
+// as terraform-exec would start it.
+func (e *engine) versionText(ctx context.Context, ws *workspace) (string, error) {
+	env := e.launcher.Environ(ws.env, e.path, "")
+	cmd := exec.CommandContext(ctx, e.launcher.Path, "version")
+	cmd.Dir = ws.moduleDir
+	cmd.Env = envList(env)
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = e.grace
+	out, err := cmd.Output()
+	return string(out), err
+}
+
+// engineModules are the Go modules the engines are built from.
+var engineModules = map[string]string{
+	"github.com/opentofu/opentofu":   "OpenTofu",
+	"github.com/hashicorp/terraform": "Terraform",
+}
+
+// versionedName is an engine binary named with its version, e.g.
+// tofu-1.12.6 or terraform_v1.5.7.
+var versionedName = regexp.MustCompile(`^(?:tofu|terraform)[-_]v?([0-9]+\.[0-9]+\.[0-9]+(?:-[0-9A-Za-z.]+)?)$`)
+
+// engineIdentity tells the engine and its version from its binary without
+// running it: from the Go build information of a binary built from
+// OpenTofu's or Terraform's module at a release (as `make tools` and the
+// runner image build them; reading it takes well under a millisecond),
+// else from its name: tofu* is OpenTofu and terraform* Terraform, at the
+// version the name ends with, if it does (tofu-1.12.6). version is empty
+// when neither tells it.
+func engineIdentity(path string) (product, version string) {
+	if bi, err := buildinfo.ReadFile(path); err == nil {
+		for _, m := range append([]*debug.Module{&bi.Main}, bi.Deps...) {
+			p := engineModules[m.Path]
+			if p == "" || (bi.Path != m.Path && !strings.HasPrefix(bi.Path, m.Path+"/")) {
+				continue
+			}
+			if m.Replace != nil {
+				m = m.Replace
+			}
+			if semver.IsValid(m.Version) && !module.IsPseudoVersion(m.Version) {
+				return p, strings.TrimPrefix(m.Version, "v")
+			}
+			return p, ""
+		}
+	}
+	if m := versionedName.FindStringSubmatch(filepath.Base(path)); m != nil {
+		version = m[1]
+	}
+	return engineProduct(path), version
+}
+
+// engineProduct tells the engine by its binary's name: OpenTofu for tofu*,
+// Terraform for terraform*, "" otherwise.
+func engineProduct(binary string) string {
+	switch base := filepath.Base(binary); {
+	case strings.HasPrefix(base, "tofu"):
+		return "OpenTofu"
+	case strings.HasPrefix(base, "terraform"):
+		return "Terraform"
+	}
+	return ""
 }
 
 // engineExit is an engine command that ran and failed. Its text is what
@@ -43,223 +231,44 @@ func (e *engineExit) Error() string {
 	if msg := strings.TrimSpace(e.stderr); msg != "" {
 		return msg
 	}
-	return "exit status " + strconv.Itoa(e.code)
+	return fmt.Sprintf("exit status %d", e.code)
 }
 
-// newEngineCmd returns the engine's handle for dir with env.
-func (s *Server) newEngineCmd(dir string, env map[string]string) (*engineCmd, error) {
-	if _, err := os.Stat(s.engine); err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
+// engineResult is the outcome of a terraform-exec call: the context's
+// error when it ended (the engine was interrupted), an *engineExit when
+// the engine failed (terraform-exec returns its exit error followed by its
+// stderr, and no error types of its own for what the engine said), else
+// err as it is.
+func engineResult(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
 	}
-	return &engineCmd{path: s.engine, dir: dir, env: envList(env), waitDelay: s.interruptGrace}, nil
-}
-
-// run runs the engine with args, its stdout also going to stdout when that
-// is not nil. When ctx ends, the engine gets SIGINT (terraform then stops
-// its operations, writes the state and releases the lock) and is killed
-// after waitDelay; it is also killed if the runner dies. A non-zero exit
-// is an *engineExit.
-func (e *engineCmd) run(ctx context.Context, stdout io.Writer, args ...string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	var errText bytes.Buffer
-	cmd := exec.CommandContext(ctx, e.path, args...)
-	cmd.Dir = e.dir
-	cmd.Env = e.env
-	cmd.SysProcAttr = engineProcAttr()
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = e.waitDelay
-	cmd.Stdout = writers(stdout, e.stdout)
-	cmd.Stderr = writers(&errText, e.stderr)
-	err := cmd.Run()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		return &engineExit{code: exit.ExitCode(), stderr: errText.String()}
-	case errors.Is(err, exec.ErrWaitDelay):
-		// The engine succeeded; something it started (a provisioner's
-		// background process) still held its output open.
-		return nil
+	if errors.As(err, &exit) {
+		return &engineExit{code: exit.ExitCode(), stderr: plainText(strings.TrimPrefix(err.Error(), exit.Error()+"\n"))}
 	}
 	return err
 }
 
-// writers is io.MultiWriter of the writers that are set.
-func writers(ws ...io.Writer) io.Writer {
-	var set []io.Writer
-	for _, w := range ws {
-		if w != nil {
-			set = append(set, w)
+// colour matches the engine's colour codes.
+var colour = regexp.MustCompile("\x1b\\[[0-9;]*m")
+
+// plainText is the engine's text as -no-color prints it: terraform-exec
+// passes -no-color to most commands but not to `state push` (StatePush),
+// whose diagnostics come coloured and framed ("╷", "│ ", "╵").
+func plainText(text string) string {
+	text = colour.ReplaceAllString(text, "")
+	lines := strings.Split(text, "\n")
+	for i, line := range lines {
+		switch line = strings.TrimRight(line, " "); {
+		case line == "╷" || line == "╵" || line == "│":
+			lines[i] = ""
+		case strings.HasPrefix(line, "│ "):
+			lines[i] = strings.TrimPrefix(line, "│ ")
 		}
 	}
-	if len(set) == 0 {
-		return nil
-	}
-	return io.MultiWriter(set...)
-}
-
-// init initialises the module dir: providers, modules and the backend
-// (with backendConfig, "key=value" each), reconfigured from scratch.
-func (e *engineCmd) init(ctx context.Context, backendConfig []string) error {
-	args := []string{"init", "-no-color", "-input=false", "-reconfigure"}
-	for _, kv := range backendConfig {
-		args = append(args, "-backend-config="+kv)
-	}
-	return e.run(ctx, nil, args...)
-}
-
-// lockFlag is -lock=false when the runner holds the state lock itself.
-func lockFlag(locked bool) string {
-	return "-lock=" + strconv.FormatBool(!locked)
-}
-
-// plan writes a plan file to planPath and reports whether it changes
-// anything.
-func (e *engineCmd) plan(ctx context.Context, planPath string, destroy, locked bool) (bool, error) {
-	args := []string{"plan", "-no-color", "-input=false", "-detailed-exitcode", "-lock-timeout=0s", lockFlag(locked), "-out=" + planPath}
-	if destroy {
-		args = append(args, "-destroy")
-	}
-	err := e.run(ctx, nil, args...)
-	var exit *engineExit
-	if errors.As(err, &exit) && exit.code == 2 {
-		return true, nil // -detailed-exitcode: success with changes
-	}
-	return false, err
-}
-
-// showPlan returns `show -json` of a plan file.
-func (e *engineCmd) showPlan(ctx context.Context, planPath string) ([]byte, error) {
-	var out bytes.Buffer
-	if err := e.run(ctx, &out, "show", "-json", "-no-color", planPath); err != nil {
-		return nil, err
-	}
-	if !json.Valid(out.Bytes()) {
-		return nil, errors.New("show -json printed no JSON document")
-	}
-	return out.Bytes(), nil
-}
-
-// apply applies a saved plan file.
-func (e *engineCmd) apply(ctx context.Context, planPath string, locked bool) error {
-	return e.run(ctx, nil, "apply", "-no-color", "-auto-approve", "-input=false", lockFlag(locked), planPath)
-}
-
-// destroy destroys everything in the state.
-func (e *engineCmd) destroy(ctx context.Context, locked bool) error {
-	return e.run(ctx, nil, "destroy", "-no-color", "-auto-approve", "-input=false", "-lock-timeout=0s", lockFlag(locked))
-}
-
-// outputMeta is one output of `output -json`.
-type outputMeta struct {
-	Sensitive bool            `json:"sensitive"`
-	Type      json.RawMessage `json:"type"`
-	Value     json.RawMessage `json:"value"`
-}
-
-// outputs returns `output -json`.
-func (e *engineCmd) outputs(ctx context.Context) (map[string]outputMeta, error) {
-	var out bytes.Buffer
-	if err := e.run(ctx, &out, "output", "-no-color", "-json"); err != nil {
-		return nil, err
-	}
-	metas := map[string]outputMeta{}
-	if err := json.Unmarshal(out.Bytes(), &metas); err != nil {
-		return nil, fmt.Errorf("decode output -json: %w", err)
-	}
-	return metas, nil
-}
-
-// validate reports whether `validate -json` finds the configuration
-// invalid; it exits 1 then, with its verdict on stdout.
-func (e *engineCmd) validate(ctx context.Context) (valid bool, err error) {
-	var out bytes.Buffer
-	runErr := e.run(ctx, &out, "validate", "-no-color", "-json")
-	var verdict struct {
-		Valid *bool `json:"valid"`
-	}
-	if json.Unmarshal(out.Bytes(), &verdict) != nil || verdict.Valid == nil {
-		if runErr == nil {
-			runErr = errors.New("validate -json printed no verdict")
-		}
-		return false, runErr
-	}
-	return *verdict.Valid, nil
-}
-
-// workspaces lists the terraform workspaces and the selected one.
-func (e *engineCmd) workspaces(ctx context.Context) (names []string, current string, err error) {
-	var out bytes.Buffer
-	if err := e.run(ctx, &out, "workspace", "list", "-no-color"); err != nil {
-		return nil, "", err
-	}
-	names, current = parseWorkspaces(out.String())
-	return names, current, nil
-}
-
-// parseWorkspaces reads `workspace list`: a name per line, the selected
-// one marked with "* ".
-func parseWorkspaces(list string) (names []string, current string) {
-	lines := bufio.NewScanner(strings.NewReader(list))
-	for lines.Scan() {
-		line := strings.TrimSpace(lines.Text())
-		name, selected := strings.CutPrefix(line, "*")
-		name = strings.TrimSpace(name)
-		if name == "" {
-			continue
-		}
-		if selected {
-			current = name
-		}
-		names = append(names, name)
-	}
-	return names, current
-}
-
-// selectWorkspace selects an existing terraform workspace.
-func (e *engineCmd) selectWorkspace(ctx context.Context, name string) error {
-	return e.run(ctx, nil, "workspace", "select", "-no-color", name)
-}
-
-// newWorkspace creates a terraform workspace and selects it.
-func (e *engineCmd) newWorkspace(ctx context.Context, name string) error {
-	return e.run(ctx, nil, "workspace", "new", "-no-color", name)
-}
-
-// engineVersion names the engine and its version as the first line of
-// `version` does, e.g. "OpenTofu v1.12.6" or "Terraform v1.5.7", from the
-// version a JSON plan records (planned). Only an engine whose binary name
-// does not tell which it is costs a `version` process (once per runner).
-func (s *Server) engineVersion(ctx context.Context, ws *workspace, planned string) string {
-	if s.engineName != "" {
-		return s.engineName
-	}
-	if product := engineProduct(s.engine); product != "" && planned != "" {
-		s.engineName = product + " v" + planned
-		return s.engineName
-	}
-	var out bytes.Buffer
-	if err := ws.tf.run(ctx, &out, "version"); err != nil {
-		s.log.Info("engine version unknown", "error", err.Error())
-		return ""
-	}
-	line, _, _ := strings.Cut(out.String(), "\n")
-	s.engineName = strings.TrimSpace(line)
-	return s.engineName
-}
-
-// engineProduct tells the engine by its binary's name: OpenTofu for tofu*,
-// Terraform for terraform*, "" otherwise.
-func engineProduct(binary string) string {
-	switch base := filepath.Base(binary); {
-	case strings.HasPrefix(base, "tofu"):
-		return "OpenTofu"
-	case strings.HasPrefix(base, "terraform"):
-		return "Terraform"
-	}
-	return ""
+	return strings.Join(lines, "\n")
 }

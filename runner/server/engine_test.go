@@ -1,16 +1,186 @@
 package server
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/landform-dev/landform/runner"
+	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
-func TestParseWorkspaces(t *testing.T) {
-	names, current := parseWorkspaces("  default\n* staging\n  prod\n\n")
-	if !slices.Equal(names, []string{"default", "staging", "prod"}) || current != "staging" {
-		t.Fatalf("got %v, current %q", names, current)
+// The runner knows the engine and its version from the binary: the test
+// engines (`make tools`) are built from their modules at a release.
+func TestEngineIdentity(t *testing.T) {
+	tofuVersion := engineFirstLine(t) // "OpenTofu v1.12.6"
+	dir := t.TempDir()
+	script := func(name string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
-	if names, current := parseWorkspaces("* default\n"); !slices.Equal(names, []string{"default"}) || current != "default" {
-		t.Fatalf("got %v, current %q", names, current)
+	for _, tt := range []struct {
+		path, product, version string
+	}{
+		{path: enginePath, product: "OpenTofu", version: tofuVersion[len("OpenTofu v"):]},
+		{path: terraformBinary(t), product: "Terraform", version: "1.5.7"},
+		// A wrapper tells by its name, and its version only when the
+		// name ends with it.
+		{path: script("tofu"), product: "OpenTofu"},
+		{path: script("tofu-counting"), product: "OpenTofu"},
+		{path: script("tofu-1.12.6"), product: "OpenTofu", version: "1.12.6"},
+		{path: script("terraform_v1.5.7"), product: "Terraform", version: "1.5.7"},
+		{path: script("terraform-1.6.0-beta1"), product: "Terraform", version: "1.6.0-beta1"},
+		{path: script("engine-1.2.3")},
+	} {
+		product, version := engineIdentity(tt.path)
+		if product != tt.product || version != tt.version {
+			t.Errorf("%s: %q %q, want %q %q", filepath.Base(tt.path), product, version, tt.product, tt.version)
+		}
 	}
+}
+
+// A run naming its own engine is refused, with a reason, until the runner
+// can install engines; one naming none runs the runner's own.
+func TestEngineForRefusesAnEngineItCannotInstall(t *testing.T) {
+	s, err := NewServer(Options{Engine: enginePath, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []*runnerpb.EngineSpec{nil, {}} {
+		if e, err := s.engineFor(spec); err != nil || e != s.engine {
+			t.Fatalf("engineFor(%v) = %v, %v, want the runner's own", spec, e, err)
+		}
+	}
+	_, err = s.engineFor(&runnerpb.EngineSpec{Name: "terraform", Version: "1.5.7"})
+	wantError(t, err, codes.Unimplemented, runner.ReasonEngineUnavailable)
+}
+
+// A failed command is the engine's exit status and stderr, as plain text
+// even where terraform-exec passes no -no-color.
+func TestEngineResult(t *testing.T) {
+	ctx := context.Background()
+	exitErr := exec.Command("/bin/sh", "-c", "exit 3").Run()
+	coloured := "\x1b[31m╷\x1b[0m\x1b[0m\n\x1b[31m│\x1b[0m \x1b[0m\x1b[1m\x1b[31mError: \x1b[0m\x1b[0m\x1b[1mFailed to write the imported state\x1b[0m\n\x1b[31m│\x1b[0m \x1b[0m\n\x1b[31m│\x1b[0m \x1b[0m\x1b[0mcannot import state with lineage \"x\"\n\x1b[31m╵\x1b[0m\x1b[0m\n"
+	err := engineResult(ctx, fmt.Errorf("%w\n%s", exitErr, coloured))
+	var exit *engineExit
+	if !errors.As(err, &exit) || exit.code != 3 {
+		t.Fatalf("got %#v", err)
+	}
+	if want := "\nError: Failed to write the imported state\n\ncannot import state with lineage \"x\"\n\n"; exit.stderr != want {
+		t.Fatalf("stderr %q, want %q", exit.stderr, want)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := engineResult(cancelled, exitErr); !errors.Is(err, context.Canceled) {
+		t.Fatalf("an interrupted command gave %v", err)
+	}
+}
+
+// terraform-exec checks the engine's version before a handle's first
+// command. The runner answers it for the engine when it knows the version
+// (from the binary; here from its name), else lets the engine answer once,
+// and answers every later handle's check: a handle is per module
+// directory, so another tarball has a new one.
+func TestEngineVersionChecks(t *testing.T) {
+	t.Parallel()
+	version := strings.TrimPrefix(engineFirstLine(t), "OpenTofu v")
+	for _, tt := range []struct {
+		name, binary string
+		want         []string
+	}{
+		{name: "known", binary: "tofu-" + version,
+			want: []string{"init", "plan", "show", "apply", "output", "init", "plan", "show"}},
+		{name: "unknown", binary: "tofu-counting",
+			want: []string{"version", "init", "plan", "show", "apply", "output", "init", "plan", "show"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			calls := filepath.Join(t.TempDir(), "calls")
+			c := startRunnerWith(t, countingEngineNamed(t, calls, tt.binary)).client
+			stateDir := t.TempDir()
+			vars := map[string]any{"name": "v", "dir": t.TempDir()}
+			tb := modulesTarball(t, 0)
+			upload(t, ctx, c, workspaceSpec(t, tb, "basic", vars, stateDir), tb)
+			plan, err := c.Plan(ctx, false, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Apply(ctx, plan.PlanFile, nil); err != nil {
+				t.Fatal(err)
+			}
+			// Another tarball: another module directory.
+			tb = modulesTarball(t, 1024)
+			upload(t, ctx, c, workspaceSpec(t, tb, "basic", vars, stateDir), tb)
+			plan, err = c.Plan(ctx, false, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := plan.Result.GetEngine(), "OpenTofu v"+version; got != want {
+				t.Errorf("engine %q, want %q", got, want)
+			}
+			if got := strings.Fields(readFile(t, calls)); !slices.Equal(got, tt.want) {
+				t.Errorf("the engine ran %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// A process an apply leaves behind holding the engine's stdout does not
+// hold the run: the apply ends a moment after the engine, well before the
+// interrupt grace (30 s here) and that process (300 s).
+func TestBackgroundProcessHoldingTheOutput(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := startRunner(t).client
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	tb := modulesTarball(t, 0)
+	upload(t, ctx, c, workspaceSpec(t, tb, "background", map[string]any{"pidfile": pidfile}, t.TempDir()), tb)
+	plan, err := c.Plan(ctx, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	_, err = c.Apply(ctx, plan.PlanFile, nil)
+	took := time.Since(started)
+	if pid, perr := strconv.Atoi(strings.TrimSpace(readFile(t, pidfile))); perr == nil {
+		if alive(pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		} else {
+			t.Errorf("the background process %d was not running after the apply: the test proves nothing", pid)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took > 20*time.Second {
+		t.Fatalf("the apply took %s: it waited for the process holding the engine's output", took)
+	}
+}
+
+// alive reports whether pid runs (a zombie has ended).
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...
+	i := strings.LastIndexByte(string(stat), ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }

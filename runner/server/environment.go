@@ -144,6 +144,9 @@ func droppedFromInherited(name string) bool {
 
 // environment builds terraform's environment: the runner's own, cleaned,
 // with HOME and the CLI configuration under the work dir, plus the spec's.
+// terraform-exec takes it as it is (SetEnv, which refuses the
+// engine-managed variables) and adds its own: TF_IN_AUTOMATION, TF_LOG*
+// empty, its user agent, no TF_WORKSPACE.
 func (s *Server) environment(extra map[string]string) map[string]string {
 	env := map[string]string{}
 	for _, kv := range os.Environ() {
@@ -152,7 +155,6 @@ func (s *Server) environment(extra map[string]string) map[string]string {
 			env[k] = v
 		}
 	}
-	env["TF_IN_AUTOMATION"] = "1"
 	env["HOME"] = s.homeDir
 	env["TF_CLI_CONFIG_FILE"] = s.cliConfig
 	env["CHECKPOINT_DISABLE"] = "1"

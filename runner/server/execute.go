@@ -24,6 +24,13 @@ func (s *Server) execute(ctx context.Context, r *run, planPath string) (*runner.
 		return nil, nil, err
 	}
 	spec := r.spec
+	eng, err := s.engineFor(spec.GetEngine())
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := ws.useEngine(eng); err != nil {
+		return nil, nil, err
+	}
 	if lf := spec.GetLockFile(); len(lf) > 0 {
 		if err := s.useLockFile(ws, lf); err != nil {
 			return nil, nil, err

@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"strings"
 	"sync"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
 )
 
 // maxLogLine splits pathological lines so that one log event stays small.
 const maxLogLine = 64 << 10
 
 // lineWriter turns terraform's output into lines. Write never fails: a
-// writer error would make the command stop draining the pipe, and
+// writer error would make terraform-exec stop draining the pipe, and
 // terraform would block on a full pipe instead of exiting.
 type lineWriter struct {
 	mu   sync.Mutex
@@ -55,13 +57,13 @@ func (w *lineWriter) flush() {
 // attachLogs streams terraform's stdout and stderr to logf, line by line,
 // until the returned function is called. The two streams are written from
 // separate goroutines, so logf calls are serialised.
-func attachLogs(tf *engineCmd, logf func(string)) (detach func()) {
+func attachLogs(tf *tfexec.Terraform, logf func(string)) (detach func()) {
 	return attachLogsKeeping(tf, logf, nil)
 }
 
 // attachLogsKeeping is attachLogs that also keeps the lines of stdout in
 // kept, when it is not nil.
-func attachLogsKeeping(tf *engineCmd, logf func(string), kept *strings.Builder) (detach func()) {
+func attachLogsKeeping(tf *tfexec.Terraform, logf func(string), kept *strings.Builder) (detach func()) {
 	var mu sync.Mutex
 	emit := func(line string) {
 		mu.Lock()
@@ -77,9 +79,11 @@ func attachLogsKeeping(tf *engineCmd, logf func(string), kept *strings.Builder) 
 		}
 	}
 	stderr := &lineWriter{emit: emit}
-	tf.stdout, tf.stderr = stdout, stderr
+	tf.SetStdout(stdout)
+	tf.SetStderr(stderr)
 	return func() {
-		tf.stdout, tf.stderr = nil, nil
+		tf.SetStdout(nil)
+		tf.SetStderr(nil)
 		stdout.flush()
 		stderr.flush()
 	}

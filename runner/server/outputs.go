@@ -70,8 +70,8 @@ func (s *Server) stateOutputs(ctx context.Context, ws *workspace) ([]*runnerpb.O
 
 // engineOutputs runs `output -json`.
 func (s *Server) engineOutputs(ctx context.Context, ws *workspace) ([]*runnerpb.Output, error) {
-	metas, err := ws.tf.outputs(ctx)
-	if err != nil {
+	metas, err := ws.tf.Output(ctx)
+	if err = engineResult(ctx, err); err != nil {
 		return nil, s.terraformError(ctx, ws, "output", err, false)
 	}
 	names := make([]string, 0, len(metas))

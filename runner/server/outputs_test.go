@@ -15,10 +15,18 @@ import (
 
 // countingEngine is a wrapper around the real engine that appends each
 // subcommand it runs to calls. Its name starts with "tofu", so the runner
-// still takes it for OpenTofu.
+// still takes it for OpenTofu; being a script, it hides the engine's
+// version from the runner.
 func countingEngine(t *testing.T, calls string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "tofu-counting")
+	return countingEngineNamed(t, calls, "tofu-counting")
+}
+
+// countingEngineNamed is countingEngine as name, e.g. tofu-1.12.6: a name
+// that tells the runner the version.
+func countingEngineNamed(t *testing.T, calls, name string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
 	script := fmt.Sprintf("#!/bin/sh\necho \"$1\" >> %q\nexec %q \"$@\"\n", calls, enginePath)
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
@@ -27,8 +35,8 @@ func countingEngine(t *testing.T, calls string) string {
 }
 
 // After an apply the runner reads the outputs from the state Secret the
-// engine has just written: no `output` process, and no `version` process
-// either. An encrypted state
+// engine has just written: no `output` process, and one `version` process
+// for the plan and the apply together. An encrypted state
 // (OpenTofu's state encryption), which it cannot read, is read by the
 // engine; its outputs are never taken for none.
 func TestApplyReadsTheOutputs(t *testing.T) {
@@ -84,9 +92,13 @@ func TestApplyReadsTheOutputs(t *testing.T) {
 			if len(res.Outputs) != 3 {
 				t.Errorf("%d outputs, want 3", len(res.Outputs))
 			}
-			// One process per step and nothing else: no `version` before
-			// the first command, no `output` for a plain state.
-			want := []string{"init", "plan", "show", "apply"}
+			// One process per step, and one `version` before the first:
+			// terraform-exec checks the version of the engine it runs, and
+			// this one's the runner cannot tell beforehand (a script
+			// named without it; TestEngineVersionChecks). The apply runs
+			// on the plan's handle, whose check holds. No `output` for a
+			// plain state.
+			want := []string{"version", "init", "plan", "show", "apply"}
 			if tt.engineReads {
 				want = append(want, "output")
 			}

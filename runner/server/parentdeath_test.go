@@ -2,12 +2,16 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -85,4 +89,92 @@ func TestLocalRunnerDiesWithController(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// TestEngineDiesWithRunner kills a runner with SIGKILL in the middle of an
+// apply and expects the kernel to end the engine too, and the engine's
+// parent process the runner started for it (package engineproc).
+func TestEngineDiesWithRunner(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	lr, err := runner.StartLocalRunner(ctx, testCA, runner.LocalOptions{
+		Binary:  runnerBinary(t),
+		Engine:  enginePath,
+		WorkDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lr.Stop(time.Second)
+	tb := modulesTarball(t, 0)
+	upload(t, ctx, lr.Client, workspaceSpec(t, tb, "slow", map[string]any{"seconds": 60}, t.TempDir()), tb)
+	plan, err := lr.Client.Plan(ctx, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLogs()
+	go lr.Client.Apply(ctx, plan.PlanFile, l.add)
+	l.waitFor(t, "Executing:", time.Minute)
+
+	// runner → the engine's parent → the engine → the provisioner's sleep.
+	parents := children(t, lr.PID)
+	if len(parents) != 1 {
+		t.Fatalf("the runner has children %v, want the engine's parent alone", parents)
+	}
+	engines := children(t, parents[0])
+	if len(engines) != 1 {
+		t.Fatalf("the engine's parent has children %v, want the engine alone", engines)
+	}
+	// The provisioner's sleep outlives the engine, as it always did: end
+	// it. It may start a moment after the engine logged it.
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		if sleeps := children(t, engines[0]); len(sleeps) > 0 || time.Since(start) > 5*time.Second {
+			for _, pid := range sleeps {
+				defer syscall.Kill(pid, syscall.SIGKILL)
+			}
+			break
+		}
+	}
+
+	if err := syscall.Kill(lr.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// At once: left alone, the engine would die only at its next progress
+	// line (every 10s), of the broken pipe.
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range []int{parents[0], engines[0]} {
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d still running 5s after its runner was killed", pid)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// children lists the processes whose parent is pid.
+func children(t *testing.T, pid int) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			out = append(out, child)
+		}
+	}
+	return out
 }

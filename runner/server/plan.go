@@ -1,10 +1,13 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/landform-dev/landform/runner"
 )
@@ -26,12 +29,12 @@ func (s *Server) plan(ctx context.Context, ws *workspace, destroy, locked bool, 
 	defer os.Remove(planPath)
 
 	// The plan's own output is the human plan: no `show` of the plan
-	// file is needed for it.
+	// file (ShowPlanFileRaw) is needed for it, nor its process.
 	var printed strings.Builder
 	detach := attachLogsKeeping(ws.tf, logf, &printed)
-	hasChanges, err := ws.tf.plan(ctx, planPath, destroy, locked)
+	hasChanges, err := ws.tf.Plan(ctx, tfexec.Out(planPath), tfexec.Destroy(destroy), tfexec.Lock(!locked), tfexec.LockTimeout("0s"))
 	detach()
-	if err != nil {
+	if err = engineResult(ctx, err); err != nil {
 		return nil, s.terraformError(ctx, ws, "plan", err, true)
 	}
 	planned()
@@ -40,7 +43,7 @@ func (s *Server) plan(ctx context.Context, ws *workspace, destroy, locked bool, 
 	if err != nil {
 		return nil, internalError("read plan file", err)
 	}
-	jsonPlan, err := ws.tf.showPlan(ctx, planPath)
+	jsonPlan, err := showPlanJSON(ctx, ws, planPath)
 	if err != nil {
 		return nil, s.terraformError(ctx, ws, "show -json", err, false)
 	}
@@ -56,12 +59,29 @@ func (s *Server) plan(ctx context.Context, ws *workspace, destroy, locked bool, 
 	// OpenTofu and Terraform 1.5.7 report an import-only plan as one with
 	// changes; the count makes sure of it: such a plan must be applied.
 	result.HasChanges = hasChanges || result.ImportCount > 0
-	result.Engine = s.engineVersion(ctx, ws, decoded.TerraformVersion)
+	if result.Engine, err = ws.engine.displayName(ctx, ws, decoded.TerraformVersion); err != nil {
+		s.log.Info("engine version unknown", "error", err.Error())
+	}
 	lockFile, err := os.ReadFile(filepath.Join(ws.moduleDir, lockFileName))
 	if err != nil && !os.IsNotExist(err) {
 		return nil, internalError("read the dependency lock file", err)
 	}
 	return &runner.PlanOutput{Result: result, PlanFile: planBytes, JSONPlan: jsonPlan, HumanPlan: []byte(humanPlan), LockFile: lockFile}, nil
+}
+
+// showPlanJSON returns `show -json` of a plan file as the engine printed
+// it: terraform-exec decodes and checks it (ShowPlanFile), and the bytes,
+// whose numbers and fields the controller keeps exactly, are taken on the
+// way.
+func showPlanJSON(ctx context.Context, ws *workspace, planPath string) ([]byte, error) {
+	var out bytes.Buffer
+	ws.tf.SetStdout(&out)
+	_, err := ws.tf.ShowPlanFile(ctx, planPath)
+	ws.tf.SetStdout(nil)
+	if err = engineResult(ctx, err); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
 }
 
 // planText is what plan printed, less its closing advice (the rule, "Saved

@@ -38,6 +38,7 @@ import (
 
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/runner"
+	"github.com/landform-dev/landform/runner/internal/engineproc"
 	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
@@ -79,7 +80,9 @@ type Options struct {
 type Server struct {
 	runnerpb.UnimplementedRunnerServer
 
-	engine         string
+	// engine is the runner's own engine (Options.Engine), which runs
+	// every run that names none (engineFor).
+	engine         *engine
 	workDir        string
 	homeDir        string
 	tmpDir         string
@@ -101,10 +104,9 @@ type Server struct {
 	drainOne sync.Once
 
 	// op serialises operations: terraform commands in one working
-	// directory must not overlap. Whoever holds it owns ws and engineName.
-	op         chan struct{}
-	ws         *workspace
-	engineName string
+	// directory must not overlap. Whoever holds it owns ws.
+	op chan struct{}
+	ws *workspace
 
 	// holder is who takes state locks: this runner's Pod or process.
 	holder statelock.Holder
@@ -156,7 +158,6 @@ func NewServer(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("work dir: %w", err)
 	}
 	s := &Server{
-		engine:         engine,
 		workDir:        workDir,
 		homeDir:        filepath.Join(workDir, "home"),
 		tmpDir:         filepath.Join(workDir, "tmp"),
@@ -192,6 +193,13 @@ func NewServer(opts Options) (*Server, error) {
 		}
 	}
 	if err := writeCLIConfig(s.cliConfig, opts.ProviderMirrors); err != nil {
+		return nil, err
+	}
+	launcher, err := engineproc.NewLauncher(workDir)
+	if err != nil {
+		return nil, fmt.Errorf("engine launcher: %w", err)
+	}
+	if s.engine, err = newEngine(engine, launcher, s.interruptGrace); err != nil {
 		return nil, err
 	}
 	if dropped := droppedInheritedEnv(); len(dropped) > 0 {
@@ -233,7 +241,9 @@ func (s *Server) NewGRPCServer(tlsConfig *tls.Config) (*grpc.Server, error) {
 // Shutdown refuses new calls, interrupts running terraform (SIGINT, then a
 // kill after the interrupt grace) and waits up to grace for the calls to
 // return. A terraform still running when the runner process exits is killed
-// by the kernel (engineProcAttr sets its parent-death signal).
+// by the kernel: terraform-exec gives what it starts a parent-death signal,
+// and so does the runner's binary to an engine it runs as its child
+// (package engineproc).
 func (s *Server) Shutdown(grace time.Duration) error {
 	s.mu.Lock()
 	s.shutting = true
@@ -324,6 +334,12 @@ func (s *Server) initialisedWorkspace(ctx context.Context, logf func(string)) (*
 	ws, err := s.requireWorkspace()
 	if err != nil {
 		return nil, err
+	}
+	if ws.engine == nil {
+		// No run yet: the runner's own engine.
+		if err := ws.useEngine(s.engine); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.ensureInit(ctx, ws, logf); err != nil {
 		return nil, err

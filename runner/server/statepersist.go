@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/hashicorp/terraform-exec/tfexec"
+
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/internal/tfstate"
 	"github.com/landform-dev/landform/runner"
@@ -142,10 +144,11 @@ func (s *Server) pushToStateSecret(ctx context.Context, ws *workspace, r *run, d
 
 // pushWithEngine runs `state push` for a custom backend, whose state
 // Landform does not know how to write: the engine takes the backend's lock
-// for it. It cannot push an OpenTofu-encrypted state (see tfstate.Push):
-// that one is kept for a person.
+// for it (terraform-exec's StatePush does not, unless told). It cannot
+// push an OpenTofu-encrypted state (see tfstate.Push): that one is kept
+// for a person.
 func (s *Server) pushWithEngine(ctx context.Context, ws *workspace, _ *run, _ []byte) error {
-	err := ws.tf.run(ctx, nil, "state", "push", "-no-color", "-input=false", "-lock-timeout=0s", filepath.Join(s.workDir, runner.KeptStateFile))
+	err := engineResult(ctx, ws.tf.StatePush(ctx, filepath.Join(s.workDir, runner.KeptStateFile), tfexec.Lock(true), tfexec.LockTimeout("0s")))
 	if err == nil {
 		return nil
 	}

@@ -17,6 +17,7 @@ import (
 
 	securejoin "github.com/cyphar/filepath-securejoin"
 	"github.com/fluxcd/pkg/tar"
+	"github.com/hashicorp/terraform-exec/tfexec"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -61,7 +62,10 @@ type workspace struct {
 	// init again.
 	configKey   string
 	initialised bool
-	tf          *engineCmd
+	// engine runs ws's commands through tf (useEngine); both are unset
+	// until the first run or call that needs the engine.
+	engine *engine
+	tf     *tfexec.Terraform
 }
 
 // UploadWorkspace receives the spec and the tarball, verifies its digest,
@@ -112,7 +116,7 @@ func (s *Server) UploadWorkspace(stream runnerpb.Runner_UploadWorkspaceServer) (
 	}
 	if s.ws != nil && s.ws.configKey == ws.configKey {
 		// Only the vars changed: init and the engine handle still hold.
-		ws.initialised, ws.tf = s.ws.initialised, s.ws.tf
+		ws.initialised, ws.engine, ws.tf = s.ws.initialised, s.ws.engine, s.ws.tf
 	}
 	s.ws = ws
 	return stream.SendAndClose(&runnerpb.UploadWorkspaceResponse{TarballDigest: spec.TarballDigest})
@@ -279,9 +283,6 @@ func (s *Server) prepareWorkspace(root string, spec *runnerpb.WorkspaceSpec) (*w
 	}
 	// Longest first, so that a secret containing another is replaced whole.
 	sort.Slice(ws.secrets, func(i, j int) bool { return len(ws.secrets[i]) > len(ws.secrets[j]) })
-	if ws.tf, err = s.newEngineCmd(moduleDir, ws.env); err != nil {
-		return nil, internalError("prepare engine", err)
-	}
 	return ws, nil
 }
 
