@@ -19,17 +19,30 @@ const (
 // engineCounter is the enginecount wrapper built for this run, and the
 // file it appends to.
 type engineCounter struct {
-	wrapper string // <tmp>/engine/tofu
+	wrapper string // <tmp>/engine/tofu-<version>
 	file    string
 }
 
-// buildEngineCounter builds hack/bench/enginecount as dir/tofu, execing
+// wrapperName is the counting wrapper's name for the engine whose
+// `version` prints versionLine ("OpenTofu v1.12.6"): tofu-1.12.6. The
+// runner knows a real engine and its version from the binary's build
+// information, which the wrapper hides; its name tells the runner both
+// instead (a runner that did not know the version would run the engine
+// once more per object, for terraform-exec's version check).
+func wrapperName(versionLine string) string {
+	if v, ok := strings.CutPrefix(versionLine, "OpenTofu v"); ok && v != "" && !strings.ContainsAny(v, " /") {
+		return "tofu-" + v
+	}
+	return "tofu"
+}
+
+// buildEngineCounter builds hack/bench/enginecount as dir/name, execing
 // engine and appending to countFile.
-func buildEngineCounter(dir, engine, countFile string) (string, error) {
+func buildEngineCounter(dir, name, engine, countFile string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	out := filepath.Join(dir, "tofu")
+	out := filepath.Join(dir, name)
 	cmd := exec.Command("go", "build", "-o", out,
 		"-ldflags", fmt.Sprintf("-X main.engine=%s -X main.counter=%s", engine, countFile),
 		"github.com/landform-dev/landform/hack/bench/enginecount")
@@ -60,7 +73,7 @@ func (e *engineCounter) counts() map[string]map[string]int {
 // through a wrapper built for it against /bin/true itself, the medians of n
 // runs each.
 func wrapperCost(dir string, n int) (WrapperCost, error) {
-	wrapper, err := buildEngineCounter(dir, "/bin/true", filepath.Join(dir, "count"))
+	wrapper, err := buildEngineCounter(dir, "true", "/bin/true", filepath.Join(dir, "count"))
 	if err != nil {
 		return WrapperCost{}, err
 	}

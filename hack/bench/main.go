@@ -175,7 +175,7 @@ func run(o options) error {
 	// Every engine process, the raw engine's and Landform's runners', goes
 	// through the same counting wrapper.
 	b.engines = &engineCounter{file: filepath.Join(tmp, "engine-processes")}
-	if b.engines.wrapper, err = buildEngineCounter(filepath.Join(tmp, "engine"), o.Tofu, b.engines.file); err != nil {
+	if b.engines.wrapper, err = buildEngineCounter(filepath.Join(tmp, "engine"), wrapperName(r.Machine.Engine), o.Tofu, b.engines.file); err != nil {
 		return err
 	}
 	if r.EngineWrapper, err = wrapperCost(filepath.Join(tmp, "engine-cost"), 21); err != nil {
