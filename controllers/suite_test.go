@@ -8,6 +8,7 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -37,6 +38,7 @@ import (
 	"github.com/landform-dev/landform/internal/planstore"
 	"github.com/landform-dev/landform/internal/source"
 	"github.com/landform-dev/landform/internal/testenv"
+	"github.com/landform-dev/landform/internal/testenv/enginemirror"
 	"github.com/landform-dev/landform/runner"
 )
 
@@ -65,6 +67,12 @@ var (
 	// controllerView reads through the controller's own cache: what its
 	// next reconcile sees.
 	controllerView client.Reader
+	// terraformMirror serves Terraform 1.5.7, and 1.4.6 tampered with, as
+	// spec.engine's Terraform releases; the OpenTofu source is a mirror
+	// whose checksums another key signed (terraform_engine_test.go).
+	terraformMirror *enginemirror.Mirror
+	// tofuVersion is the runner's own OpenTofu's version.
+	tofuVersion string
 )
 
 func TestMain(m *testing.M) {
@@ -136,6 +144,20 @@ func runSuite(m *testing.M) int {
 	}
 	kubeClientset, testKubeconfig, tofuPath, runnerBinPath = kube, kubeconfig, engine, runnerBin
 	terraform := testenv.EnvOr("LANDFORM_TERRAFORM", filepath.Join(root, "bin", "terraform"))
+	terraformMirror, err = enginemirror.Start(filepath.Join(tmp, "terraform-mirror"),
+		enginemirror.WithTerraform(terraform, "1.5.7", "1.4.6"), enginemirror.Tampered("terraform", "1.4.6"))
+	if err != nil {
+		panic(err)
+	}
+	defer terraformMirror.Close()
+	otherSigner, err := enginemirror.Start(filepath.Join(tmp, "tofu-mirror"), enginemirror.WithOpenTofu(engine, "1.11.0"), enginemirror.SignedByAnotherKey())
+	if err != nil {
+		panic(err)
+	}
+	defer otherSigner.Close()
+	if tofuVersion, err = engineVersion(engine); err != nil {
+		panic(err)
+	}
 	localPlacer := func(engine, dir string) *placement.Local {
 		return &placement.Local{
 			CA:         ca,
@@ -146,6 +168,7 @@ func runSuite(m *testing.M) int {
 				Engine:          engine,
 				WorkDir:         filepath.Join(tmp, dir),
 				ProviderMirrors: []string{mirror},
+				EngineDir:       filepath.Join(tmp, "engines"),
 				Stdout:          runnerLogs,
 				Stderr:          runnerLogs,
 			},
@@ -160,6 +183,10 @@ func runSuite(m *testing.M) int {
 		Fetcher:       source.NewFetcher(filepath.Join(tmp, "cache")),
 		Plans:         planstore.Store{Client: mgr.GetClient()},
 		Placer:        &routingPlacer{pod: podPlacer, local: localPlacer(engine, "runners"), terraform: localPlacer(terraform, "runners-terraform")},
+		Engines: EngineSources{
+			Terraform: EngineSource{ReleasesURL: terraformMirror.URL("terraform"), SigningKey: terraformMirror.SigningKey()},
+			OpenTofu:  EngineSource{ReleasesURL: otherSigner.URL("opentofu"), SigningKey: otherSigner.SigningKey()},
+		},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -260,4 +287,23 @@ func moduleFiles(dir string, prefix string) map[string]string {
 		files[filepath.Join(prefix, e.Name())] = string(b)
 	}
 	return files
+}
+
+// engineVersion is an engine binary's version, from `version -json`.
+func engineVersion(path string) (string, error) {
+	out, err := exec.Command(path, "version", "-json").Output()
+	if err != nil {
+		return "", fmt.Errorf("%s version: %w", path, err)
+	}
+	// OpenTofu may warn about its CLI configuration before the JSON.
+	if i := bytes.IndexByte(out, '{'); i > 0 {
+		out = out[i:]
+	}
+	var v struct {
+		Version string `json:"terraform_version"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		return "", fmt.Errorf("%s version: %w", path, err)
+	}
+	return v.Version, nil
 }

@@ -17,11 +17,8 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/semver"
-	"google.golang.org/grpc/codes"
 
-	"github.com/landform-dev/landform/runner"
 	"github.com/landform-dev/landform/runner/internal/engineproc"
-	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
 // engine is an engine binary (terraform or tofu) that the runner drives
@@ -66,22 +63,6 @@ func newEngine(path string, launcher *engineproc.Launcher, grace time.Duration) 
 	}
 	product, version := engineIdentity(path)
 	return &engine{path: path, product: product, version: version, launcher: launcher, grace: grace}, nil
-}
-
-// engineFor returns the engine a run uses: the runner's own (--engine)
-// when spec names none. It is where a run's own engine (RunSpec.engine)
-// will be installed; until then such a run is refused.
-func (s *Server) engineFor(spec *runnerpb.EngineSpec) (*engine, error) {
-	if spec.GetName() == "" && spec.GetVersion() == "" && spec.GetReleasesUrl() == "" && spec.GetSigningKey() == "" {
-		return s.engine, nil
-	}
-	own := s.engine.product
-	if own == "" {
-		own = filepath.Base(s.engine.path)
-	}
-	return nil, newError(codes.Unimplemented, runner.ReasonEngineUnavailable,
-		fmt.Sprintf("this runner cannot install engines yet: the run asks for %s %s, and the runner has only its own engine (%s)",
-			spec.GetName(), spec.GetVersion(), strings.TrimSpace(own+" "+s.engine.knownVersion())), nil)
 }
 
 // terraform returns a terraform-exec handle that runs the engine in dir

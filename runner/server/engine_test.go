@@ -16,6 +16,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/landform-dev/landform/internal/testenv/enginemirror"
 	"github.com/landform-dev/landform/runner"
 	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
@@ -53,20 +54,44 @@ func TestEngineIdentity(t *testing.T) {
 	}
 }
 
-// A run naming its own engine is refused, with a reason, until the runner
-// can install engines; one naming none runs the runner's own.
-func TestEngineForRefusesAnEngineItCannotInstall(t *testing.T) {
+// A run naming no engine runs the runner's own; one naming a version gets
+// it installed from its releases URL, verified with its key, once: the
+// same version again, and the runner's own version, need no download. A
+// version that does not verify, or that the source does not offer, is
+// refused with its typed reason.
+func TestEngineForInstalls(t *testing.T) {
+	ctx := context.Background()
+	terraform := terraformBinary(t)
+	m := enginemirror.New(t, enginemirror.WithTerraform(terraform, "1.5.7", "1.4.6"), enginemirror.Tampered("terraform", "1.4.6"))
 	s, err := NewServer(Options{Engine: enginePath, WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, spec := range []*runnerpb.EngineSpec{nil, {}} {
-		if e, err := s.engineFor(spec); err != nil || e != s.engine {
+		if e, err := s.engineFor(ctx, spec); err != nil || e != s.engine {
 			t.Fatalf("engineFor(%v) = %v, %v, want the runner's own", spec, e, err)
 		}
 	}
-	_, err = s.engineFor(&runnerpb.EngineSpec{Name: "terraform", Version: "1.5.7"})
-	wantError(t, err, codes.Unimplemented, runner.ReasonEngineUnavailable)
+	spec := &runnerpb.EngineSpec{Name: "terraform", Version: "1.5.7", ReleasesUrl: m.URL("terraform"), SigningKey: m.SigningKey()}
+	e, err := s.engineFor(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e == s.engine || e.knownVersion() != "1.5.7" || e.product != "Terraform" {
+		t.Fatalf("installed engine %s: %s %s", e.path, e.product, e.knownVersion())
+	}
+	downloads := m.Requests(enginemirror.ArchivePath("terraform", "1.5.7"))
+	if again, err := s.engineFor(ctx, spec); err != nil || again != e {
+		t.Fatalf("the same version again: %v, %v", again, err)
+	}
+	if got := m.Requests(enginemirror.ArchivePath("terraform", "1.5.7")); got != downloads || downloads != 1 {
+		t.Fatalf("downloads of the archive: %d, then %d; want 1, then none", downloads, got)
+	}
+
+	_, err = s.engineFor(ctx, &runnerpb.EngineSpec{Name: "terraform", Version: "1.4.6", ReleasesUrl: m.URL("terraform"), SigningKey: m.SigningKey()})
+	wantError(t, err, codes.FailedPrecondition, runner.ReasonEngineVerificationFailed)
+	_, err = s.engineFor(ctx, &runnerpb.EngineSpec{Name: "terraform", Version: "1.3.0", ReleasesUrl: m.URL("terraform"), SigningKey: m.SigningKey()})
+	wantError(t, err, codes.FailedPrecondition, runner.ReasonEngineUnavailable)
 }
 
 // A failed command is the engine's exit status and stderr, as plain text

@@ -24,7 +24,7 @@ func (s *Server) execute(ctx context.Context, r *run, planPath string) (*runner.
 		return nil, nil, err
 	}
 	spec := r.spec
-	eng, err := s.engineFor(spec.GetEngine())
+	eng, err := s.engineFor(ctx, spec.GetEngine())
 	if err != nil {
 		return nil, nil, err
 	}

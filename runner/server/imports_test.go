@@ -200,8 +200,8 @@ func startCloud(t *testing.T) *testCloud {
 	return c
 }
 
-// engines are the engines the import tests run on.
-func engines(t *testing.T) map[string]string {
+// importEngines are the engines the import tests run on.
+func importEngines(t *testing.T) map[string]string {
 	return map[string]string{"tofu": enginePath, "terraform": terraformBinary(t)}
 }
 
@@ -213,7 +213,7 @@ func engines(t *testing.T) map[string]string {
 // address as invalid configuration.
 func TestImport(t *testing.T) {
 	t.Parallel()
-	for name, engine := range engines(t) {
+	for name, engine := range importEngines(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -323,7 +323,7 @@ func TestImport(t *testing.T) {
 // they were, and add no configuration. A file's path can hold all of them.
 func TestImportHostileID(t *testing.T) {
 	t.Parallel()
-	for name, engine := range engines(t) {
+	for name, engine := range importEngines(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

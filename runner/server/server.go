@@ -36,6 +36,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
+	"github.com/landform-dev/landform/internal/engines"
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/runner"
 	"github.com/landform-dev/landform/runner/internal/engineproc"
@@ -82,7 +83,12 @@ type Server struct {
 
 	// engine is the runner's own engine (Options.Engine), which runs
 	// every run that names none (engineFor).
-	engine         *engine
+	engine *engine
+	// installer installs the engine versions runs ask for; installed are
+	// those handed out already, by binary path (engine_install.go).
+	installer      *engines.Installer
+	installedMu    sync.Mutex
+	installed      map[string]*engine
 	workDir        string
 	homeDir        string
 	tmpDir         string
@@ -136,18 +142,18 @@ func DefaultEngine() (string, error) {
 
 // NewServer prepares the work directory and returns a server.
 func NewServer(opts Options) (*Server, error) {
-	engine := opts.Engine
-	if engine == "" {
+	enginePath := opts.Engine
+	if enginePath == "" {
 		var err error
-		if engine, err = DefaultEngine(); err != nil {
+		if enginePath, err = DefaultEngine(); err != nil {
 			return nil, err
 		}
 	}
-	engine, err := exec.LookPath(engine)
+	enginePath, err := exec.LookPath(enginePath)
 	if err != nil {
 		return nil, fmt.Errorf("find engine: %w", err)
 	}
-	if engine, err = filepath.Abs(engine); err != nil {
+	if enginePath, err = filepath.Abs(enginePath); err != nil {
 		return nil, fmt.Errorf("find engine: %w", err)
 	}
 	if opts.WorkDir == "" {
@@ -199,9 +205,23 @@ func NewServer(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine launcher: %w", err)
 	}
-	if s.engine, err = newEngine(engine, launcher, s.interruptGrace); err != nil {
+	if s.engine, err = newEngine(enginePath, launcher, s.interruptGrace); err != nil {
 		return nil, err
 	}
+	engineDir := opts.EngineDir
+	if engineDir == "" {
+		engineDir = filepath.Join(workDir, "engines")
+	}
+	// The runner's own engines (its --engine, and tofu and terraform on
+	// PATH) serve a run that asks for their version without a download.
+	local := []string{enginePath}
+	for _, name := range []string{"tofu", "terraform"} {
+		if p, err := exec.LookPath(name); err == nil {
+			local = append(local, p)
+		}
+	}
+	s.installer = &engines.Installer{Dir: engineDir, Local: local}
+	s.installed = map[string]*engine{}
 	if dropped := droppedInheritedEnv(); len(dropped) > 0 {
 		// Names only: say why a TF_VAR_ from the Pod's env has no effect.
 		s.log.Info("not passing inherited environment variables to terraform", "names", dropped)

@@ -148,6 +148,9 @@ func New(t testing.TB, opts ...Option) *Mirror {
 // Start starts a mirror keeping its files in dir, for a suite's TestMain
 // (New is for one test); Close stops it.
 func Start(dir string, opts ...Option) (*Mirror, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
 	m := &Mirror{
 		dir:      dir,
 		files:    map[string]file{},
