@@ -17,9 +17,9 @@ import (
 // A state the engine could not write is written by the runner before the
 // run ends (saveErroredState).
 func (s *Server) apply(ctx context.Context, ws *workspace, planPath string, locked bool, r *run) ([]*runnerpb.Output, error) {
-	detach := attachLogs(ws.tf, r.log)
-	err := engineResult(ctx, ws.tf.Apply(ctx, tfexec.DirOrPlan(planPath), tfexec.Lock(!locked)))
-	detach()
+	err := s.runWithOwnPipes(ctx, ws, r.log, func() error {
+		return ws.tf.Apply(ctx, tfexec.DirOrPlan(planPath), tfexec.Lock(!locked))
+	})
 	if err = s.saveErroredState(ctx, ws, r, "apply", err); err != nil {
 		return nil, s.terraformError(ctx, ws, "apply", err, false)
 	}
@@ -28,9 +28,9 @@ func (s *Server) apply(ctx context.Context, ws *workspace, planPath string, lock
 
 // destroy destroys everything in the state.
 func (s *Server) destroy(ctx context.Context, ws *workspace, locked bool, r *run) error {
-	detach := attachLogs(ws.tf, r.log)
-	err := engineResult(ctx, ws.tf.Destroy(ctx, tfexec.Lock(!locked), tfexec.LockTimeout("0s")))
-	detach()
+	err := s.runWithOwnPipes(ctx, ws, r.log, func() error {
+		return ws.tf.Destroy(ctx, tfexec.Lock(!locked), tfexec.LockTimeout("0s"))
+	})
 	if err = s.saveErroredState(ctx, ws, r, "destroy", err); err != nil {
 		return s.terraformError(ctx, ws, "destroy", err, true)
 	}

@@ -24,11 +24,12 @@ import (
 // engine is an engine binary (terraform or tofu) that the runner drives
 // through terraform-exec, which writes the command lines and checks each
 // option against the engine's version. What Landform needs besides is
-// added around it: the environment (environment.go), and the launcher
-// (package engineproc), which terraform-exec starts in the engine's place
-// so that a process the engine leaves behind holding its output cannot
-// hold a run, and which answers terraform-exec's version check when the
-// runner knows the version.
+// added around it: the environment (environment.go); the launcher
+// (package engineproc), which terraform-exec starts in the engine's place,
+// which becomes the engine, and answers terraform-exec's version check
+// when the runner knows the version; and, for apply and destroy, output
+// pipes of the runner's own (runWithOwnPipes), so that a process the
+// engine leaves behind holding its output cannot hold a run.
 //
 // terraform-exec asks every new handle (tfexec.Terraform) for the
 // version, with a `version -json` process, and has no way to be told it.
@@ -73,17 +74,21 @@ func (e *engine) terraform(dir string, env map[string]string) (*tfexec.Terraform
 	if err != nil {
 		return nil, err
 	}
-	if err := tf.SetEnv(e.launcher.Environ(env, e.path, e.knownVersion())); err != nil {
+	if err := tf.SetEnv(e.environ(env, "", "")); err != nil {
 		return nil, err
 	}
 	// On the run's end (deadline, CancelRun, Shutdown) terraform-exec
-	// sends SIGINT, to the engine or to the runner binary that runs it as
-	// its child and passes it on, and kills after this delay; the kernel
-	// then kills the engine (engineproc).
+	// sends the engine SIGINT, and kills it after this delay.
 	if err := tf.SetWaitDelay(e.grace); err != nil {
 		return nil, err
 	}
 	return tf, nil
+}
+
+// environ is env with the launcher's variables for e, the engine's output
+// going to the named pipes stdout and stderr when they are set.
+func (e *engine) environ(env map[string]string, stdout, stderr string) map[string]string {
+	return e.launcher.Environ(env, engineproc.Command{Engine: e.path, Version: e.knownVersion(), Stdout: stdout, Stderr: stderr})
 }
 
 func (e *engine) knownVersion() string {
@@ -122,15 +127,18 @@ func (e *engine) displayName(ctx context.Context, ws *workspace, planned string)
 		return e.product + " v" + planned, nil
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.name != "" {
-		return e.name, nil
+	name := e.name
+	e.mu.Unlock()
+	if name != "" {
+		return name, nil
 	}
 	out, err := e.versionText(ctx, ws)
 	if err != nil {
 		return "", err
 	}
 	line, _, _ := strings.Cut(out, "\n")
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	e.name = strings.TrimSpace(line)
 	return e.name, nil
 }
@@ -140,10 +148,9 @@ func (e *engine) displayName(ctx context.Context, ws *workspace, planned string)
 // the engine is OpenTofu or Terraform), so the launcher is started here
 // as terraform-exec would start it.
 func (e *engine) versionText(ctx context.Context, ws *workspace) (string, error) {
-	env := e.launcher.Environ(ws.env, e.path, "")
 	cmd := exec.CommandContext(ctx, e.launcher.Path, "version")
 	cmd.Dir = ws.moduleDir
-	cmd.Env = envList(env)
+	cmd.Env = envList(e.environ(ws.env, "", ""))
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = e.grace
 	out, err := cmd.Output()
@@ -221,6 +228,16 @@ func (e *engineExit) Error() string {
 // stderr, and no error types of its own for what the engine said), else
 // err as it is.
 func engineResult(ctx context.Context, err error) error {
+	var exit *exec.ExitError
+	if err != nil && errors.As(err, &exit) {
+		return engineResultWith(ctx, err, strings.TrimPrefix(err.Error(), exit.Error()+"\n"))
+	}
+	return engineResultWith(ctx, err, "")
+}
+
+// engineResultWith is engineResult for a command whose stderr the runner
+// read itself.
+func engineResultWith(ctx context.Context, err error, stderr string) error {
 	if err == nil {
 		return nil
 	}
@@ -229,7 +246,7 @@ func engineResult(ctx context.Context, err error) error {
 	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
-		return &engineExit{code: exit.ExitCode(), stderr: plainText(strings.TrimPrefix(err.Error(), exit.Error()+"\n"))}
+		return &engineExit{code: exit.ExitCode(), stderr: plainText(stderr)}
 	}
 	return err
 }

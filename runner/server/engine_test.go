@@ -166,6 +166,30 @@ func TestEngineVersionChecks(t *testing.T) {
 	}
 }
 
+// An engine whose binary says neither what it is nor its version (a
+// wrapper script) is named as its `version` names it: one process for
+// terraform-exec's check, one for the name.
+func TestEngineNamedByItsVersionText(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	calls := filepath.Join(t.TempDir(), "calls")
+	c := startRunnerWith(t, countingEngineNamed(t, calls, "wrapped-engine")).client
+	tb := modulesTarball(t, 0)
+	upload(t, ctx, c, workspaceSpec(t, tb, "basic", map[string]any{"name": "w", "dir": t.TempDir()}, t.TempDir()), tb)
+	plan, err := c.Plan(ctx, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := plan.Result.GetEngine(), engineFirstLine(t); got != want {
+		t.Errorf("engine %q, want %q", got, want)
+	}
+	want := []string{"version", "init", "plan", "show", "version"}
+	if got := strings.Fields(readFile(t, calls)); !slices.Equal(got, want) {
+		t.Errorf("the engine ran %v, want %v", got, want)
+	}
+}
+
 // A process an apply leaves behind holding the engine's stdout does not
 // hold the run: the apply ends a moment after the engine, well before the
 // interrupt grace (30 s here) and that process (300 s).

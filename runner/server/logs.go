@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"sync"
 
@@ -64,27 +65,37 @@ func attachLogs(tf *tfexec.Terraform, logf func(string)) (detach func()) {
 // attachLogsKeeping is attachLogs that also keeps the lines of stdout in
 // kept, when it is not nil.
 func attachLogsKeeping(tf *tfexec.Terraform, logf func(string), kept *strings.Builder) (detach func()) {
+	stdout, stderr, flush := logWriters(logf, kept)
+	tf.SetStdout(stdout)
+	tf.SetStderr(stderr)
+	return func() {
+		tf.SetStdout(nil)
+		tf.SetStderr(nil)
+		flush()
+	}
+}
+
+// logWriters turns the engine's stdout and stderr into lines for logf,
+// keeping those of stdout in kept when it is not nil. flush emits the last
+// lines once both are written.
+func logWriters(logf func(string), kept *strings.Builder) (stdout, stderr io.Writer, flush func()) {
 	var mu sync.Mutex
 	emit := func(line string) {
 		mu.Lock()
 		defer mu.Unlock()
 		logf(line)
 	}
-	stdout := &lineWriter{emit: emit}
+	out := &lineWriter{emit: emit}
 	if kept != nil {
-		stdout.emit = func(line string) {
+		out.emit = func(line string) {
 			emit(line)
 			kept.WriteString(line)
 			kept.WriteByte('\n')
 		}
 	}
-	stderr := &lineWriter{emit: emit}
-	tf.SetStdout(stdout)
-	tf.SetStderr(stderr)
-	return func() {
-		tf.SetStdout(nil)
-		tf.SetStderr(nil)
-		stdout.flush()
-		stderr.flush()
+	errs := &lineWriter{emit: emit}
+	return out, errs, func() {
+		out.flush()
+		errs.flush()
 	}
 }

@@ -92,8 +92,8 @@ func TestLocalRunnerDiesWithController(t *testing.T) {
 }
 
 // TestEngineDiesWithRunner kills a runner with SIGKILL in the middle of an
-// apply and expects the kernel to end the engine too, and the engine's
-// parent process the runner started for it (package engineproc).
+// apply and expects the kernel to end the engine too: the launcher
+// terraform-exec started with a parent-death signal became the engine.
 func TestEngineDiesWithRunner(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -117,17 +117,13 @@ func TestEngineDiesWithRunner(t *testing.T) {
 	go lr.Client.Apply(ctx, plan.PlanFile, l.add)
 	l.waitFor(t, "Executing:", time.Minute)
 
-	// runner → the engine's parent → the engine → the provisioner's sleep.
-	parents := children(t, lr.PID)
-	if len(parents) != 1 {
-		t.Fatalf("the runner has children %v, want the engine's parent alone", parents)
-	}
-	engines := children(t, parents[0])
+	// runner → the engine → the provisioner's sleep.
+	engines := children(t, lr.PID)
 	if len(engines) != 1 {
-		t.Fatalf("the engine's parent has children %v, want the engine alone", engines)
+		t.Fatalf("the runner has children %v, want the engine alone", engines)
 	}
-	// The provisioner's sleep outlives the engine, as it always did: end
-	// it. It may start a moment after the engine logged it.
+	// The sleep outlives the engine, as it always did: end it. It may
+	// start a moment after the engine logged it.
 	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
 		if sleeps := children(t, engines[0]); len(sleeps) > 0 || time.Since(start) > 5*time.Second {
 			for _, pid := range sleeps {
@@ -143,13 +139,11 @@ func TestEngineDiesWithRunner(t *testing.T) {
 	// At once: left alone, the engine would die only at its next progress
 	// line (every 10s), of the broken pipe.
 	deadline := time.Now().Add(5 * time.Second)
-	for _, pid := range []int{parents[0], engines[0]} {
-		for alive(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("process %d still running 5s after its runner was killed", pid)
-			}
-			time.Sleep(50 * time.Millisecond)
+	for alive(engines[0]) {
+		if time.Now().After(deadline) {
+			t.Fatalf("engine %d still running 5s after its runner was killed", engines[0])
 		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -262,8 +262,7 @@ func (s *Server) NewGRPCServer(tlsConfig *tls.Config) (*grpc.Server, error) {
 // kill after the interrupt grace) and waits up to grace for the calls to
 // return. A terraform still running when the runner process exits is killed
 // by the kernel: terraform-exec gives what it starts a parent-death signal,
-// and so does the runner's binary to an engine it runs as its child
-// (package engineproc).
+// which the engine keeps (package engineproc).
 func (s *Server) Shutdown(grace time.Duration) error {
 	s.mu.Lock()
 	s.shutting = true

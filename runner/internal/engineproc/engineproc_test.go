@@ -1,7 +1,6 @@
 package engineproc
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -13,68 +12,83 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
-// parentCmd is this test binary started as the launcher of engine with
-// args, as terraform-exec starts the runner's binary.
-func parentCmd(engine, version string, args ...string) *exec.Cmd {
-	return launch(&Launcher{Path: os.Args[0]}, engine, version, args...)
-}
-
-// launch is l started as the launcher of engine with args, as
-// terraform-exec starts it.
-func launch(l *Launcher, engine, version string, args ...string) *exec.Cmd {
-	cmd := exec.Command(l.Path, args...)
-	env := map[string]string{}
-	for _, kv := range os.Environ() {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
-	for k, v := range l.Environ(env, engine, version) {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	return cmd
-}
-
-// launchers are the runner's binary (this test binary) and the script
-// handing it apply and destroy.
+// launchers are the launcher script and the runner's binary (this test
+// binary, which links the package and so has its init).
 func launchers(t *testing.T) map[string]*Launcher {
 	t.Helper()
 	script, err := NewLauncher(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if script.parent == "" {
-		t.Fatal("no /bin/sh: the launcher is the runner's binary")
+	if script.Path == os.Args[0] || !strings.HasSuffix(script.Path, scriptName) {
+		t.Fatalf("launcher %s, want the script: is /bin/sh missing?", script.Path)
 	}
-	return map[string]*Launcher{"binary": {Path: os.Args[0]}, "script": script}
+	return map[string]*Launcher{"script": script, "binary": {Path: os.Args[0]}}
 }
 
-func TestExitStatusAndOutput(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	cmd := parentCmd("/bin/sh", "", "-c", `echo out; echo err >&2; env; exit 3`)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 3 {
-		t.Fatalf("exit %v, want status 3", err)
+// launch is l started as terraform-exec starts it, to run c with args.
+func launch(l *Launcher, c Command, args ...string) *exec.Cmd {
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
 	}
-	if !strings.HasPrefix(stdout.String(), "out\n") || stderr.String() != "err\n" {
-		t.Fatalf("stdout %q, stderr %q", stdout.String(), stderr.String())
+	cmd := exec.Command(l.Path, args...)
+	for k, v := range l.Environ(env, c) {
+		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	if strings.Contains(stdout.String(), "LANDFORM_ENGINE_") {
-		t.Fatalf("the engine saw the parent's own variables:\n%s", stdout.String())
-	}
+	return cmd
 }
 
-// terraform-exec's version check is answered without the engine.
-func TestVersionAnswered(t *testing.T) {
+// engineScript is an engine that prints its pid, its arguments and its
+// environment, writes to stderr and exits 3.
+func engineScript(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tofu")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\necho $$ \"$@\"\necho err >&2\nenv\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// The launcher becomes the engine: the same process, with the arguments,
+// the exit status, the output and the environment less the launcher's
+// variables.
+func TestLauncherBecomesTheEngine(t *testing.T) {
+	engine := engineScript(t)
 	for name, l := range launchers(t) {
-		out, err := launch(l, "/nonexistent/tofu", "1.12.6", "version", "-json").Output()
+		for _, args := range [][]string{{"apply", "-auto-approve", "-input=false", "p lan"}, {"version", "-json"}, {}} {
+			var stdout, stderr bytes.Buffer
+			// The version is not known: the engine answers `version -json`.
+			cmd := launch(l, Command{Engine: engine}, args...)
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 3 {
+				t.Fatalf("%s %q: %v, want exit status 3", name, args, err)
+			}
+			first, env, _ := strings.Cut(stdout.String(), "\n")
+			if want := strings.Join(append([]string{strconv.Itoa(cmd.Process.Pid)}, args...), " "); first != want {
+				t.Errorf("%s %q: the engine printed %q, want %q (the launcher's own pid)", name, args, first, want)
+			}
+			if stderr.String() != "err\n" {
+				t.Errorf("%s %q: stderr %q", name, args, stderr.String())
+			}
+			if strings.Contains(env, "LANDFORM_ENGINE_") {
+				t.Errorf("%s %q: the engine saw the launcher's variables:\n%s", name, args, env)
+			}
+		}
+	}
+}
+
+// terraform-exec's version check is answered without the engine when the
+// version is known.
+func TestLauncherAnswersTheVersion(t *testing.T) {
+	for name, l := range launchers(t) {
+		out, err := launch(l, Command{Engine: "/nonexistent/tofu", Version: "1.12.6"}, "version", "-json").Output()
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -85,170 +99,53 @@ func TestVersionAnswered(t *testing.T) {
 		if err := json.Unmarshal(out, &v); err != nil || v.Version != "1.12.6" || v.Providers == nil {
 			t.Fatalf("%s: version -json printed %s (%v)", name, out, err)
 		}
-		// Without a known version the engine answers.
-		if err := launch(l, "/nonexistent/tofu", "", "version", "-json").Run(); err == nil {
-			t.Fatalf("%s: an unknown version was answered without the engine", name)
+		// Anything else goes to the engine, and so does a version that
+		// JSON would need escaped.
+		for _, c := range []struct {
+			version string
+			args    []string
+		}{{"1.12.6", []string{"version"}}, {"1.12.6", []string{"init"}}, {`1"}`, []string{"version", "-json"}}} {
+			if err := launch(l, Command{Engine: "/nonexistent/tofu", Version: c.version}, c.args...).Run(); err == nil {
+				t.Fatalf("%s: %q with version %q was answered without the engine", name, c.args, c.version)
+			}
 		}
-		// A version that JSON would need to escape is not trusted.
-		if err := launch(l, "/nonexistent/tofu", `1"}`, "version", "-json").Run(); err == nil {
-			t.Fatalf("%s: a malformed version was answered", name)
-		}
 	}
 }
 
-// A process the engine left behind holding its output does not keep the
-// parent, and so terraform-exec's pipes, beyond outputDrain.
-func TestOutputHeldByABackgroundProcess(t *testing.T) {
-	var stdout bytes.Buffer
-	cmd := parentCmd("/bin/sh", "", "-c", `sleep 30 & echo $!; echo done`)
-	cmd.Stdout = &stdout
-	start := time.Now()
-	// Run waits for this test's own pipe too: it ends when the parent
-	// exits only if the background process does not hold that pipe.
-	if err := cmd.Run(); err != nil {
-		t.Fatal(err)
-	}
-	took := time.Since(start)
-	lines := strings.Fields(stdout.String())
-	if len(lines) != 2 || lines[1] != "done" {
-		t.Fatalf("output %q", stdout.String())
-	}
-	if pid, err := strconv.Atoi(lines[0]); err == nil {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
-	if took > outputDrain+5*time.Second {
-		t.Fatalf("the parent exited %s after the engine: the background process held it", took)
-	}
-}
-
-// SIGINT to the parent reaches the engine once, which stops as it chooses.
-func TestInterruptForwarded(t *testing.T) {
-	cmd := parentCmd("/bin/sh", "", "-c", `trap 'echo interrupted; exit 7' INT; echo ready; while :; do sleep 0.1; done`)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(out)
-	if line, _ := r.ReadString('\n'); line != "ready\n" {
-		t.Fatalf("engine printed %q", line)
-	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	rest, _ := r.ReadString('\n')
-	err = cmd.Wait()
-	var exit *exec.ExitError
-	if rest != "interrupted\n" || !errors.As(err, &exit) || exit.ExitCode() != 7 {
-		t.Fatalf("after SIGINT the engine printed %q and the parent ended with %v, want interrupted and status 7", rest, err)
-	}
-}
-
-// An engine killed by a signal kills its parent with the same signal.
-func TestSignalledEngine(t *testing.T) {
-	err := parentCmd("/bin/sh", "", "-c", `kill -TERM $$`).Run()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) {
-		t.Fatalf("parent ended with %v", err)
-	}
-	if ws := exit.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
-		t.Fatalf("parent ended with %v, want killed by SIGTERM", err)
-	}
-}
-
-// The kernel kills the engine when its parent dies.
-func TestEngineDiesWithItsParent(t *testing.T) {
-	cmd := parentCmd("/bin/sh", "", "-c", `echo $$; exec sleep 60`)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, _ := bufio.NewReader(out).ReadString('\n')
-	pid, err := strconv.Atoi(strings.TrimSpace(line))
-	if err != nil {
-		t.Fatalf("engine printed %q", line)
-	}
-	defer syscall.Kill(pid, syscall.SIGKILL)
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	deadline := time.Now().Add(10 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("engine %d still running 10s after its parent was killed", pid)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// alive reports whether pid runs (a zombie has ended).
-func alive(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// pid (comm) state ...
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
-}
-
-// For a subcommand that runs no provisioners the launcher becomes the
-// engine; apply and destroy run as the runner binary's child.
-func TestExecOrChild(t *testing.T) {
-	engine := filepath.Join(t.TempDir(), "tofu")
-	if err := os.WriteFile(engine, []byte("#!/bin/sh\necho $$ $PPID \"$@\"\nenv\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+// Given files (the runner gives named pipes), the engine writes its output
+// there, and nothing to the launcher's own stdout and stderr.
+func TestLauncherRedirectsTheOutput(t *testing.T) {
+	engine := engineScript(t)
 	for name, l := range launchers(t) {
-		t.Run(name, func(t *testing.T) { testExecOrChild(t, l, engine) })
-	}
-}
-
-func testExecOrChild(t *testing.T, l *Launcher, engine string) {
-	for _, tt := range []struct {
-		args  []string
-		child bool
-	}{
-		{args: []string{"init", "-no-color"}},
-		{args: []string{"plan", "-out=p"}},
-		{args: []string{"show", "-json", "p"}},
-		{args: []string{"apply", "-auto-approve", "p"}, child: true},
-		{args: []string{"destroy", "-auto-approve"}, child: true},
-		{args: []string{"console"}, child: true},
-	} {
-		var stdout bytes.Buffer
-		cmd := launch(l, engine, "1.12.6", tt.args...)
-		cmd.Stdout = &stdout
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("%v: %v", tt.args, err)
+		dir := t.TempDir()
+		c := Command{Engine: engine, Stdout: filepath.Join(dir, "out"), Stderr: filepath.Join(dir, "err")}
+		for _, f := range []string{c.Stdout, c.Stderr} {
+			if err := os.WriteFile(f, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
 		}
-		first, env, _ := strings.Cut(stdout.String(), "\n")
-		f := strings.Fields(first)
-		if len(f) < 2 || !slices.Equal(f[2:], tt.args) {
-			t.Fatalf("%v: the engine printed %q", tt.args, first)
+		var stdout, stderr bytes.Buffer
+		cmd := launch(l, c, "apply")
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err == nil {
+			t.Fatalf("%s: the engine's exit status 3 was lost", name)
 		}
-		pid := strconv.Itoa(cmd.Process.Pid)
-		if child := f[1] == pid; child != tt.child || !child && f[0] != pid {
-			t.Errorf("%v: engine %s, its parent %s, the process started %s: want a child %v", tt.args, f[0], f[1], pid, tt.child)
+		out, _ := os.ReadFile(c.Stdout)
+		errOut, _ := os.ReadFile(c.Stderr)
+		if !strings.HasPrefix(string(out), strconv.Itoa(cmd.Process.Pid)+" apply\n") || string(errOut) != "err\n" {
+			t.Errorf("%s: the engine wrote %q and %q", name, out, errOut)
 		}
-		if strings.Contains(env, "LANDFORM_ENGINE_") {
-			t.Errorf("%v: the engine saw the parent's own variables", tt.args)
+		if stdout.Len()+stderr.Len() > 0 {
+			t.Errorf("%s: the launcher's own output got %q and %q", name, stdout.String(), stderr.String())
 		}
 	}
 }
 
-// The binary's mode comes early only while this package needs nothing of
-// the standard library that sorts after the module's own packages and is
-// not needed anyway (package comment): strings or slices here put 50 more
-// packages' inits before this one's.
+// The runner binary's init comes early only while this package needs no
+// more of the standard library than os and syscall (see the package
+// comment): strings or slices here put 50 more packages' inits first.
 func TestImportsKeepTheInitEarly(t *testing.T) {
-	allowed := map[string]bool{"os": true, "os/signal": true, "runtime": true, "syscall": true, "time": true}
+	allowed := []string{"os", "runtime", "syscall"}
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
@@ -262,7 +159,7 @@ func TestImportsKeepTheInitEarly(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, imp := range f.Imports {
-			if path, _ := strconv.Unquote(imp.Path.Value); !allowed[path] {
+			if path, _ := strconv.Unquote(imp.Path.Value); !slices.Contains(allowed, path) {
 				t.Errorf("%s imports %s", name, path)
 			}
 		}

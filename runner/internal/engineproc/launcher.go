@@ -9,8 +9,18 @@ import (
 type Launcher struct {
 	// Path is the program: the launcher script, or the runner's binary.
 	Path string
-	// parent is the runner's binary when Path is the script.
-	parent string
+}
+
+// Command is what a launcher runs.
+type Command struct {
+	// Engine is the engine binary.
+	Engine string
+	// Version is the engine's version; empty when the runner does not
+	// know it.
+	Version string
+	// Stdout and Stderr are where the engine writes its output, both or
+	// neither set; empty: the launcher's own (terraform-exec's pipes).
+	Stdout, Stderr string
 }
 
 // scriptName is the launcher script's name in the runner's directory.
@@ -20,40 +30,40 @@ const scriptName = "engine-launcher"
 // dir: a script written there when /bin/sh can run it, else the runner's
 // own binary.
 func NewLauncher(dir string) (*Launcher, error) {
-	self, err := ownBinary()
-	if err != nil {
-		return nil, err
-	}
 	if fi, err := os.Stat("/bin/sh"); err != nil || fi.Mode()&0o111 == 0 {
+		self, err := ownBinary()
+		if err != nil {
+			return nil, err
+		}
 		return &Launcher{Path: self}, nil
 	}
 	path := dir + string(os.PathSeparator) + scriptName
-	if err := os.WriteFile(path, []byte(script()), 0o700); err != nil {
+	if err := os.WriteFile(path, []byte(script), 0o700); err != nil {
 		return nil, err
 	}
 	// A file left by an earlier runner keeps its mode.
 	if err := os.Chmod(path, 0o700); err != nil {
 		return nil, err
 	}
-	return &Launcher{Path: path, parent: self}, nil
+	return &Launcher{Path: path}, nil
 }
 
-// Environ returns env for a launcher of engine at version ("" when
-// unknown): env with the launcher's variables set, and none of them
-// otherwise.
-func (l *Launcher) Environ(env map[string]string, engine, version string) map[string]string {
-	out := make(map[string]string, len(env)+3)
+// Environ returns env, less any of the launcher's variables, with those
+// that make the launcher run c.
+func (l *Launcher) Environ(env map[string]string, c Command) map[string]string {
+	out := make(map[string]string, len(env)+len(launcherVars))
 	for k, v := range env {
-		if k != EnvEngine && k != EnvVersion && k != EnvParent {
-			out[k] = v
-		}
+		out[k] = v
 	}
-	out[EnvEngine] = engine
-	if plainVersion(version) {
-		out[EnvVersion] = version
+	for _, name := range launcherVars {
+		delete(out, name)
 	}
-	if l.parent != "" {
-		out[EnvParent] = l.parent
+	out[EnvEngine] = c.Engine
+	if plainVersion(c.Version) {
+		out[EnvVersion] = c.Version
+	}
+	if c.Stdout != "" && c.Stderr != "" {
+		out[EnvStdout], out[EnvStderr] = c.Stdout, c.Stderr
 	}
 	return out
 }
@@ -61,48 +71,26 @@ func (l *Launcher) Environ(env map[string]string, engine, version string) map[st
 // ownBinary is the runner's binary, the one running now even if its file
 // was replaced since.
 func ownBinary() (string, error) {
-	if runtime.GOOS != "linux" {
-		return os.Executable()
+	if runtime.GOOS == "linux" {
+		return "/proc/self/exe", nil
 	}
-	pid := os.Getpid()
-	digits := ""
-	for ; pid > 0; pid /= 10 {
-		digits = string(rune('0'+pid%10)) + digits
-	}
-	return "/proc/" + digits + "/exe", nil
+	return os.Executable()
 }
 
 // script is the launcher script: what the runner's binary does as a
-// launcher (see init), but for the commands whose engine runs as a child,
-// which it hands to that binary.
-func script() string {
-	return `#!/bin/sh
+// launcher (see init), for the cost of a /bin/sh start instead of the
+// runner's.
+const script = `#!/bin/sh
 # Written by the Landform runner (runner/internal/engineproc): terraform-exec
 # runs this in the engine's place.
 if [ "$#" = 2 ] && [ "$1" = version ] && [ "$2" = -json ] && [ -n "$` + EnvVersion + `" ]; then
 	printf '{"terraform_version":"%s","provider_selections":{}}\n' "$` + EnvVersion + `"
 	exit
 fi
-case "$1" in
-` + join(becomesEngine, "|") + `)
-	engine=$` + EnvEngine + `
-	unset ` + EnvEngine + ` ` + EnvVersion + ` ` + EnvParent + `
-	exec "$engine" "$@"
-	;;
-esac
-exec "$` + EnvParent + `" "$@"
+engine=$` + EnvEngine + ` stdout=$` + EnvStdout + ` stderr=$` + EnvStderr + `
+unset ` + EnvEngine + ` ` + EnvVersion + ` ` + EnvStdout + ` ` + EnvStderr + `
+if [ -n "$stdout" ]; then
+	exec "$engine" "$@" >"$stdout" 2>"$stderr"
+fi
+exec "$engine" "$@"
 `
-}
-
-// join is strings.Join, which this package does without (see the package
-// comment).
-func join(items []string, sep string) string {
-	out := ""
-	for i, item := range items {
-		if i > 0 {
-			out += sep
-		}
-		out += item
-	}
-	return out
-}

@@ -2,18 +2,16 @@
 
 package engineproc
 
-import (
-	"os"
-	"syscall"
-)
+import "syscall"
 
-// procAttr has nothing to set outside Linux: there an engine outlives a
-// runner that crashes.
-func procAttr() *syscall.SysProcAttr { return nil }
-
-func exitStatus(ps *os.ProcessState) int {
-	if code := ps.ExitCode(); code >= 0 {
-		return code
+// redirect opens path for writing as file descriptor fd.
+func redirect(fd int, path string) error {
+	f, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return err
 	}
-	return 1
+	if err := syscall.Dup2(f, fd); err != nil {
+		return err
+	}
+	return syscall.Close(f)
 }
