@@ -22,7 +22,8 @@ type EngineSource struct {
 type EngineSources struct {
 	Terraform, OpenTofu EngineSource
 	// Resolver resolves constraints against the sources' listings; nil:
-	// a resolver with engines' defaults.
+	// a resolver with engines' defaults, made once in SetupWithManager
+	// (before the workers start, so no reconcile writes the field).
 	Resolver *engines.Resolver
 }
 
@@ -43,9 +44,6 @@ func (r *TerraformReconciler) resolveEngine(ctx context.Context, obj *infrav1.Te
 	e := obj.Spec.Engine
 	if e == nil {
 		return nil, nil
-	}
-	if r.Engines.Resolver == nil {
-		r.Engines.Resolver = &engines.Resolver{}
 	}
 	v, err := r.Engines.Resolver.Resolve(ctx, e.Name, e.Version, r.Engines.source(e.Name).ReleasesURL)
 	var unavailable *engines.UnavailableError

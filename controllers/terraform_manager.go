@@ -23,6 +23,7 @@ import (
 	ctrlsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/engines"
 	"github.com/landform-dev/landform/internal/metrics"
 	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/internal/source"
@@ -72,6 +73,9 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Engines.Resolver == nil {
+		r.Engines.Resolver = &engines.Resolver{}
 	}
 	r.metrics = helper.NewMetrics(mgr, metrics.Flux(), infrav1.Finalizer)
 	r.runs = runs.New(runs.Config{
