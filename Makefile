@@ -102,9 +102,10 @@ e2e-kind:
 	e2e/kind/run.sh
 
 ## cluster-tools: what the single-node cluster needs beyond `make tools` (kubelet, kube-proxy,
-## kube-scheduler, kubectl, a static tofu for the runner image; Debian's containerd, runc, CNI
+## kube-scheduler, kubectl, a static tofu for the runner image, a static terraform for the
+## platform's engine mirror; Debian's containerd, runc, CNI
 ## plugins and busybox-static). Kept out of `make tools` so that `make test` does not wait for them.
-CLUSTER_TOOLS := etcd kube_apiserver kube_controller_manager kube_scheduler kubelet kube_proxy kubectl tofu_static helm flux_crds source_controller kustomize_controller helm_controller
+CLUSTER_TOOLS := etcd kube_apiserver kube_controller_manager kube_scheduler kubelet kube_proxy kubectl tofu_static terraform_static helm flux_crds source_controller kustomize_controller helm_controller
 cluster-tools:
 	hack/cluster-deps.sh
 	hack/tools.sh $(CLUSTER_TOOLS)
@@ -136,7 +137,7 @@ demo-cluster: cluster-tools build
 ## Landform's Helm chart, runner Pods on the real kubelet. E2E_FLAGS adds go test flags.
 e2e-cluster:
 	hack/cluster-deps.sh
-	hack/tools.sh tofu_static helm flux_crds
+	hack/tools.sh tofu_static terraform_static helm flux_crds
 	E2E_FLAGS='$(E2E_FLAGS)' VERSION=$(VERSION) e2e/cluster/e2e.sh
 
 clean:

@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -10,8 +9,8 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/names"
+	"github.com/landform-dev/landform/internal/testenv"
 	"github.com/landform-dev/landform/internal/testenv/enginemirror"
-	"github.com/landform-dev/landform/internal/tfstate"
 )
 
 const engineModule = `
@@ -37,12 +36,8 @@ func newEngineTerraform(t *testing.T, ns, name string, e infrav1.EngineSpec) *in
 func stateEngineVersion(g Gomega, obj *infrav1.Terraform) string {
 	data := secretData(g, obj.Namespace, names.StateSecret(obj))
 	g.Expect(data).NotTo(BeNil(), "no state Secret")
-	raw, err := tfstate.Decompress(data[tfstate.DataKey])
+	st, err := testenv.ReadState(data)
 	g.Expect(err).NotTo(HaveOccurred())
-	var st struct {
-		TerraformVersion string `json:"terraform_version"`
-	}
-	g.Expect(json.Unmarshal(raw, &st)).To(Succeed())
 	return st.TerraformVersion
 }
 

@@ -129,6 +129,13 @@ tool_tofu_static() {
 
 tool_terraform() { wrapper_build "terraform-$TERRAFORM_VERSION" terraform terraform github.com/hashicorp/terraform; }
 
+# Terraform without cgo, as HashiCorp's release archives are: what the
+# real-cluster suite's engine mirror serves to runner Pods, whose image has
+# no C library (e2e/cluster/platform.sh).
+tool_terraform_static() {
+	CGO_ENABLED=0 wrapper_build "terraform-static-$TERRAFORM_VERSION" terraform-static terraform github.com/hashicorp/terraform
+}
+
 # The ldflags are those of helm's release builds (its Makefile): the version,
 # and the Kubernetes version `helm template` and `helm lint` assume, which
 # helm derives from its client-go (v0.36 -> 1.36); without them it assumes

@@ -35,14 +35,17 @@ kubelet_dir=/var/lib/kubelet
 components=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
 
 # What e2e/cluster/platform.sh runs beside the cluster, as host processes
-# on the node's address: the git server, the stand-in cloud and Flux's
-# controllers. cluster-down stops them first.
-platform=(e2e-gitserver landform-cloud source-controller kustomize-controller helm-controller)
+# on the node's address: the git server, the stand-in cloud, the engine
+# release mirror and Flux's controllers. cluster-down stops them first.
+platform=(e2e-gitserver landform-cloud e2e-enginemirror source-controller kustomize-controller helm-controller)
 platform_dir=$dir/platform
 platform_env=$dir/platform.env
 git_port=9080
 cloud_port=9480
 storage_port=9790
+engine_mirror_port=9680
+# The engine mirror's public signing key, which install_landform configures.
+engine_mirror_key=$dir/platform/engine-mirror.asc
 
 log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'cluster: %s\n' "$*" >&2; exit 1; }
@@ -104,11 +107,19 @@ ctr_() { ctr --address "$containerd_sock" -n k8s.io "$@"; }
 install_landform() {
 	local digest namespaces
 	namespaces=$(IFS=,; echo "$*")
+	# Runner Pods install the engines objects ask for from the platform's
+	# mirror, verified with its key (when the platform runs).
+	local engine_values=()
+	if [ -s "$engine_mirror_key" ]; then
+		engine_values=(--set "engines.terraform.releasesURL=http://$(node_ip):$engine_mirror_port"
+			--set-file "engines.terraform.signingKey=$engine_mirror_key")
+	fi
 	digest=$(ctr_ images ls | awk '$1 == "localhost/landform-controller:e2e" {print $3}')
 	"$bin/helm" --kubeconfig "$kubeconfig" upgrade --install landform "$root/charts/landform" \
 		--namespace landform-system --create-namespace \
 		--values "$root/e2e/cluster/values.yaml" \
 		--set "runner.namespaces={$namespaces}" \
+		"${engine_values[@]}" \
 		--set-string "podAnnotations.landform\.dev/image-digest=${digest//:/-}" \
 		--wait --timeout 5m
 }

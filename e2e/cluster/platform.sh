@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts what the real-cluster scenarios need beside the cluster, as host
 # processes listening on the node's address (which Pods reach: it is this
-# machine): a git server that accepts pushes, the stand-in cloud, and Flux's
+# machine): a git server that accepts pushes, the stand-in cloud, a mirror
+# of Terraform's releases (bin/terraform-static as 1.5.7), and Flux's
 # source-controller, kustomize-controller and helm-controller with the
 # admin kubeconfig. PIDs go to $LANDFORM_CLUSTER_DIR/pids like the
 # cluster's own (cluster-down stops them), logs to logs/, and the URLs to
@@ -17,7 +18,7 @@ source "$(dirname "$0")/lib.sh"
 
 [ "$(id -u)" = 0 ] || die "needs root"
 pid_of kube-apiserver >/dev/null || die "the cluster is not up: run 'make cluster-up' first"
-for b in landform-cloud source-controller kustomize-controller helm-controller flux-crds flux-kustomize-crds flux-helm-crds kubectl; do
+for b in terraform-static landform-cloud source-controller kustomize-controller helm-controller flux-crds flux-kustomize-crds flux-helm-crds kubectl; do
 	[ -e "$bin/$b" ] || die "bin/$b is missing: run 'make cluster-tools build'"
 done
 command -v git >/dev/null || die "git is missing: run hack/cluster-deps.sh"
@@ -26,8 +27,9 @@ ip=$(node_ip)
 kubectl() { "$bin/kubectl" --kubeconfig "$kubeconfig" "$@"; }
 mkdir -p "$platform_dir/storage" "$platform_dir/git" "$logs" "$pids"
 
-# The e2e git server is a small program of this repository.
-(cd "$root" && GOTOOLCHAIN=local GOFLAGS=-buildvcs=false go build -o "$bin/e2e-gitserver" ./e2e/gitserver)
+# The e2e git server and engine mirror are small programs of this repository.
+(cd "$root" && GOTOOLCHAIN=local GOFLAGS=-buildvcs=false go build -o "$bin/e2e-gitserver" ./e2e/gitserver &&
+	GOTOOLCHAIN=local GOFLAGS=-buildvcs=false go build -o "$bin/e2e-enginemirror" ./e2e/enginemirror)
 
 log "installing Flux's CRDs and the flux-system namespace"
 kubectl apply --server-side --force-conflicts -f "$bin/flux-crds/" -f "$bin/flux-kustomize-crds/" -f "$bin/flux-helm-crds/" >/dev/null
@@ -58,9 +60,9 @@ launch() {
 running=0
 for c in "${platform[@]}"; do pid_of "$c" >/dev/null && running=1; done
 if [ "$running" = 0 ]; then
-	for port in "$git_port" "$cloud_port" "$storage_port" 9791 9792 9793 9794 9795 9796; do
+	for port in "$git_port" "$cloud_port" "$storage_port" "$engine_mirror_port" 9791 9792 9793 9794 9795 9796; do
 		if ss -Htln "sport = :$port" | grep -q .; then
-			die "port $port is in use (the platform's ports: $git_port git, $cloud_port cloud, $storage_port and 9791-9796 Flux)"
+			die "port $port is in use (the platform's ports: $git_port git, $cloud_port cloud, $engine_mirror_port engine mirror, $storage_port and 9791-9796 Flux)"
 		fi
 	done
 fi
@@ -72,6 +74,13 @@ find "$platform_dir/seed" -name .terraform -type d -prune -exec rm -rf {} +
 launch e2e-gitserver "http://$ip:$git_port/" --listen="$ip:$git_port" --root="$platform_dir/git" --allow-push \
 	--seed="landform=$platform_dir/seed"
 launch landform-cloud "http://$ip:$cloud_port/v1/databases" --listen="$ip:$cloud_port"
+# (The key is written once the mirror answers; a mirror already running
+# wrote it when it started.)
+pid_of e2e-enginemirror >/dev/null || rm -f "$engine_mirror_key"
+launch e2e-enginemirror "http://$ip:$engine_mirror_port/_requests" --listen="$ip:$engine_mirror_port" \
+	--dir="$platform_dir/engine-mirror" --terraform="$bin/terraform-static=1.5.7" --key-file="$engine_mirror_key"
+for ((i = 0; i < 20; i++)); do [ -s "$engine_mirror_key" ] && break; sleep 0.5; done
+[ -s "$engine_mirror_key" ] || die "the engine mirror wrote no key to $engine_mirror_key; see $logs/e2e-enginemirror.log"
 flux=(--enable-leader-election=false --log-level=info)
 launch source-controller "http://127.0.0.1:9792/readyz" "${flux[@]}" \
 	--metrics-addr=127.0.0.1:9791 --health-addr=127.0.0.1:9792 \
@@ -84,6 +93,7 @@ launch helm-controller "http://127.0.0.1:9796/readyz" "${flux[@]}" \
 cat >"$platform_env" <<EOF
 LANDFORM_CLUSTER_GIT_URL=http://$ip:$git_port
 LANDFORM_CLUSTER_CLOUD_URL=http://$ip:$cloud_port
+LANDFORM_CLUSTER_ENGINE_MIRROR_URL=http://$ip:$engine_mirror_port
 LANDFORM_CLUSTER_GIT_ROOT=$platform_dir/git
 EOF
-log "platform ready: git http://$ip:$git_port, cloud http://$ip:$cloud_port, Flux storage http://$ip:$storage_port"
+log "platform ready: git http://$ip:$git_port, cloud http://$ip:$cloud_port, engines http://$ip:$engine_mirror_port, Flux storage http://$ip:$storage_port"

@@ -209,7 +209,7 @@ func (i *Installer) cached(dir string, s spec) (string, bool) {
 	checked := i.verified[bin] == stampOf(fi)
 	i.mu.Unlock()
 	if !checked {
-		if sum, err := sha256File(bin); err != nil || sum != rec.SHA256 {
+		if sum, err := FileSHA256(bin); err != nil || sum != rec.SHA256 {
 			_ = discard(dir, vdir)
 			return "", false
 		}
@@ -317,7 +317,7 @@ func (i *Installer) download(ctx context.Context, dir string, s spec) (string, e
 	if err := os.Chmod(bin, 0o755); err != nil {
 		return "", err
 	}
-	sum, err := sha256File(bin)
+	sum, err := FileSHA256(bin)
 	if err != nil {
 		return "", err
 	}
@@ -424,7 +424,8 @@ func discard(dir, vdir string) error {
 	return os.RemoveAll(trash)
 }
 
-func sha256File(p string) (string, error) {
+// FileSHA256 is the hex SHA-256 of the file at p, as SHA256SUMS lists it.
+func FileSHA256(p string) (string, error) {
 	f, err := os.Open(p)
 	if err != nil {
 		return "", err

@@ -9,11 +9,13 @@ import (
 )
 
 // State is what tests read of a Terraform state: its serial and lineage,
-// and its resources with their instances' ids.
+// the engine version that wrote it, and its resources with their
+// instances' ids.
 type State struct {
-	Serial    int64  `json:"serial"`
-	Lineage   string `json:"lineage"`
-	Resources []struct {
+	Serial           int64  `json:"serial"`
+	Lineage          string `json:"lineage"`
+	TerraformVersion string `json:"terraform_version"`
+	Resources        []struct {
 		Type      string `json:"type"`
 		Name      string `json:"name"`
 		Instances []struct {

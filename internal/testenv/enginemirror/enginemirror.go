@@ -36,8 +36,6 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/gzip"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -57,6 +55,8 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
+
+	"github.com/landform-dev/landform/internal/engines"
 )
 
 // The engine names, as Landform's EngineSpec spells them.
@@ -81,6 +81,7 @@ type Mirror struct {
 	tampered map[string]bool
 	otherKey bool
 	stall    bool
+	listen   string
 }
 
 type release struct {
@@ -134,6 +135,12 @@ func StallingArchives() Option {
 	return func(m *Mirror) { m.stall = true }
 }
 
+// Listen serves on addr (host:port) instead of a loopback port of its own:
+// for a mirror that Pods reach on the node's address (e2e/enginemirror).
+func Listen(addr string) Option {
+	return func(m *Mirror) { m.listen = addr }
+}
+
 // New starts a mirror serving the releases opts name, stopped when t ends.
 func New(t testing.TB, opts ...Option) *Mirror {
 	t.Helper()
@@ -179,7 +186,16 @@ func Start(dir string, opts ...Option) (*Mirror, error) {
 	if err := m.addIndexes(); err != nil {
 		return nil, err
 	}
-	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
+	m.srv = httptest.NewUnstartedServer(http.HandlerFunc(m.serve))
+	if m.listen != "" {
+		l, err := net.Listen("tcp", m.listen)
+		if err != nil {
+			return nil, err
+		}
+		_ = m.srv.Listener.Close()
+		m.srv.Listener = l
+	}
+	m.srv.Start()
 	return m, nil
 }
 
@@ -261,7 +277,19 @@ func Unreachable(t testing.TB) string {
 	return "http://" + addr
 }
 
+// CountsPath answers with Requests of every path, as JSON, for a test
+// whose mirror runs in another process (e2e/enginemirror). It is not
+// counted.
+const CountsPath = "/_requests"
+
 func (m *Mirror) serve(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == CountsPath {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(m.requests)
+		return
+	}
 	m.mu.Lock()
 	m.requests[r.URL.Path]++
 	m.mu.Unlock()
@@ -312,7 +340,7 @@ func (m *Mirror) add(r release, signer *openpgp.Entity) error {
 	if err != nil {
 		return err
 	}
-	sum, err := sha256File(archive)
+	sum, err := engines.FileSHA256(archive)
 	if err != nil {
 		return err
 	}
@@ -503,17 +531,4 @@ func tamperedCopy(archive, version string) (string, error) {
 	b[len(b)/2] ^= 0xff
 	dst := archive + "-tampered-" + version
 	return dst, os.WriteFile(dst, b, 0o600)
-}
-
-func sha256File(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
