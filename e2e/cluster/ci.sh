@@ -19,7 +19,7 @@ if ! command -v containerd >/dev/null && ! apt-cache show containerd >/dev/null 
 	skip "containerd is not installed and apt cannot install it"
 fi
 command -v iptables >/dev/null && ! iptables -w -L -n >/dev/null 2>&1 && skip "iptables does not work here (no CAP_NET_ADMIN?)"
-for port in 2379 2380 6443 10248 10249 10250 10256 10257 10259 "$git_port" "$cloud_port" "$storage_port"; do
+for port in 2379 2380 6443 10248 10249 10250 10256 10257 10259 "$git_port" "$cloud_port" "$engine_mirror_port" "$storage_port"; do
 	if ss -Htln "sport = :$port" 2>/dev/null | grep -q .; then skip "port $port is in use"; fi
 done
 ip link show cni0 >/dev/null 2>&1 && skip "a cni0 link exists (another cluster?)"
