@@ -1,9 +1,10 @@
 // Package fakekubelet plays the kubelet for Landform's runner Pods in
 // tests: it starts the real landform-runner binary for each runner Pod
 // (volumes materialised in a directory, listening on the Pod's own loopback
-// IP 127.0.0.N, downward API environment resolved), reports it Running with
-// that IP, SIGTERMs it on graceful deletion and kills it after the grace
-// period or at once, and reports the Pod terminated when its runner exits.
+// IP 127.0.0.N, downward API and Secret keys in its environment resolved),
+// reports it Running with that IP, SIGTERMs it on graceful deletion and
+// kills it after the grace period or at once, and reports the Pod
+// terminated when its runner exits.
 // The runner processes are children of the test, not of the controller
 // under test, as in a cluster.
 //
@@ -50,8 +51,12 @@ const (
 // Options configure a Kubelet.
 type Options struct {
 	// Client reaches the API server: Pods (and their status and binding),
-	// the Secrets of their volumes, ServiceAccount tokens.
+	// the Secrets of their volumes and environment, ServiceAccount tokens.
 	Client client.Client
+	// Namespace, when set, is the only namespace whose Pods the kubelet
+	// runs: a suite where other tests' runner Pods must never start (there
+	// is no kubelet for them) runs one for a test's namespace.
+	Namespace string
 	// RunnerBinary is the landform-runner binary every runner Pod runs.
 	RunnerBinary string
 	// Path is the runners' PATH: the engine's directory first, as in the
@@ -81,13 +86,15 @@ type Options struct {
 // creates it binds the Pod to a node, materialises its volumes (the TLS
 // Secret, emptyDirs) in a directory, starts the real runner binary with the
 // Pod's arguments and environment (mount paths mapped to that directory,
-// the downward API resolved, listening on the Pod's own loopback IP
-// 127.0.0.N), and reports the Pod Running with that IP. A deleted Pod gets
-// SIGTERM and, after its grace period, SIGKILL, and is then removed as the
-// kubelet does; a runner that exits by itself leaves its Pod Succeeded or
-// Failed. Namespaces can be told to misbehave instead (see Behaviour).
+// the downward API and secretKeyRefs resolved, listening on the Pod's own
+// loopback IP 127.0.0.N), and reports the Pod Running with that IP. A
+// deleted Pod gets SIGTERM and, after its grace period, SIGKILL, and is
+// then removed as the kubelet does; a runner that exits by itself leaves
+// its Pod Succeeded or Failed. Namespaces can be told to misbehave instead
+// (see Behaviour).
 type Kubelet struct {
 	c         client.Client
+	namespace string
 	runnerBin string
 	path      string
 	logs      io.Writer
@@ -149,7 +156,7 @@ func New(o Options) *Kubelet {
 		logs = io.Discard
 	}
 	return &Kubelet{
-		c: o.Client, runnerBin: o.RunnerBinary, path: o.Path, dir: o.Dir, image: o.Image, logs: logs, apiServer: o.APIServer,
+		c: o.Client, namespace: o.Namespace, runnerBin: o.RunnerBinary, path: o.Path, dir: o.Dir, image: o.Image, logs: logs, apiServer: o.APIServer,
 		ctx:        context.Background(),
 		behaviours: map[string]Behaviour{},
 		pods:       map[types.UID]*fakePod{},
@@ -262,7 +269,7 @@ func (k *Kubelet) Run(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		var pods corev1.PodList
-		if err := k.c.List(ctx, &pods, client.MatchingLabels{nameLabel: runnerPodValue}); err == nil {
+		if err := k.c.List(ctx, &pods, client.InNamespace(k.namespace), client.MatchingLabels{nameLabel: runnerPodValue}); err == nil {
 			k.sync(ctx, pods.Items)
 		}
 		select {

@@ -14,6 +14,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -92,8 +93,16 @@ func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod, fp *fakePod) error
 				return fmt.Errorf("env %s: %w", e.Name, err)
 			}
 			envs = append(envs, e.Name+"="+v)
+		case e.ValueFrom.SecretKeyRef != nil:
+			v, ok, err := k.secretKey(ctx, pod.Namespace, e.ValueFrom.SecretKeyRef)
+			if err != nil {
+				return fmt.Errorf("env %s: %w", e.Name, err)
+			}
+			if ok {
+				envs = append(envs, e.Name+"="+v)
+			}
 		default:
-			return fmt.Errorf("env %s: only values and fieldRef are supported by the fake kubelet", e.Name)
+			return fmt.Errorf("env %s: only values, fieldRef and secretKeyRef are supported by the fake kubelet", e.Name)
 		}
 	}
 
@@ -132,6 +141,25 @@ func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod, fp *fakePod) error
 		k.exited(fp)
 	}()
 	return nil
+}
+
+// secretKey resolves a secretKeyRef as the kubelet does: a missing Secret
+// or key fails the container's start (CreateContainerConfigError), unless
+// the reference is optional, and then the variable is left out (ok false).
+func (k *Kubelet) secretKey(ctx context.Context, namespace string, ref *corev1.SecretKeySelector) (value string, ok bool, err error) {
+	optional := ref.Optional != nil && *ref.Optional
+	var s corev1.Secret
+	if err := k.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, &s); err != nil {
+		if apierrors.IsNotFound(err) && optional {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("secret %q: %w", ref.Name, err)
+	}
+	v, found := s.Data[ref.Key]
+	if !found && !optional {
+		return "", false, fmt.Errorf("couldn't find key %s in Secret %s/%s", ref.Key, namespace, ref.Name)
+	}
+	return string(v), found, nil
 }
 
 // fieldRef resolves the downward API's metadata fields, as the kubelet
