@@ -182,7 +182,7 @@ func runSuite(m *testing.M) int {
 		EventRecorder: mgr.GetEventRecorderFor("landform-controller"),
 		Fetcher:       source.NewFetcher(filepath.Join(tmp, "cache")),
 		Plans:         planstore.Store{Client: mgr.GetClient()},
-		Placer:        &routingPlacer{pod: podPlacer, local: localPlacer(engine, "runners"), terraform: localPlacer(terraform, "runners-terraform")},
+		Placer:        &routingPlacer{pod: podPlacer, kubelet: runningPodPlacer(podPlacer), local: localPlacer(engine, "runners"), terraform: localPlacer(terraform, "runners-terraform")},
 		Engines: EngineSources{
 			Terraform: EngineSource{ReleasesURL: terraformMirror.URL("terraform"), SigningKey: terraformMirror.SigningKey()},
 			OpenTofu:  EngineSource{ReleasesURL: otherSigner.URL("opentofu"), SigningKey: otherSigner.SigningKey()},

@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/certs"
+	"github.com/landform-dev/landform/internal/fakekubelet"
 	"github.com/landform-dev/landform/internal/placement"
 )
 
@@ -65,15 +68,19 @@ const podPlacementLabel = "test.landform.dev/placement"
 
 // routingPlacer picks the placement per object, so one suite covers both,
 // and the engine of local runners: tofu, or terraform for objects labelled
-// podPlacementLabel=terraform.
+// podPlacementLabel=terraform. Objects labelled podPlacementLabel=kubelet
+// get runner Pods that run, in a namespace a test runs a kubelet for
+// (startKubelet).
 type routingPlacer struct {
-	pod, local, terraform placement.Placer
+	pod, kubelet, local, terraform placement.Placer
 }
 
 func (r *routingPlacer) pick(obj *infrav1.Terraform) placement.Placer {
 	switch obj.Labels[podPlacementLabel] {
 	case "pod":
 		return r.pod
+	case "kubelet":
+		return r.kubelet
 	case "terraform":
 		return r.terraform
 	}
@@ -111,4 +118,52 @@ func newPodPlacer(c client.Client) (*placement.Pod, error) {
 		return nil, err
 	}
 	return &placement.Pod{Client: c, Certs: m, Image: "landform-runner:test", StartTimeout: 3 * time.Second, Policy: lockdownPolicy}, nil
+}
+
+// kubeletPodPort is the port of the runners in Pods that startKubelet
+// runs: not the default, which e2e/durable's runner Pods listen on, on the
+// same 127.0.0.N addresses, when packages are tested at once.
+const kubeletPodPort = 9543
+
+// runningPodPlacer is the Pod placement for runner Pods that run
+// (startKubelet): the suite's, without the lockdown policy, with the time
+// a runner needs to start.
+func runningPodPlacer(p *placement.Pod) *placement.Pod {
+	running := *p
+	running.StartTimeout, running.Policy, running.Port = time.Minute, placement.PodPolicy{}, kubeletPodPort
+	return &running
+}
+
+// startKubelet plays the kubelet for the runner Pods of namespace ns until
+// t ends (objects labelled podPlacementLabel=kubelet): each runs the real
+// runner, its environment and volumes resolved from the Pod, with tofu on
+// its PATH and an in-cluster view of the suite's API server. It skips t
+// where the fake kubelet cannot give that view (fakekubelet.CheckInCluster).
+func startKubelet(t *testing.T, ns string) *fakekubelet.Kubelet {
+	t.Helper()
+	if err := fakekubelet.CheckInCluster(); err != nil {
+		t.Skipf("runner Pods need an in-cluster view of the API server, which the fake kubelet cannot give here: %v", err)
+	}
+	g := NewWithT(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "path")
+	g.Expect(os.MkdirAll(path, 0o755)).To(Succeed())
+	g.Expect(os.Symlink(tofuPath, filepath.Join(path, "tofu"))).To(Succeed())
+	k := fakekubelet.New(fakekubelet.Options{
+		Client:       k8sClient,
+		Namespace:    ns,
+		RunnerBinary: runnerBinPath,
+		Path:         path + string(os.PathListSeparator) + os.Getenv("PATH"),
+		Dir:          filepath.Join(dir, "kubelet"),
+		Logs:         runnerLogs,
+		APIServer:    restCfg,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); k.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	g.Expect(k8sClient.Create(context.Background(), &corev1.ServiceAccount{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "landform-runner"},
+	})).To(Succeed())
+	return k
 }
