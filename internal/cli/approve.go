@@ -77,10 +77,7 @@ func (a *app) runApprove(ctx context.Context, name string, o approveOptions) err
 	if err != nil {
 		return err
 	}
-	w := a.Streams.Out
-	if o.output != "" {
-		w = a.Streams.ErrOut
-	}
+	w := a.progressOut(o.output)
 	pending := obj.PendingPlan()
 	// Deletion behind spec.destroyApproval manual waits for its destroy
 	// plan's own approval, whatever approvePlan and planOnly say.

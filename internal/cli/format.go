@@ -171,6 +171,16 @@ func printData(w io.Writer, format string, v any) error {
 	return err
 }
 
+// printResult prints v as printData does and returns err, the command's
+// outcome, which the result describes: a failed command prints its result
+// too. A printing error is returned only when err is nil.
+func printResult(w io.Writer, format string, v any, err error) error {
+	if perr := printData(w, format, v); perr != nil && err == nil {
+		return perr
+	}
+	return err
+}
+
 func badOutput(format string) error {
 	return fmt.Errorf("unknown output format %q: use -o json or -o yaml", format)
 }
@@ -186,6 +196,15 @@ func withKind(obj *v1alpha1.Terraform) *v1alpha1.Terraform {
 func (a *app) outputFlag(cmd *cobra.Command, output *string, usage string) {
 	cmd.Flags().StringVarP(output, "output", "o", "", usage)
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// progressOut is where a command with -o format writes what it does as it
+// goes: stdout without -o, else stderr, which leaves stdout to the result.
+func (a *app) progressOut(format string) io.Writer {
+	if format != "" {
+		return a.Streams.ErrOut
+	}
+	return a.Streams.Out
 }
 
 // checkOutput refuses an -o value other than json and yaml (or none).

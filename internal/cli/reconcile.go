@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -100,10 +101,7 @@ func (a *app) runReconcile(ctx context.Context, name string, o reconcileOptions)
 		timeout = obj.GetTimeout() + 5*time.Minute
 	}
 	deadline := time.Now().Add(timeout)
-	progress := a.Streams.Out
-	if o.output != "" {
-		progress = a.Streams.ErrOut
-	}
+	progress := a.progressOut(o.output)
 	var src *sourceResult
 	if o.withSource {
 		if src, err = a.reconcileSource(ctx, s, obj, progress, deadline, timeout); err != nil {
@@ -126,13 +124,11 @@ func (a *app) runReconcile(ctx context.Context, name string, o reconcileOptions)
 	if o.wait {
 		res, err = a.waitReconciled(ctx, s, obj, wt, waitOptions{deadline: deadline, timeout: timeout, w: progress})
 	}
-	if res != nil && o.output != "" {
-		res.Source = src
-		if perr := printData(a.Streams.Out, o.output, res); perr != nil && err == nil {
-			err = perr
-		}
+	if res == nil || o.output == "" {
+		return err
 	}
-	return err
+	res.Source = src
+	return printResult(a.Streams.Out, o.output, res, err)
 }
 
 // requestReconcile reads name and sets reconcile.fluxcd.io/requestedAt;
@@ -192,26 +188,29 @@ func (a *app) suspendCommand() *cobra.Command {
 }
 
 func (a *app) resumeCommand() *cobra.Command {
-	var all, wait bool
-	var timeout time.Duration
+	var all bool
+	o := reconcileOptions{wait: true, until: untilReady}
 	cmd := &cobra.Command{
 		Use:   "resume (NAME... | --all)",
 		Short: "Resume reconciling, request a reconcile and wait until Ready, as reconcile does",
 		Long: "Resume reconciling suspended objects: spec.suspend is cleared and a reconcile\n" +
 			"requested in the same patch, then each object is followed as `reconcile` does,\n" +
-			"with the same exit codes (the worst of all objects).",
+			"with the same exit codes (the worst of all objects). -o json|yaml prints a list\n" +
+			"of results, one per object, each as `reconcile -o` prints it.",
 		Example: "  " + a.cmdName("resume") + " database\n" +
-			"  " + a.cmdName("resume") + " --all -n team-a --wait=false",
+			"  " + a.cmdName("resume") + " --all -n team-a --wait=false\n" +
+			"  " + a.cmdName("resume") + " database network -o json",
 		Args:              a.namesOrAll(&all, "resume NAME... | --all"),
 		ValidArgsFunction: a.completeMoreNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.runResume(cmd.Context(), args, all, wait, timeout)
+			return a.runResume(cmd.Context(), args, all, o)
 		},
 	}
 	f := cmd.Flags()
 	f.BoolVar(&all, "all", false, "resume every suspended Terraform object in the namespace")
-	f.BoolVar(&wait, "wait", true, "wait until each object is reconciled (--wait=false only resumes)")
-	f.DurationVar(&timeout, "timeout", 0, "how long to wait for each object (default: its spec.timeout plus 5m)")
+	f.BoolVar(&o.wait, "wait", true, "wait until each object is reconciled (--wait=false only resumes)")
+	f.DurationVar(&o.timeout, "timeout", 0, "how long to wait for each object (default: its spec.timeout plus 5m)")
+	a.outputFlag(cmd, &o.output, "print the results as json or yaml (progress goes to stderr)")
 	return cmd
 }
 
@@ -279,18 +278,24 @@ func (a *app) runSuspend(ctx context.Context, names []string, all bool) error {
 	}
 	objs, errs := a.targets(ctx, s, names, all)
 	for _, obj := range objs {
-		if err := a.setSuspend(ctx, s, obj, true); err != nil {
+		if err := a.setSuspend(ctx, s, a.Streams.Out, obj, true); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return a.failures(errs, len(objs)+len(errs), "could not be suspended")
 }
 
-func (a *app) runResume(ctx context.Context, names []string, all, wait bool, timeout time.Duration) error {
+// runResume resumes the objects and follows each as reconcile does, with
+// o.until ready.
+func (a *app) runResume(ctx context.Context, names []string, all bool, o reconcileOptions) error {
+	if err := checkOutput(o.output); err != nil {
+		return err
+	}
 	s, err := a.connect()
 	if err != nil {
 		return err
 	}
+	progress := a.progressOut(o.output)
 	objs, errs := a.targets(ctx, s, names, all)
 	total := len(objs) + len(errs)
 	if all {
@@ -301,51 +306,72 @@ func (a *app) runResume(ctx context.Context, names []string, all, wait bool, tim
 		w        watcher
 		deadline time.Time
 		timeout  time.Duration
+		res      *reconcileResult
 	}
-	var waits []resumed
+	// One per object, in the order named, for -o.
+	each := make([]*resumed, 0, len(objs))
+	var waits []*resumed
 	start := time.Now()
 	for _, obj := range objs {
-		w := watcher{until: untilReady, requested: newRequest()}
+		r := &resumed{obj: obj, w: watcher{until: o.until, requested: newRequest()}}
+		each = append(each, r)
 		if obj.Status.Run != nil {
-			w.runBefore = obj.Status.Run.ID
+			r.w.runBefore = obj.Status.Run.ID
 		}
 		if !obj.Spec.Suspend {
-			fmt.Fprintf(a.Streams.Out, "Terraform %s/%s is not suspended.\n", obj.Namespace, obj.Name)
+			fmt.Fprintf(progress, "Terraform %s/%s is not suspended.\n", obj.Namespace, obj.Name)
+			r.res = newResult(obj, "", verdictNotSuspended, "not suspended: nothing requested")
 			continue
 		}
-		if err := a.setSuspend(ctx, s, obj, false, w.requested); err != nil {
+		if err := a.setSuspend(ctx, s, progress, obj, false, r.w.requested); err != nil {
 			errs = append(errs, err)
+			r.res = newResult(obj, "", verdictFailed, err.Error())
 			continue
 		}
-		t := timeout
-		if t == 0 {
-			t = obj.GetTimeout() + 5*time.Minute
+		r.timeout = o.timeout
+		if r.timeout == 0 {
+			r.timeout = obj.GetTimeout() + 5*time.Minute
 		}
-		waits = append(waits, resumed{obj: obj, w: w, deadline: start.Add(t), timeout: t})
+		r.deadline = start.Add(r.timeout)
+		r.res = newResult(obj, r.w.requested, verdictRequested, "")
+		waits = append(waits, r)
 	}
-	if wait {
+	if o.wait {
 		for _, r := range waits {
-			opts := waitOptions{deadline: r.deadline, timeout: r.timeout, w: a.Streams.Out}
+			opts := waitOptions{deadline: r.deadline, timeout: r.timeout, w: progress}
 			if len(waits) > 1 {
 				opts.prefix = r.obj.Name + ": "
 			}
-			if _, err := a.waitReconciled(ctx, s, r.obj, r.w, opts); err != nil {
+			res, err := a.waitReconciled(ctx, s, r.obj, r.w, opts)
+			if err != nil {
 				if ctx.Err() != nil {
 					return err
 				}
 				errs = append(errs, err)
 			}
+			if res == nil {
+				res = newResult(r.obj, r.w.requested, verdictFailed, err.Error())
+			}
+			r.res = res
 		}
 	}
-	return a.failures(errs, total, "are not resumed and ready")
+	err = a.failures(errs, total, "are not resumed and ready")
+	if o.output == "" {
+		return err
+	}
+	results := make([]*reconcileResult, len(each))
+	for i, r := range each {
+		results[i] = r.res
+	}
+	return printResult(a.Streams.Out, o.output, results, err)
 }
 
 // setSuspend sets or clears spec.suspend; requested, when given, is a
 // reconcile request sent in the same patch.
-func (a *app) setSuspend(ctx context.Context, s *session, obj *v1alpha1.Terraform, suspend bool, requested ...string) error {
+func (a *app) setSuspend(ctx context.Context, s *session, w io.Writer, obj *v1alpha1.Terraform, suspend bool, requested ...string) error {
 	if obj.Spec.Suspend == suspend {
 		if suspend {
-			fmt.Fprintf(a.Streams.Out, "Terraform %s/%s is already suspended.\n", obj.Namespace, obj.Name)
+			fmt.Fprintf(w, "Terraform %s/%s is already suspended.\n", obj.Namespace, obj.Name)
 		}
 		return nil
 	}
@@ -362,9 +388,9 @@ func (a *app) setSuspend(ctx context.Context, s *session, obj *v1alpha1.Terrafor
 		return err
 	}
 	if suspend {
-		fmt.Fprintf(a.Streams.Out, "Suspended %s/%s: no plan, apply, drift check or destroy runs until %s.\n", obj.Namespace, obj.Name, a.cmdName("resume "+obj.Name))
+		fmt.Fprintf(w, "Suspended %s/%s: no plan, apply, drift check or destroy runs until %s.\n", obj.Namespace, obj.Name, a.cmdName("resume "+obj.Name))
 	} else {
-		fmt.Fprintf(a.Streams.Out, "Resumed %s/%s.\n", obj.Namespace, obj.Name)
+		fmt.Fprintf(w, "Resumed %s/%s.\n", obj.Namespace, obj.Name)
 	}
 	return nil
 }

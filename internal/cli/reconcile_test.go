@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -10,10 +11,12 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"github.com/google/go-cmp/cmp"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 )
@@ -403,4 +406,78 @@ func TestSuspendResumeMany(t *testing.T) {
 			t.Errorf("after resume --all: %s is still suspended", name)
 		}
 	}
+}
+
+// TestResumeOutput resumes several objects with -o: one result per object
+// named and found, in order, each as reconcile -o prints it; progress on
+// stderr; the exit code the worst.
+func TestResumeOutput(t *testing.T) {
+	ns := namespace(t, "resume-output")
+	objs := map[string]*v1alpha1.Terraform{}
+	for _, name := range []string{"cache", "database"} {
+		objs[name] = terraform(t, ns, name, states[objSuspended])
+	}
+	terraform(t, ns, objReady, states[objReady])
+
+	cmd := start(t, "resume", "-n", ns, "cache", "database", objReady, "missing", "-o", "json")
+	requested := map[string]string{}
+	for name, obj := range objs {
+		requested[name] = waitRequested(t, obj)
+	}
+	cmd.waitErrOutput(t, func(s string) bool { return strings.Contains(s, "cache: ◎ waiting for the controller") })
+	// database ends before cache is followed, as in TestSuspendResumeMany.
+	for name, set := range map[string]func(*v1alpha1.Terraform){
+		"database": func(obj *v1alpha1.Terraform) {
+			setCondition(obj, condition(meta.ReadyCondition, metav1.ConditionFalse, v1alpha1.PlanFailedReason, "terraform plan failed", 0))
+		},
+		"cache": appliedRev2,
+	} {
+		obj := objs[name]
+		obj.Status.LastHandledReconcileAt = requested[name]
+		set(obj)
+		updateStatus(t, obj)
+	}
+	r := cmd.result(t)
+	golden(t, "suspend/resume-json", normalize(r.transcript()))
+	if got := ExitCode(r.err); got != ExitError {
+		t.Errorf("exit code %d, want %d", got, ExitError)
+	}
+	var results []reconcileResult
+	if err := json.Unmarshal([]byte(r.stdout), &results); err != nil {
+		t.Fatalf("stdout is not a JSON list of results: %v\n%s", err, r.stdout)
+	}
+	type outcome struct {
+		Name        string
+		Result      verdict
+		ExitCode    int
+		RequestedAt string
+	}
+	var got []outcome
+	for _, res := range results {
+		got = append(got, outcome{res.Name, res.Result, res.ExitCode, res.RequestedAt})
+	}
+	want := []outcome{
+		{"cache", verdictReady, ExitOK, requested["cache"]},
+		{"database", verdictFailed, ExitError, requested["database"]},
+		{objReady, verdictNotSuspended, ExitOK, ""},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+
+	t.Run("no-wait-yaml", func(t *testing.T) {
+		obj := terraform(t, ns, "network", states[objSuspended])
+		r := run(t, "", "resume", "-n", ns, "network", "--wait=false", "-o", "yaml")
+		golden(t, "suspend/resume-no-wait-yaml", normalize(r.transcript()))
+		var results []reconcileResult
+		if err := yaml.Unmarshal([]byte(r.stdout), &results); err != nil {
+			t.Fatal(err)
+		}
+		if len(results) != 1 || results[0].Result != verdictRequested || results[0].RequestedAt != waitRequested(t, obj) {
+			t.Errorf("results = %+v, want network requested with the annotation's value", results)
+		}
+	})
+	t.Run("bad-output", func(t *testing.T) {
+		golden(t, "suspend/resume-bad-output", run(t, "", "resume", "-n", ns, "cache", "-o", "table").transcript())
+	})
 }

@@ -76,6 +76,9 @@ const (
 	verdictTimeout verdict = "timeout"
 	// verdictRequested: --wait=false (exit 0).
 	verdictRequested verdict = "requested"
+	// verdictNotSuspended: resume found the object not suspended, and
+	// requested nothing (exit 0).
+	verdictNotSuspended verdict = "not-suspended"
 )
 
 // judgement is where one look at the object leaves the wait.
@@ -171,13 +174,15 @@ func hasChanges(p *v1alpha1.PlanStatus) bool {
 	return p != nil && p.Add+p.Change+p.Destroy > 0
 }
 
-// reconcileResult is what `reconcile -o json|yaml` prints.
+// reconcileResult is what `reconcile -o json|yaml` prints, and `resume -o
+// json|yaml` for each object.
 type reconcileResult struct {
 	Namespace   string `json:"namespace"`
 	Name        string `json:"name"`
 	RequestedAt string `json:"requestedAt,omitempty"`
 	// Result is how it ended: ready, approval-pending, changes-planned,
-	// failed, timeout, or requested (--wait=false).
+	// failed, timeout, requested (--wait=false), or with resume
+	// not-suspended.
 	Result   verdict `json:"result"`
 	ExitCode int     `json:"exitCode"`
 	// Message is the last step seen.
@@ -239,7 +244,7 @@ func newResult(obj *v1alpha1.Terraform, requested string, v verdict, message str
 
 func exitCodeOf(v verdict) int {
 	switch v {
-	case verdictReady, verdictRequested:
+	case verdictReady, verdictRequested, verdictNotSuspended:
 		return ExitOK
 	case verdictApproval, verdictPlanned:
 		return ExitPending
