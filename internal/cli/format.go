@@ -42,6 +42,19 @@ func (a *app) when(t time.Time) string {
 	return t.UTC().Format(time.RFC3339) + " (" + a.age(t) + " ago)"
 }
 
+// shortDuration is d as a flag takes it, without zero units: "2h", not
+// "2h0m0s"; "1h30m".
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
 func metaTime(t *metav1.Time) time.Time {
 	if t == nil {
 		return time.Time{}

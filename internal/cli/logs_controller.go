@@ -11,10 +11,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
@@ -29,9 +32,9 @@ const resPodLogs = "pods/log"
 
 // runControllerLogs prints the lines of the controller's log about obj,
 // from every controller Pod (the leader reconciles; a Pod that lost the
-// lease may have logged about it before), and with follow keeps printing
-// them until interrupted.
-func (a *app) runControllerLogs(ctx context.Context, name string, follow bool) error {
+// lease may have logged about it before), and with o.follow keeps
+// printing them until interrupted.
+func (a *app) runControllerLogs(ctx context.Context, name string, o logsOptions) error {
 	s, obj, err := a.object(ctx, name)
 	if err != nil {
 		return err
@@ -59,23 +62,24 @@ func (a *app) runControllerLogs(ctx context.Context, name string, follow bool) e
 		if len(pods.Items) > 1 {
 			prefix = "[" + p.Name + "] "
 		}
-		opts := &corev1.PodLogOptions{Container: managerContainer(p), Follow: follow}
-		stream, err := cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, opts).Stream(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+		stream := func(opts *corev1.PodLogOptions, line func(time.Time, []byte) error) error {
+			opts.Container = managerContainer(p)
+			opts.Timestamps = true
+			r, err := cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, opts).Stream(ctx)
+			if err != nil {
+				return s.explain(err, "get", resPodLogs, "Pod", p.Namespace, p.Name)
 			}
-			return s.explain(err, "get", resPodLogs, "Pod", p.Namespace, p.Name)
+			defer r.Close()
+			return scanLog(r, line)
 		}
-		defer stream.Close()
-		err = filterControllerLog(stream, out, prefix, obj)
+		err := copyControllerLog(stream, out, prefix, obj, o)
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
 	errs := make([]error, len(pods.Items))
-	if follow {
+	if o.follow {
 		var wg sync.WaitGroup
 		for i := range pods.Items {
 			wg.Go(func() { errs[i] = read(&pods.Items[i]) })
@@ -98,6 +102,100 @@ func (a *app) runControllerLogs(ctx context.Context, name string, follow bool) e
 	return nil
 }
 
+// logStream reads one container's log as opts say, with the kubelet's
+// timestamps, and calls line with each line and its time.
+type logStream func(opts *corev1.PodLogOptions, line func(time.Time, []byte) error) error
+
+// copyControllerLog copies the lines about obj of one controller Pod's log
+// to w, each after prefix, as o says.
+func copyControllerLog(stream logStream, w io.Writer, prefix string, obj *v1alpha1.Terraform, o logsOptions) error {
+	opts := &corev1.PodLogOptions{Follow: o.follow && o.tail < 0}
+	if o.since > 0 {
+		// Whole seconds, as the API takes them: rounded up, not to 0.
+		opts.SinceSeconds = ptr.To(int64((o.since + time.Second - 1) / time.Second))
+	}
+	emit := func(line []byte) error {
+		_, err := fmt.Fprintf(w, "%s%s\n", prefix, line)
+		return err
+	}
+	printAbout := func(_ time.Time, line []byte) error {
+		if !aboutObject(line, obj.Namespace, obj.Name) {
+			return nil
+		}
+		return emit(line)
+	}
+	if o.tail < 0 {
+		return stream(opts, printAbout)
+	}
+	// --tail counts the lines printed, not the controller's lines (most
+	// are about other objects): the last ones about obj are kept while the
+	// whole log is read, and printed at its end.
+	var kept [][]byte
+	var last time.Time
+	atLast := 0 // lines read that were logged at last
+	err := stream(opts, func(t time.Time, line []byte) error {
+		if t.Equal(last) {
+			atLast++
+		} else {
+			last, atLast = t, 1
+		}
+		if aboutObject(line, obj.Namespace, obj.Name) {
+			kept = append(kept, bytes.Clone(line))
+			if len(kept) > o.tail {
+				kept = kept[1:]
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, line := range kept {
+		if err := emit(line); err != nil {
+			return err
+		}
+	}
+	if !o.follow {
+		return nil
+	}
+	// Following starts over from the last line's second (the API takes no
+	// finer time), skipping the lines already read.
+	opts.Follow = true
+	if !last.IsZero() {
+		opts.SinceSeconds, opts.SinceTime = nil, &metav1.Time{Time: last}
+	}
+	return stream(opts, func(t time.Time, line []byte) error {
+		switch {
+		case t.Before(last):
+			return nil
+		case t.Equal(last) && atLast > 0:
+			atLast--
+			return nil
+		}
+		return printAbout(t, line)
+	})
+}
+
+// scanLog calls line with each line of a container's log read with
+// timestamps, and its time: the kubelet starts each line with it.
+func scanLog(r io.Reader, line func(time.Time, []byte) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		text := sc.Bytes()
+		var t time.Time
+		if stamp, rest, ok := bytes.Cut(text, []byte(" ")); ok {
+			if parsed, err := time.Parse(time.RFC3339Nano, string(stamp)); err == nil {
+				t, text = parsed, rest
+			}
+		}
+		if err := line(t, text); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
+}
+
 // managerContainer is the controller's container in p: "manager", as the
 // chart names it, else the only one.
 func managerContainer(p *corev1.Pod) string {
@@ -110,20 +208,6 @@ func managerContainer(p *corev1.Pod) string {
 		return p.Spec.Containers[0].Name
 	}
 	return ""
-}
-
-// filterControllerLog copies the lines of r about obj to w.
-func filterControllerLog(r io.Reader, w io.Writer, prefix string, obj *v1alpha1.Terraform) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		if aboutObject(sc.Bytes(), obj.Namespace, obj.Name) {
-			if _, err := fmt.Fprintf(w, "%s%s\n", prefix, sc.Bytes()); err != nil {
-				return err
-			}
-		}
-	}
-	return sc.Err()
 }
 
 // aboutObject reports whether line, one line of the controller's log, is
