@@ -30,11 +30,16 @@ const minKubernetes = "1.29.0"
 // (docs/notifications.md).
 const alertCRD = "alerts.notification.toolkit.fluxcd.io"
 
-// errCheckFailed ends check with exit code 1 once every line is printed.
-var errCheckFailed = errors.New("check failed: see the lines marked ✗")
+// errCheckFailed ends check with exit code 1 once every line is printed;
+// errChecksFailed once -o has printed every check.
+var (
+	errCheckFailed  = errors.New("check failed: see the lines marked ✗")
+	errChecksFailed = errors.New("check failed: see the checks with status fail")
+)
 
 func (a *app) checkCommand() *cobra.Command {
 	var pre bool
+	var output string
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Check the cluster's prerequisites and the Landform installation, like flux check",
@@ -44,32 +49,92 @@ func (a *app) checkCommand() *cobra.Command {
 			"the runner ServiceAccount in every namespace with Terraform objects, whether\n" +
 			"events reach notification-controller, and whether Flux Alerts accept kind\n" +
 			"Terraform. Each line is marked ✔ (passed), ⚠ (optional, or worth a look) or\n" +
-			"✗ (failed); the command exits with 1 when a line is ✗.",
-		Example: "  " + a.cmdName("check") + " --pre\n  " + a.cmdName("check"),
-		Args:    cobra.NoArgs,
+			"✗ (failed); the command exits with 1 when a line is ✗. -o json|yaml prints\n" +
+			"the checks as a list of name, status (ok, warn, fail or info) and message.",
+		Example: "  " + a.cmdName("check") + " --pre\n  " + a.cmdName("check") + "\n" +
+			"  " + a.cmdName("check") + " -o json | jq -r '.[] | select(.status == \"fail\") | .message'",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.runCheck(cmd.Context(), pre)
+			return a.runCheck(cmd.Context(), pre, output)
 		},
 	}
 	cmd.Flags().BoolVar(&pre, "pre", false, "check only the prerequisites, before installing Landform")
+	a.outputFlag(cmd, &output, "print the checks as json or yaml")
 	return cmd
 }
 
-// checker prints check lines and remembers whether one failed.
+// Statuses of a check, as -o prints them.
+const (
+	checkOK   = "ok"
+	checkWarn = "warn"
+	checkFail = "fail"
+	// checkInfo: what was found, neither good nor bad (an image).
+	checkInfo = "info"
+)
+
+// checkResult is one check as -o prints it.
+type checkResult struct {
+	// Name says what was checked, and is the same from one run to the
+	// next: "kubernetes", "source/GitRepository",
+	// "runner-serviceaccount/team-a/tf-runner".
+	Name    string `json:"name"`
+	Status  string `json:"status"`
+	Message string `json:"message"`
+}
+
+// checker prints each check as it is made (without -o), keeps them for -o,
+// and remembers whether one failed.
 type checker struct {
+	// w takes the lines; nil with -o.
 	w      io.Writer
+	checks []checkResult
 	failed bool
 }
 
-func (c *checker) action(format string, args ...any)  { fmt.Fprintf(c.w, "► "+format+"\n", args...) }
-func (c *checker) success(format string, args ...any) { fmt.Fprintf(c.w, "✔ "+format+"\n", args...) }
-func (c *checker) warning(format string, args ...any) { fmt.Fprintf(c.w, "⚠ "+format+"\n", args...) }
-func (c *checker) failure(format string, args ...any) {
-	c.failed = true
-	fmt.Fprintf(c.w, "✗ "+format+"\n", args...)
+// marks are the text form's marks of each status.
+var marks = map[string]string{checkOK: "✔", checkWarn: "⚠", checkFail: "✗", checkInfo: "►"}
+
+func (c *checker) add(name, status, format string, args ...any) {
+	r := checkResult{Name: name, Status: status, Message: fmt.Sprintf(format, args...)}
+	c.checks = append(c.checks, r)
+	c.line(marks[status], r.Message)
+	if status == checkFail {
+		c.failed = true
+	}
 }
 
-func (a *app) runCheck(ctx context.Context, pre bool) error {
+// line prints a line of the text form only.
+func (c *checker) line(mark, message string) {
+	if c.w != nil {
+		fmt.Fprintf(c.w, "%s %s\n", mark, message)
+	}
+}
+
+func (c *checker) section(title string) { c.line(marks[checkInfo], title) }
+
+func (c *checker) info(name, format string, args ...any)    { c.add(name, checkInfo, format, args...) }
+func (c *checker) success(name, format string, args ...any) { c.add(name, checkOK, format, args...) }
+func (c *checker) warning(name, format string, args ...any) { c.add(name, checkWarn, format, args...) }
+func (c *checker) failure(name, format string, args ...any) { c.add(name, checkFail, format, args...) }
+
+// verdict ends a section with the line that sums it up, and returns the
+// error that ends check when a check failed.
+func (c *checker) verdict(passed, failed string) error {
+	switch {
+	case !c.failed:
+		c.line(marks[checkOK], passed)
+		return nil
+	case c.w == nil:
+		return errChecksFailed
+	}
+	c.line(marks[checkFail], failed)
+	return errCheckFailed
+}
+
+func (a *app) runCheck(ctx context.Context, pre bool, output string) error {
+	if err := checkOutput(output); err != nil {
+		return err
+	}
 	s, err := a.connect()
 	if err != nil {
 		return err
@@ -78,8 +143,21 @@ func (a *app) runCheck(ctx context.Context, pre bool) error {
 	if err != nil {
 		return err
 	}
-	c := &checker{w: a.Streams.Out}
-	c.action("checking prerequisites")
+	c := &checker{}
+	if output == "" {
+		c.w = a.Streams.Out
+	}
+	err = s.check(ctx, c, dc, pre)
+	if output == "" || err != nil && !errors.Is(err, errChecksFailed) {
+		return err
+	}
+	return printResult(a.Streams.Out, output, c.checks, err)
+}
+
+// check makes the checks, prerequisites first, and returns errChecksFailed
+// or errCheckFailed when one failed.
+func (s *session) check(ctx context.Context, c *checker, dc discovery.DiscoveryInterface, pre bool) error {
+	c.section("checking prerequisites")
 	if err := s.checkKubernetes(c, dc); err != nil {
 		return err
 	}
@@ -89,27 +167,23 @@ func (a *app) runCheck(ctx context.Context, pre bool) error {
 		{"helm.toolkit.fluxcd.io", "HelmRelease", "for spec.dependsOn on HelmReleases"},
 		{"notification.toolkit.fluxcd.io", "Alert", "for Flux Alerts on Terraform objects"},
 	} {
+		name := "api/" + api.kind
 		if v := servedVersions(dc, api.group, api.kind); len(v) > 0 {
-			c.success("%s %s (%s)", api.kind, strings.Join(v, ", "), api.group)
+			c.success(name, "%s %s (%s)", api.kind, strings.Join(v, ", "), api.group)
 		} else {
-			c.warning("%s not served (%s; optional, %s)", api.kind, api.group, api.what)
+			c.warning(name, "%s not served (%s; optional, %s)", api.kind, api.group, api.what)
 		}
 	}
-	if c.failed {
-		c.failure("prerequisites checks failed")
-		return errCheckFailed
-	}
-	c.success("prerequisites checks passed")
-	if pre {
-		return nil
+	if err := c.verdict("prerequisites checks passed", "prerequisites checks failed"); err != nil || pre {
+		return err
 	}
 
-	c.action("checking the Landform installation")
+	c.section("checking the Landform installation")
 	versions := servedVersions(dc, v1alpha1.GroupVersion.Group, v1alpha1.TerraformKind)
 	if len(versions) == 0 {
-		c.failure("%s is not served: install Landform as the README's \"Install\" section says", resTerraforms)
+		c.failure("crd/"+resTerraforms, "%s is not served: install Landform as the README's \"Install\" section says", resTerraforms)
 	} else {
-		c.success("%s (served: %s)", resTerraforms, strings.Join(versions, ", "))
+		c.success("crd/"+resTerraforms, "%s (served: %s)", resTerraforms, strings.Join(versions, ", "))
 	}
 	defaultAccount, eventsAddr := s.checkControllers(ctx, c)
 	if len(versions) > 0 {
@@ -118,17 +192,12 @@ func (a *app) runCheck(ctx context.Context, pre bool) error {
 	switch {
 	case eventsAddr == nil:
 	case *eventsAddr == "":
-		c.warning("--events-addr not set: events go to Kubernetes only, Flux Alerts do not see them (docs/notifications.md)")
+		c.warning("events-addr", "--events-addr not set: events go to Kubernetes only, Flux Alerts do not see them (docs/notifications.md)")
 	default:
-		c.success("--events-addr=%s: events go to notification-controller too", *eventsAddr)
+		c.success("events-addr", "--events-addr=%s: events go to notification-controller too", *eventsAddr)
 	}
 	s.checkAlertKind(ctx, c)
-	if c.failed {
-		c.failure("check failed")
-		return errCheckFailed
-	}
-	c.success("all checks passed")
-	return nil
+	return c.verdict("all checks passed", "check failed")
 }
 
 func (s *session) checkKubernetes(c *checker, dc discovery.DiscoveryInterface) error {
@@ -139,11 +208,11 @@ func (s *session) checkKubernetes(c *checker, dc discovery.DiscoveryInterface) e
 	v, err := version.ParseGeneric(info.GitVersion)
 	switch {
 	case err != nil:
-		c.failure("Kubernetes version %q cannot be read", info.GitVersion)
+		c.failure("kubernetes", "Kubernetes version %q cannot be read", info.GitVersion)
 	case !v.AtLeast(version.MustParseGeneric(minKubernetes)):
-		c.failure("Kubernetes %s is older than %s: upgrade the cluster", v, minKubernetes)
+		c.failure("kubernetes", "Kubernetes %s is older than %s: upgrade the cluster", v, minKubernetes)
 	default:
-		c.success("Kubernetes %s >=%s", v, minKubernetes)
+		c.success("kubernetes", "Kubernetes %s >=%s", v, minKubernetes)
 	}
 	return nil
 }
@@ -153,21 +222,21 @@ func (s *session) checkKubernetes(c *checker, dc discovery.DiscoveryInterface) e
 func (s *session) checkSources(c *checker, dc discovery.DiscoveryInterface) {
 	var served source.Served
 	if _, err := served.Discover(dc); err != nil {
-		c.failure("Flux source kinds: %v", err)
+		c.failure("sources", "Flux source kinds: %v", err)
 		return
 	}
 	servedAny := false
 	for _, kind := range source.Kinds {
 		gvk, err := served.Lookup(kind)
 		if err != nil {
-			c.warning("%s not served at %s/%s or %s: objects using it stay Stalled", kind, sourcev1.GroupVersion.Group, source.Versions[0], source.Versions[1])
+			c.warning("source/"+kind, "%s not served at %s/%s or %s: objects using it stay Stalled", kind, sourcev1.GroupVersion.Group, source.Versions[0], source.Versions[1])
 			continue
 		}
 		servedAny = true
-		c.success("%s %s (%s)", kind, gvk.Version, gvk.Group)
+		c.success("source/"+kind, "%s %s (%s)", kind, gvk.Version, gvk.Group)
 	}
 	if !servedAny {
-		c.failure("no Flux source kind is served: install Flux (source-controller) first")
+		c.failure("sources", "no Flux source kind is served: install Flux (source-controller) first")
 	}
 }
 
@@ -205,21 +274,22 @@ func (s *session) checkControllers(ctx context.Context, c *checker) (string, *st
 	defaultAccount := (&v1alpha1.Terraform{}).GetServiceAccountName()
 	var list appsv1.DeploymentList
 	if err := s.c.List(ctx, &list, client.MatchingLabels{nameLabel: nameValue, componentLabel: controllerValue}); err != nil {
-		c.failure("%v", s.explain(err, "list", resDeployments, "Deployment", "", ""))
+		c.failure("controller", "%v", s.explain(err, "list", resDeployments, "Deployment", "", ""))
 		return defaultAccount, nil
 	}
 	if len(list.Items) == 0 {
-		c.failure("no controller Deployment (labelled %s) in any namespace", ControllerSelector)
+		c.failure("controller", "no controller Deployment (labelled %s) in any namespace", ControllerSelector)
 		return defaultAccount, nil
 	}
 	var eventsAddr *string
 	for _, d := range list.Items {
+		which := d.Namespace + "/" + d.Name
 		if deploymentAvailable(&d) {
-			c.success("Deployment %s/%s: %d/%d available", d.Namespace, d.Name, d.Status.AvailableReplicas, d.Status.Replicas)
+			c.success("deployment/"+which, "Deployment %s: %d/%d available", which, d.Status.AvailableReplicas, d.Status.Replicas)
 		} else {
-			c.failure("Deployment %s/%s: not available (%d/%d replicas): kubectl -n %s describe deployment %s", d.Namespace, d.Name, d.Status.AvailableReplicas, d.Status.Replicas, d.Namespace, d.Name)
+			c.failure("deployment/"+which, "Deployment %s: not available (%d/%d replicas): kubectl -n %s describe deployment %s", which, d.Status.AvailableReplicas, d.Status.Replicas, d.Namespace, d.Name)
 		}
-		c.action("%s", managerImage(d.Spec.Template.Spec.Containers))
+		c.info("image/"+which, "%s", managerImage(d.Spec.Template.Spec.Containers))
 		args := managerArgs(d.Spec.Template.Spec.Containers)
 		if v, ok := flagValue(args, "default-service-account"); ok {
 			defaultAccount = v
@@ -281,7 +351,7 @@ func flagValue(args []string, name string) (string, bool) {
 func (s *session) checkRunnerAccounts(ctx context.Context, c *checker, defaultAccount string) {
 	var list v1alpha1.TerraformList
 	if err := s.c.List(ctx, &list); err != nil {
-		c.failure("%v", s.explain(err, "list", resTerraforms, "Terraform", "", ""))
+		c.failure("runner-serviceaccounts", "%v", s.explain(err, "list", resTerraforms, "Terraform", "", ""))
 		return
 	}
 	// namespace/account → how many objects run as it
@@ -299,17 +369,18 @@ func (s *session) checkRunnerAccounts(ctx context.Context, c *checker, defaultAc
 	}
 	slices.SortFunc(keys, func(x, y [2]string) int { return strings.Compare(x[0]+"/"+x[1], y[0]+"/"+y[1]) })
 	if len(keys) == 0 {
-		c.success("no Terraform objects yet: no runner ServiceAccount to check (default %s)", defaultAccount)
+		c.success("runner-serviceaccounts", "no Terraform objects yet: no runner ServiceAccount to check (default %s)", defaultAccount)
 	}
 	for _, k := range keys {
+		name := "runner-serviceaccount/" + k[0] + "/" + k[1]
 		err := s.c.Get(ctx, client.ObjectKey{Namespace: k[0], Name: k[1]}, &corev1.ServiceAccount{})
 		switch {
 		case err == nil:
-			c.success("runner ServiceAccount %s/%s (%s)", k[0], k[1], objectCount(uses[k]))
+			c.success(name, "runner ServiceAccount %s/%s (%s)", k[0], k[1], objectCount(uses[k]))
 		case apierrors.IsNotFound(err):
-			c.failure("runner ServiceAccount %s/%s missing (%s cannot run): create it with the runner's RBAC (config/runner)", k[0], k[1], objectCount(uses[k]))
+			c.failure(name, "runner ServiceAccount %s/%s missing (%s cannot run): create it with the runner's RBAC (config/runner)", k[0], k[1], objectCount(uses[k]))
 		default:
-			c.failure("%v", s.explain(err, "get", "serviceaccounts", "ServiceAccount", k[0], k[1]))
+			c.failure(name, "%v", s.explain(err, "get", "serviceaccounts", "ServiceAccount", k[0], k[1]))
 		}
 	}
 }
@@ -328,10 +399,10 @@ func (s *session) checkAlertKind(ctx context.Context, c *checker) {
 	err := s.c.Get(ctx, client.ObjectKey{Name: alertCRD}, &crd)
 	switch {
 	case apierrors.IsNotFound(err):
-		c.warning("no Alert CRD (%s): Flux Alerts on Terraform objects need notification-controller", alertCRD)
+		c.warning("alert-kind", "no Alert CRD (%s): Flux Alerts on Terraform objects need notification-controller", alertCRD)
 		return
 	case err != nil:
-		c.warning("%v", s.explain(err, "get", "customresourcedefinitions.apiextensions.k8s.io", "CustomResourceDefinition", "", alertCRD))
+		c.warning("alert-kind", "%v", s.explain(err, "get", "customresourcedefinitions.apiextensions.k8s.io", "CustomResourceDefinition", "", alertCRD))
 		return
 	}
 	var takes, refuses []string
@@ -346,10 +417,10 @@ func (s *session) checkAlertKind(ctx context.Context, c *checker) {
 		}
 	}
 	if len(refuses) > 0 {
-		c.warning("Alert %s: eventSources kind does not take Terraform: patch the CRD as docs/notifications.md says", strings.Join(refuses, ", "))
+		c.warning("alert-kind/"+strings.Join(refuses, ","), "Alert %s: eventSources kind does not take Terraform: patch the CRD as docs/notifications.md says", strings.Join(refuses, ", "))
 	}
 	if len(takes) > 0 {
-		c.success("Alert %s: eventSources kind takes Terraform", strings.Join(takes, ", "))
+		c.success("alert-kind/"+strings.Join(takes, ","), "Alert %s: eventSources kind takes Terraform", strings.Join(takes, ", "))
 	}
 }
 

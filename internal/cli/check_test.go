@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 )
@@ -47,11 +48,45 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	check := func(t *testing.T, name string, args ...string) {
+	check := func(t *testing.T, name string, args ...string) cli {
 		t.Helper()
 		r := run(t, "", append([]string{"--kubeconfig", kc}, args...)...)
 		r.args = args
 		golden(t, "check/"+name, kubernetesVersion.ReplaceAllString(r.transcript(), "Kubernetes VERSION"))
+		return r
+	}
+	// checked runs check with -o format and returns the status of each
+	// check by name, after testing the exit code.
+	checked := func(t *testing.T, name string, code int, args ...string) map[string]string {
+		t.Helper()
+		r := check(t, name, args...)
+		if got := ExitCode(r.err); got != code {
+			t.Errorf("exit code %d, want %d (%v)", got, code, r.err)
+		}
+		var checks []checkResult
+		if err := yaml.Unmarshal([]byte(r.stdout), &checks); err != nil {
+			t.Fatalf("-o prints no list of checks: %v\n%s", err, r.stdout)
+		}
+		statuses := map[string]string{}
+		for _, c := range checks {
+			if _, dup := statuses[c.Name]; dup {
+				t.Errorf("two checks named %s", c.Name)
+			}
+			if c.Message == "" {
+				t.Errorf("check %s has no message", c.Name)
+			}
+			statuses[c.Name] = c.Status
+		}
+		return statuses
+	}
+	// want tests the statuses of some checks; "" is a check not made.
+	want := func(t *testing.T, statuses map[string]string, want map[string]string) {
+		t.Helper()
+		for name, status := range want {
+			if statuses[name] != status {
+				t.Errorf("check %s: status %q, want %q (all: %v)", name, statuses[name], status, statuses)
+			}
+		}
 	}
 	install := func(t *testing.T, dirs ...string) {
 		t.Helper()
@@ -69,9 +104,17 @@ func TestCheck(t *testing.T) {
 	}
 
 	t.Run("no flux", func(t *testing.T) { check(t, "pre-no-flux", "check", "--pre") })
+	t.Run("no flux json", func(t *testing.T) {
+		got := checked(t, "pre-no-flux-json", ExitError, "check", "--pre", "-o", "json")
+		want(t, got, map[string]string{"kubernetes": checkOK, "source/GitRepository": checkWarn, "sources": checkFail, "api/Alert": checkWarn})
+	})
 
 	install(t, filepath.Join(root, "bin", "flux-crds"))
 	t.Run("pre", func(t *testing.T) { check(t, "pre", "check", "--pre") })
+	t.Run("pre json", func(t *testing.T) {
+		got := checked(t, "pre-json", ExitOK, "check", "--pre", "-o", "json")
+		want(t, got, map[string]string{"source/GitRepository": checkOK, "sources": "", "api/Kustomization": checkWarn, "crd/" + resTerraforms: ""})
+	})
 	t.Run("not installed", func(t *testing.T) { check(t, "not-installed", "check") })
 
 	install(t, filepath.Join(root, "config", "crd", "bases"), filepath.Join(root, "bin", "flux-notification-crds"))
@@ -119,6 +162,18 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("missing account", func(t *testing.T) { check(t, "missing-account", "check") })
+	t.Run("missing account yaml", func(t *testing.T) {
+		got := checked(t, "missing-account-yaml", ExitError, "check", "-o", "yaml")
+		want(t, got, map[string]string{
+			"crd/" + resTerraforms:                           checkOK,
+			"deployment/landform-system/landform-controller": checkOK,
+			"image/landform-system/landform-controller":      checkInfo,
+			"runner-serviceaccount/team-a/tf-runner":         checkOK,
+			"runner-serviceaccount/team-b/tf-runner":         checkFail,
+			"events-addr":                                    checkWarn,
+			"alert-kind/v1beta3":                             checkWarn,
+		})
+	})
 
 	// What docs/notifications.md has users do: events to
 	// notification-controller, and the Alert CRD patched to take Terraform.
@@ -145,6 +200,16 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("passed", func(t *testing.T) { check(t, "passed", "check") })
+	t.Run("passed json", func(t *testing.T) {
+		got := checked(t, "passed-json", ExitOK, "check", "-o", "json")
+		for name, status := range got {
+			if status == checkFail {
+				t.Errorf("check %s failed", name)
+			}
+		}
+		want(t, got, map[string]string{"runner-serviceaccount/team-b/tf-runner": checkOK, "events-addr": checkOK, "alert-kind/v1beta3": checkOK})
+	})
+	t.Run("bad output", func(t *testing.T) { check(t, "bad-output", "check", "-o", "table") })
 	t.Run("args", func(t *testing.T) {
 		if r := run(t, "", "--kubeconfig", kc, "check", "extra"); r.err == nil || !strings.Contains(r.err.Error(), "unknown command") && !strings.Contains(r.err.Error(), "accepts 0 arg") {
 			t.Errorf("check extra: %v", r.err)

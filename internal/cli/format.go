@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -165,15 +166,22 @@ func printObject(w io.Writer, format string, obj k8sruntime.Object) error {
 	return (&printers.OmitManagedFieldsPrinter{Delegate: p}).PrintObj(obj, w)
 }
 
-// printData prints plain data as JSON or YAML.
+// printData prints plain data as JSON or YAML. JSON keeps <, > and & as
+// they are (">=1.29.0", not "\u003e=1.29.0"): it is read, not embedded in
+// HTML.
 func printData(w io.Writer, format string, v any) error {
-	data, err := json.MarshalIndent(v, "", "    ")
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "    ")
+	if err := enc.Encode(v); err != nil {
 		return err
 	}
+	data := buf.Bytes()
+	var err error
 	switch format {
 	case "json":
-		_, err = fmt.Fprintf(w, "%s\n", data)
+		_, err = w.Write(data)
 	case "yaml":
 		if data, err = yaml.JSONToYAML(data); err == nil {
 			_, err = w.Write(data)
