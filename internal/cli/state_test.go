@@ -15,12 +15,10 @@ import (
 	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/statehistory"
 	"github.com/landform-dev/landform/internal/statelock"
-	"github.com/landform-dev/landform/internal/tfstate"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
-func stateAt(serial int) map[string][]byte {
-	return map[string][]byte{tfstate.DataKey: tfstate.Compress([]byte(fmt.Sprintf(`{"version":4,"serial":%d,"lineage":"lin","outputs":{},"resources":[]}`, serial)))}
-}
+func stateAt(serial int) map[string][]byte { return testenv.StateData("lin", serial) }
 
 // Three applies kept three versions: `state history` lists their serials,
 // `state restore` is refused while a run holds the lock and then brings

@@ -13,13 +13,11 @@ import (
 
 	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/statelock"
+	"github.com/landform-dev/landform/internal/testenv"
 	"github.com/landform-dev/landform/internal/tfstate"
 )
 
-func stateData(serial int) map[string][]byte {
-	raw := fmt.Sprintf(`{"version":4,"serial":%d,"lineage":"lin-1","outputs":{},"resources":[]}`, serial)
-	return map[string][]byte{tfstate.DataKey: tfstate.Compress([]byte(raw))}
-}
+func stateData(serial int) map[string][]byte { return testenv.StateData("lin-1", serial) }
 
 // Three applies keep three versions (the oldest beyond the limit goes), an
 // unchanged state is not kept twice, restore brings the chosen one back
@@ -36,7 +34,13 @@ func TestKeepListRestore(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(v).To(BeNil(), "no state yet: nothing kept")
 
-	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: state.ObjectMeta, Data: stateData(1)})).To(Succeed())
+	// The state a new workspace starts with holds nothing worth keeping.
+	empty := `{"version":4,"serial":0,"lineage":"lin-1","outputs":{},"resources":[]}`
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: state.ObjectMeta, Data: map[string][]byte{tfstate.DataKey: tfstate.Compress([]byte(empty))}})).To(Succeed())
+	v, err = store.Keep(ctx, obj, "apply", "main@sha1:0")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(v).To(BeNil(), "an empty state is not kept")
+
 	for serial := 1; serial <= 4; serial++ {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(state), state)).To(Succeed())
 		state.Data = stateData(serial)
