@@ -209,7 +209,7 @@ func run(o options) error {
 		return err
 	}
 	defer b.art.Close()
-	b.tr.start(ctx, b.c)
+	b.tr.start(ctx, b.c, "")
 
 	for _, ns := range []string{"bench-raw", "bench-one", "bench-cloud", "bench-scale"} {
 		if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -637,6 +637,12 @@ func scaleKeys(n int) []string {
 // server, not the harness, should set the pace at 1000 objects) and
 // returns when each create was sent.
 func (b *bench) createAll(ctx context.Context, keys []string) (map[string]time.Time, error) {
+	return createAll(ctx, keys, b.createTerraform)
+}
+
+// createAll calls create for each of keys ("namespace/name") from a few
+// goroutines and returns when each call was made.
+func createAll(ctx context.Context, keys []string, create func(ctx context.Context, ns, name string) error) (map[string]time.Time, error) {
 	const workers = 8
 	var mu sync.Mutex
 	created := map[string]time.Time{}
@@ -650,7 +656,7 @@ func (b *bench) createAll(ctx context.Context, keys []string) (map[string]time.T
 			for key := range next {
 				ns, name, _ := strings.Cut(key, "/")
 				at := time.Now()
-				if err := b.createTerraform(ctx, ns, name); err != nil {
+				if err := create(ctx, ns, name); err != nil {
 					errs <- fmt.Errorf("creating %s: %w", key, err)
 					return
 				}
@@ -683,6 +689,12 @@ func waitTimeout(n int) time.Duration { return 5*time.Minute + time.Duration(n)*
 
 // waitAll waits for keys at revision, logging progress every 30 seconds.
 func (b *bench) waitAll(ctx context.Context, keys []string, rev, what string) (map[string]time.Time, error) {
+	return waitAll(ctx, b.tr, keys, rev, what)
+}
+
+// waitAll waits until tr has seen every one of keys done at revision,
+// logging progress every 30 seconds.
+func waitAll(ctx context.Context, tr *tracker, keys []string, rev, what string) (map[string]time.Time, error) {
 	wctx, cancel := context.WithTimeout(ctx, waitTimeout(len(keys)))
 	defer cancel()
 	go func() {
@@ -693,11 +705,11 @@ func (b *bench) waitAll(ctx context.Context, keys []string, rev, what string) (m
 			case <-wctx.Done():
 				return
 			case <-t.C:
-				log("%d of %d objects %s", b.tr.count(keys, rev), len(keys), what)
+				log("%d of %d objects %s", tr.count(keys, rev), len(keys), what)
 			}
 		}
 	}()
-	return b.tr.wait(wctx, keys, rev)
+	return tr.wait(wctx, keys, rev)
 }
 
 // newRevision publishes a new artifact for the scale GitRepository and
@@ -890,7 +902,14 @@ type controller struct {
 // runnerStarts reads the controller's landform_runner_start_seconds
 // histogram for local runners: the sum of the start times and their count.
 func (c *controller) runnerStarts() (sum, count float64, err error) {
-	resp, err := http.Get(c.MetricsURL)
+	return runnerStarts(c.MetricsURL, "local")
+}
+
+// runnerStarts reads the landform_runner_start_seconds histogram of the
+// controller serving metrics at url, for runners of placement (local or
+// pod): the sum of the start times and their count.
+func runnerStarts(url, placement string) (sum, count float64, err error) {
+	resp, err := http.Get(url)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -905,7 +924,7 @@ func (c *controller) runnerStarts() (sum, count float64, err error) {
 			return 0, 0, fmt.Errorf("controller %w", err)
 		}
 		for _, s := range samples {
-			if s.labels["placement"] == "local" {
+			if s.labels["placement"] == placement {
 				*into = s.value
 			}
 		}

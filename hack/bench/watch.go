@@ -50,17 +50,27 @@ func newTracker() *tracker {
 	}
 }
 
-// start watches Terraform objects and Secrets in every namespace until ctx
-// ends, re-watching from the last resource version when a watch closes.
-func (t *tracker) start(ctx context.Context, c client.WithWatch) {
-	go t.follow(ctx, c, &infrav1.TerraformList{}, func(o client.Object) { t.terraform(o.(*infrav1.Terraform)) })
-	go t.follow(ctx, c, &corev1.SecretList{}, func(o client.Object) { t.secret(o.(*corev1.Secret)) })
+// start watches Terraform objects and Secrets in namespace ns (every
+// namespace for "") until ctx ends.
+func (t *tracker) start(ctx context.Context, c client.WithWatch, ns string) {
+	go watchAll(ctx, c, &infrav1.TerraformList{}, ns, func(typ watch.EventType, o client.Object) {
+		if typ == watch.Added || typ == watch.Modified {
+			t.terraform(o.(*infrav1.Terraform))
+		}
+	})
+	go watchAll(ctx, c, &corev1.SecretList{}, ns, func(typ watch.EventType, o client.Object) {
+		if typ == watch.Added || typ == watch.Modified {
+			t.secret(o.(*corev1.Secret))
+		}
+	})
 }
 
-func (t *tracker) follow(ctx context.Context, c client.WithWatch, list client.ObjectList, handle func(client.Object)) {
+// watchAll watches list's kind in ns ("" for all) until ctx ends,
+// re-watching from the last resource version when a watch closes.
+func watchAll(ctx context.Context, c client.WithWatch, list client.ObjectList, ns string, handle func(watch.EventType, client.Object)) {
 	rv := ""
 	for ctx.Err() == nil {
-		w, err := c.Watch(ctx, list, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
+		w, err := c.Watch(ctx, list, &client.ListOptions{Namespace: ns, Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
 		if err != nil {
 			rv = "" // expired: start again from a fresh list
 			time.Sleep(100 * time.Millisecond)
@@ -76,8 +86,8 @@ func (t *tracker) follow(ctx context.Context, c client.WithWatch, list client.Ob
 				continue
 			}
 			rv = o.GetResourceVersion()
-			if ev.Type == watch.Added || ev.Type == watch.Modified {
-				handle(o)
+			if ev.Type != watch.Bookmark {
+				handle(ev.Type, o)
 			}
 		}
 		w.Stop()
