@@ -14,7 +14,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/landform-dev/landform/internal/version.Version=$(VERSION)
 
 .PHONY: dev all tools generate chart-sync generate-check build vet test test-unit test-integration bench demo e2e e2e-kind clean \
-	cluster-tools cluster-up cluster-down images e2e-cluster demo-cluster
+	cluster-tools cluster-up cluster-down images e2e-cluster demo-cluster bench-cluster
 
 all: build
 
@@ -139,6 +139,16 @@ e2e-cluster:
 	hack/cluster-deps.sh
 	hack/tools.sh tofu_static terraform_static helm flux_crds
 	E2E_FLAGS='$(E2E_FLAGS)' VERSION=$(VERSION) e2e/cluster/e2e.sh
+
+## bench-cluster: hack/bench on the cluster of `make cluster-up` with the chart's controller and runner
+## Pods: one object beside the raw engine in a Pod of the runner image (9 samples), where its time goes,
+## the CPU of the controller, the Pods, the kubelet, containerd, kube-apiserver and etcd; writes
+## docs/benchmarks-cluster.json and renders docs/benchmarks.md.
+## Builds the images and rolls the controller out as e2e-cluster does (BENCH_CLUSTER_IMAGES=0: as installed).
+bench-cluster:
+	hack/cluster-deps.sh
+	hack/tools.sh tofu_static terraform_static helm flux_crds
+	VERSION=$(VERSION) e2e/cluster/bench.sh
 
 clean:
 	rm -rf bin

@@ -92,6 +92,15 @@ func main() {
 	flag.StringVar(&o.providerMirror, "provider-mirror", "", "read-only provider filesystem mirror holding the landform provider (default bin/providers, of make tools)")
 	flag.StringVar(&o.revision, "revision", "", "what was measured, for the report (default: git describe --always --dirty)")
 	flag.StringVar(&o.keep, "keep", "", "keep the work directory (logs, controller work dir) here instead of removing it")
+	cluster := flag.Bool("cluster", false, "measure runner Pods on the single-node cluster of `make cluster-up` with Landform installed by its chart "+
+		"(`make bench-cluster`): writes <-out-json without .json>-cluster.json and renders -out-md")
+	co := clusterOptions{}
+	flag.StringVar(&co.dir, "cluster-dir", envOr("LANDFORM_CLUSTER_DIR", "/var/lib/landform-cluster"), "the cluster's state: PID files, admin.kubeconfig, platform.env (LANDFORM_CLUSTER_DIR)")
+	flag.StringVar(&co.ns, "cluster-namespace", "bench-cluster", "the runner namespace the cluster bench uses, of its own: it deletes its objects")
+	flag.StringVar(&co.controllerNS, "cluster-controller-namespace", "landform-system", "the chart's release namespace")
+	flag.StringVar(&co.containerd, "cluster-containerd", "/run/landform-cluster/containerd/containerd.sock", "the cluster's containerd socket, which names its shims")
+	flag.StringVar(&co.cgroupRoot, "cgroup-root", "/sys/fs/cgroup", "where the cgroup hierarchies are mounted")
+	flag.DurationVar(&co.idle, "cluster-idle", 10*time.Second, "the idle window measured before the cluster's samples")
 	renderFrom := flag.String("render", "", "only render this default run's JSON report (and its scale runs beside it) again as -out-md, "+
 		"after applying -notes to them (after a change to the report's text or the notes)")
 	flag.Parse()
@@ -102,10 +111,24 @@ func main() {
 		}
 		return
 	}
+	if *cluster {
+		if err := runCluster(o, co); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
 }
 
 func envInt(key string, def int) int {
@@ -353,7 +376,19 @@ func render(main, md, notesPath string, rewrite bool) error {
 	for _, s := range runs {
 		s.applyNotes(notes)
 	}
+	cluster, err := readClusterReport(main)
+	if err != nil {
+		return err
+	}
+	if cluster != nil {
+		cluster.applyNotes(notes)
+	}
 	if rewrite {
+		if cluster != nil {
+			if err := writeClusterReport(cluster, clusterReportPath(main)); err != nil {
+				return err
+			}
+		}
 		for i, s := range append([]*Report{r}, runs...) {
 			path := main
 			if i > 0 {
@@ -365,13 +400,13 @@ func render(main, md, notesPath string, rewrite bool) error {
 		}
 	}
 	var mb bytes.Buffer
-	if err := r.writeMarkdown(&mb, runs...); err != nil {
+	if err := r.writeMarkdownWith(&mb, cluster, runs...); err != nil {
 		return err
 	}
 	if err := os.WriteFile(md, mb.Bytes(), 0o644); err != nil {
 		return err
 	}
-	log("wrote %s from %s and %d scale runs", md, main, len(runs))
+	log("wrote %s from %s, %d scale runs and %d cluster runs", md, main, len(runs), map[bool]int{true: 1}[cluster != nil])
 	return nil
 }
 

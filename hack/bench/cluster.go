@@ -1,0 +1,808 @@
+package main
+
+// `make bench-cluster`: the bench on the real single-node cluster of `make
+// cluster-up`, with Landform installed by its chart (runner Pods), beside
+// the raw engine in a Pod of the same runner image on the same node. See
+// docs/benchmarks.md's section on it for the method; the report is
+// cluster_report.go.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/devenv/gitserver"
+	"github.com/landform-dev/landform/internal/testenv"
+)
+
+// clusterOptions are the flags of the cluster mode.
+type clusterOptions struct {
+	// dir is the cluster's state (e2e/cluster/lib.sh's dir): PID files,
+	// the admin kubeconfig, platform.env.
+	dir          string
+	ns           string
+	controllerNS string
+	// containerd is the cluster's containerd socket, which names its shims.
+	containerd string
+	cgroupRoot string
+	// idle is the window measured before the samples, with nothing to do.
+	idle time.Duration
+}
+
+// The raw engine's Pod: the runner image's shell runs tofu on the module
+// from a ConfigMap, printing a marker line after each step; containerd
+// timestamps each line of the log. The engine's output is shown only when
+// it fails.
+const (
+	rawModuleConfigMap = "bench-raw-module"
+	rawContainer       = "engine"
+	rawSampleLabel     = "bench.landform.dev/raw"
+	rawScript          = `set -e
+echo start
+cp /module/main.tf /work/
+cd /work
+tofu init -input=false -no-color >/tmp/init.log 2>&1 || { cat /tmp/init.log; exit 1; }
+echo init-done
+tofu apply -auto-approve -input=false -no-color >/tmp/apply.log 2>&1 || { cat /tmp/apply.log; exit 1; }
+echo apply-done
+`
+	// The bench's GitRepository, and the git server's repository it
+	// clones.
+	benchRepo = "bench"
+)
+
+// clusterBench is the running cluster bench.
+type clusterBench struct {
+	o     options
+	co    clusterOptions
+	c     client.WithWatch
+	kube  *kubernetes.Clientset
+	tr    *tracker
+	tl    *timeline
+	shims *shimMeter
+	// tok makes this run's object names its own: no state of an earlier
+	// run can be found under them.
+	tok         string
+	rev         string // the GitRepository's artifact revision
+	hostPIDs    map[string]int
+	ctrl        clusterController
+	bestEffort  string // the BestEffort Pods' cgroup
+	runnerImage string
+}
+
+// clusterController is the chart's controller Pod, as measured.
+type clusterController struct {
+	pod        *corev1.Pod
+	cgroup     string
+	metricsURL string
+	args       []string
+	restarts   int32
+}
+
+func runCluster(o options, co clusterOptions) error {
+	if o.revision == "" {
+		out, _ := exec.Command("git", "describe", "--always", "--dirty").Output()
+		o.revision = "`" + strings.TrimSpace(string(out)) + "`"
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	kubeconfig := filepath.Join(co.dir, "admin.kubeconfig")
+	inst, err := testenv.ConnectInstallation(ctx, kubeconfig, co.controllerNS, co.ns, time.Minute, time.Second)
+	if err != nil {
+		return fmt.Errorf("%w (make bench-cluster installs Landform with runner namespace %s)", err, co.ns)
+	}
+	cb := &clusterBench{o: o, co: co, c: inst.Client, tr: newTracker(), tl: newTimeline(co.ns), hostPIDs: map[string]int{},
+		tok: strconv.FormatInt(time.Now().Unix()%(36*36*36*36), 36)}
+	if cb.kube, err = kubernetes.NewForConfig(inst.Config); err != nil {
+		return err
+	}
+	for _, name := range hostComponents {
+		if cb.hostPIDs[name], err = pidOf(filepath.Join(co.dir, "pids"), name); err != nil {
+			return err
+		}
+	}
+	if cb.bestEffort, err = bestEffortCgroup(co.cgroupRoot); err != nil {
+		return err
+	}
+	if err := cb.findController(ctx); err != nil {
+		return err
+	}
+	r := &ClusterReport{Date: time.Now().UTC().Format(time.RFC3339), Revision: o.revision,
+		Config: ClusterConfig{Samples: o.samples, Namespace: co.ns, IdleWindowSeconds: co.idle.Seconds()}}
+	r.Machine.CPUModel, r.Machine.MemoryGiB = cpuInfo()
+	r.Machine.Cores = runtime.NumCPU()
+	r.Machine.Kernel = readTrim("/proc/sys/kernel/osrelease")
+	r.Machine.Go = runtime.Version()
+	r.Machine.LoadStart = loadAvg()
+	if tofu, err := testenv.Tool("tofu-static", ""); err == nil {
+		version := exec.Command(tofu, "version")
+		version.Env = append(cleanEnv(), "CHECKPOINT_DISABLE=1")
+		ver, _ := version.Output()
+		r.Machine.Engine, _, _ = strings.Cut(string(ver), "\n")
+		r.Machine.Engine += " (`bin/tofu-static`, the runner image's)"
+	}
+	if err := cb.describe(ctx, &r.Cluster); err != nil {
+		return err
+	}
+
+	cb.shims = newShimMeter(co.containerd)
+	cb.shims.start()
+	defer cb.shims.stop()
+	cb.tr.start(ctx, cb.c, co.ns)
+	cb.tl.start(ctx, cb.c)
+
+	log("cleaning up what an earlier run left in %s", co.ns)
+	if err := cb.cleanup(ctx); err != nil {
+		return err
+	}
+	if err := cb.prepare(ctx); err != nil {
+		return err
+	}
+	if err := cb.idle(ctx, &r.Idle); err != nil {
+		return fmt.Errorf("idle: %w", err)
+	}
+	if err := cb.one(ctx, &r.One); err != nil {
+		return fmt.Errorf("one object: %w", err)
+	}
+	if err := cb.cleanup(ctx); err != nil {
+		return err
+	}
+	if err := cb.checkController(ctx); err != nil {
+		return err
+	}
+	r.Machine.LoadEnd = loadAvg()
+	r.Targets = r.targets()
+	notes, err := readNotes(o.notes)
+	if err != nil {
+		return err
+	}
+	r.applyNotes(notes)
+	path := clusterReportPath(o.outJSON)
+	if err := writeClusterReport(r, path); err != nil {
+		return err
+	}
+	log("wrote %s", path)
+	return render(o.outJSON, o.outMD, o.notes, false)
+}
+
+// clusterReportPath is where the cluster run is kept beside the default
+// run's report main: docs/benchmarks-cluster.json.
+func clusterReportPath(main string) string {
+	return strings.TrimSuffix(main, ".json") + "-cluster.json"
+}
+
+// findController finds the chart's controller Pod, its container's
+// cgroup, its metrics address and its flags.
+func (cb *clusterBench) findController(ctx context.Context) error {
+	var dep appsv1.Deployment
+	if err := cb.c.Get(ctx, client.ObjectKey{Namespace: cb.co.controllerNS, Name: "landform-controller"}, &dep); err != nil {
+		return fmt.Errorf("the chart's controller Deployment: %w", err)
+	}
+	var pods corev1.PodList
+	if err := cb.c.List(ctx, &pods, client.InNamespace(cb.co.controllerNS), client.MatchingLabels(dep.Spec.Selector.MatchLabels)); err != nil {
+		return err
+	}
+	var pod *corev1.Pod
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
+			if pod != nil {
+				return fmt.Errorf("more than one controller Pod runs in %s (a rollout?): measure one", cb.co.controllerNS)
+			}
+			pod = p
+		}
+	}
+	if pod == nil {
+		return fmt.Errorf("no controller Pod runs in %s", cb.co.controllerNS)
+	}
+	var ctr *corev1.Container
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == "manager" {
+			ctr = &pod.Spec.Containers[i]
+		}
+	}
+	if ctr == nil || len(pod.Status.ContainerStatuses) == 0 {
+		return fmt.Errorf("controller Pod %s has no manager container running", pod.Name)
+	}
+	var status corev1.ContainerStatus
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == ctr.Name {
+			status = cs
+		}
+	}
+	args := controllerFlags(ctr.Args)
+	if args["runner"] != "pod" {
+		return fmt.Errorf("the controller runs --runner=%q: the cluster bench measures runner Pods", args["runner"])
+	}
+	if args["runner-image"] == "" {
+		return fmt.Errorf("the controller has no --runner-image")
+	}
+	port := strings.TrimPrefix(args["metrics-addr"], ":")
+	if port == "" || strings.Contains(port, ":") {
+		return fmt.Errorf("the controller's --metrics-addr=%q is not :<port>", args["metrics-addr"])
+	}
+	cgroup, err := containerCgroup(cb.co.cgroupRoot, string(pod.UID), status.ContainerID)
+	if err != nil {
+		return err
+	}
+	cb.ctrl = clusterController{pod: pod, cgroup: cgroup, metricsURL: "http://" + pod.Status.PodIP + ":" + port + "/metrics",
+		args: ctr.Args, restarts: status.RestartCount}
+	cb.runnerImage = args["runner-image"]
+	if _, _, err := runnerStarts(cb.ctrl.metricsURL, "pod"); err != nil {
+		return fmt.Errorf("reading the controller's metrics at %s: %w", cb.ctrl.metricsURL, err)
+	}
+	return nil
+}
+
+// checkController fails when the controller measured was replaced or
+// restarted during the run: its figures would be of two processes.
+func (cb *clusterBench) checkController(ctx context.Context) error {
+	var pod corev1.Pod
+	if err := cb.c.Get(ctx, client.ObjectKeyFromObject(cb.ctrl.pod), &pod); err != nil {
+		return fmt.Errorf("the controller Pod measured, %s: %w", cb.ctrl.pod.Name, err)
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == "manager" && cs.RestartCount != cb.ctrl.restarts {
+			return fmt.Errorf("the controller restarted during the run (restart count %d, was %d)", cs.RestartCount, cb.ctrl.restarts)
+		}
+	}
+	return nil
+}
+
+// controllerFlags parses --name=value arguments (a bare --name is "true").
+func controllerFlags(args []string) map[string]string {
+	out := map[string]string{}
+	for _, a := range args {
+		name, ok := strings.CutPrefix(a, "--")
+		if !ok {
+			continue
+		}
+		k, v, hasValue := strings.Cut(name, "=")
+		if !hasValue {
+			v = "true"
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// describe fills in what was measured: the node, the images, the
+// controller's flags.
+func (cb *clusterBench) describe(ctx context.Context, s *ClusterSetup) error {
+	var nodes corev1.NodeList
+	if err := cb.c.List(ctx, &nodes); err != nil {
+		return err
+	}
+	if len(nodes.Items) != 1 {
+		return fmt.Errorf("want the one node of `make cluster-up`, found %d", len(nodes.Items))
+	}
+	n := nodes.Items[0]
+	s.Node, s.Kubelet, s.Runtime = n.Name, n.Status.NodeInfo.KubeletVersion, n.Status.NodeInfo.ContainerRuntimeVersion
+	for _, cs := range cb.ctrl.pod.Status.ContainerStatuses {
+		if cs.Name == "manager" {
+			s.ControllerImage = cs.Image + " (" + cs.ImageID + ")"
+		}
+	}
+	s.RunnerImage = cb.runnerImage
+	s.ControllerArgs = cb.ctrl.args
+	return nil
+}
+
+// prepare publishes the module: a repository of the platform's git
+// server that the real source-controller clones for GitRepository bench,
+// and the ConfigMap the raw engine's Pods read it from.
+func (cb *clusterBench) prepare(ctx context.Context) error {
+	env, err := readEnvFile(filepath.Join(cb.co.dir, "platform.env"))
+	if err != nil {
+		return fmt.Errorf("the platform's addresses (e2e/cluster/platform.sh writes them): %w", err)
+	}
+	gitRoot, gitURL := env["LANDFORM_CLUSTER_GIT_ROOT"], env["LANDFORM_CLUSTER_GIT_URL"]
+	if gitRoot == "" || gitURL == "" {
+		return fmt.Errorf("platform.env names no git server: run e2e/cluster/platform.sh")
+	}
+	repoName := "bench-" + cb.co.ns
+	dir, err := os.MkdirTemp("", "landform-bench-module-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(module), 0o644); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(filepath.Join(gitRoot, repoName+".git")); err != nil {
+		return err
+	}
+	if err := gitserver.Seed(gitRoot, repoName, dir); err != nil {
+		return err
+	}
+	repo := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: cb.co.ns, Name: benchRepo}}
+	if err := testenv.DeleteAndWait(ctx, cb.c, repo, time.Minute, 200*time.Millisecond); err != nil {
+		return err
+	}
+	repo.Spec = sourcev1.GitRepositorySpec{URL: gitURL + "/" + repoName + ".git", Interval: metav1.Duration{Duration: time.Hour},
+		Reference: &sourcev1.GitRepositoryRef{Branch: "main"}}
+	if err := cb.c.Create(ctx, repo); err != nil {
+		return err
+	}
+	if _, err := testenv.WaitFor(ctx, cb.c, repo, 2*time.Minute, 200*time.Millisecond, "GitRepository bench to have an artifact (source-controller)",
+		func(g *sourcev1.GitRepository) bool {
+			c := apimeta.FindStatusCondition(g.Status.Conditions, meta.ReadyCondition)
+			return g.Status.Artifact != nil && c != nil && c.Status == metav1.ConditionTrue
+		}); err != nil {
+		return err
+	}
+	if err := cb.c.Get(ctx, client.ObjectKeyFromObject(repo), repo); err != nil {
+		return err
+	}
+	cb.rev = repo.Status.Artifact.Revision
+
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cb.co.ns, Name: rawModuleConfigMap}}
+	if err := cb.c.Delete(ctx, cm); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	cm.Data = map[string]string{"main.tf": module}
+	return cb.c.Create(ctx, cm)
+}
+
+// readEnvFile reads KEY=VALUE lines.
+func readEnvFile(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok && !strings.HasPrefix(k, "#") {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// cleanup deletes the bench's Terraform objects (deletionPolicy Orphan:
+// nothing to destroy) and what they leave (their state, outputs, plans,
+// logs, state identities, locks) and raw engine Pods, and waits until the
+// namespace has no Pod.
+func (cb *clusterBench) cleanup(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	var tfs infrav1.TerraformList
+	if err := cb.c.List(ctx, &tfs, client.InNamespace(cb.co.ns)); err != nil {
+		return err
+	}
+	for i := range tfs.Items {
+		tf := &tfs.Items[i]
+		if tf.Spec.DeletionPolicy != infrav1.DeletionPolicyOrphan {
+			// Not the bench's (or an old one): destroying its resources
+			// is someone's decision, not the bench's.
+			return fmt.Errorf("namespace %s holds Terraform %s, which the bench did not create: use a namespace of the bench's own", cb.co.ns, tf.Name)
+		}
+		if err := cb.c.Delete(ctx, tf); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	if err := testenv.Poll(ctx, 5*time.Minute, 200*time.Millisecond, "the bench's Terraform objects to go", func() (bool, string, error) {
+		var left infrav1.TerraformList
+		if err := cb.c.List(ctx, &left, client.InNamespace(cb.co.ns)); err != nil {
+			return false, "", err
+		}
+		return len(left.Items) == 0, fmt.Sprintf("%d left", len(left.Items)), nil
+	}); err != nil {
+		return err
+	}
+	ns := client.InNamespace(cb.co.ns)
+	owned := client.HasLabels{infrav1.OwnerNameLabel}
+	state := client.MatchingLabels{"tfstate": "true"}
+	for _, del := range []struct {
+		obj  client.Object
+		opts []client.DeleteAllOfOption
+	}{
+		{&corev1.Pod{}, []client.DeleteAllOfOption{ns, client.HasLabels{rawSampleLabel}}},
+		{&corev1.Secret{}, []client.DeleteAllOfOption{ns, owned}},
+		{&corev1.Secret{}, []client.DeleteAllOfOption{ns, state}},
+		{&coordinationv1.Lease{}, []client.DeleteAllOfOption{ns, state}},
+		{&corev1.ServiceAccount{}, []client.DeleteAllOfOption{ns, owned}},
+		{&rbacv1.Role{}, []client.DeleteAllOfOption{ns, owned}},
+		{&rbacv1.RoleBinding{}, []client.DeleteAllOfOption{ns, owned}},
+	} {
+		if err := cb.c.DeleteAllOf(ctx, del.obj, del.opts...); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting the bench's %T: %w", del.obj, err)
+		}
+	}
+	return cb.tl.waitNoPods(ctx)
+}
+
+// settle waits until the namespace has no Pod (the last sample's is torn
+// down), then a second, so that samples do not overlap.
+func (cb *clusterBench) settle(ctx context.Context) error {
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := cb.tl.waitNoPods(wctx); err != nil {
+		return err
+	}
+	time.Sleep(time.Second)
+	return nil
+}
+
+// clusterSnap is the counters at one moment.
+type clusterSnap struct {
+	at            time.Time
+	cpu           ClusterCPU
+	busy, harness float64
+	writes        map[string]int
+}
+
+// snap reads the counters. The API server's metrics, whose reading costs
+// the API server CPU, are read before the CPU counters at the start of a
+// window (first) and after them at its end, so that their cost falls
+// outside it.
+func (cb *clusterBench) snap(ctx context.Context, first bool) (clusterSnap, error) {
+	var s clusterSnap
+	readWrites := func() error {
+		raw, err := cb.kube.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+		if err != nil {
+			return fmt.Errorf("reading the API server's metrics: %w", err)
+		}
+		s.writes = apiWrites(string(raw))
+		return nil
+	}
+	if first {
+		if err := readWrites(); err != nil {
+			return s, err
+		}
+	}
+	s.at = time.Now()
+	var err error
+	if s.cpu.Controller, err = cgroupUsage(cb.ctrl.cgroup); err != nil {
+		return s, fmt.Errorf("the controller's cgroup (was its Pod replaced?): %w", err)
+	}
+	if s.cpu.Pods, err = cgroupUsage(cb.bestEffort); err != nil {
+		return s, err
+	}
+	for name, pid := range cb.hostPIDs {
+		p, err := readProcStat(pid)
+		if err != nil {
+			return s, fmt.Errorf("%s (pid %d) stopped during the run: %w", name, pid, err)
+		}
+		cpu := p.self + p.children
+		switch name {
+		case "kubelet":
+			s.cpu.Kubelet = cpu
+		case "containerd":
+			s.cpu.Containerd = cpu
+		case "kube-apiserver":
+			s.cpu.APIServer = cpu
+		case "etcd":
+			s.cpu.Etcd = cpu
+		case "kube-scheduler":
+			s.cpu.Scheduler = cpu
+		case "kube-controller-manager":
+			s.cpu.ControllerManager = cpu
+		}
+	}
+	s.cpu.Shims = cb.shims.total()
+	s.busy = machineBusy()
+	if p, err := readProcStat(os.Getpid()); err == nil {
+		s.harness = p.self + p.children
+	}
+	if !first {
+		if err := readWrites(); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// window is what happened between two snapshots.
+type window struct {
+	seconds float64
+	cpu     ClusterCPU
+	busy    float64
+	harness float64
+	writes  map[string]int
+}
+
+// sub is what happened since before. The shims reap their containers'
+// processes, so that the CPU of the Pods that ended is in the shims'
+// reaped children too: less the Pods' cgroup, it is the shims' own and
+// the runc processes they ran. That holds for a window that every Pod
+// it measures starts and ends in, as each window here does.
+func (s clusterSnap) sub(before clusterSnap) window {
+	cpu := s.cpu.sub(before.cpu)
+	cpu.Shims = max(0, cpu.Shims-cpu.Pods)
+	return window{seconds: s.at.Sub(before.at).Seconds(), cpu: cpu, busy: s.busy - before.busy,
+		harness: s.harness - before.harness, writes: diff(before.writes, s.writes)}
+}
+
+// idle measures the cluster with nothing to do: the floor under every
+// other figure.
+func (cb *clusterBench) idle(ctx context.Context, i *ClusterIdle) error {
+	if err := cb.settle(ctx); err != nil {
+		return err
+	}
+	log("idle for %s", cb.co.idle)
+	before, err := cb.snap(ctx, true)
+	if err != nil {
+		return err
+	}
+	time.Sleep(cb.co.idle)
+	after, err := cb.snap(ctx, false)
+	if err != nil {
+		return err
+	}
+	w := after.sub(before)
+	i.WindowSeconds, i.CPU, i.APIWrites, i.APIWritesByRes = w.seconds, w.cpu, sum(w.writes), w.writes
+	i.Others = w.busy - w.cpu.Total() - w.harness
+	return nil
+}
+
+// one alternates the raw engine's Pod and one Landform object, samples
+// times.
+func (cb *clusterBench) one(ctx context.Context, o *ClusterOne) error {
+	o.LoadStart = loadAvg()
+	var rawCPU, lfCPU []ClusterCPU
+	var rawWrites, lfWrites []float64
+	var rawTimes, lfTimes []sampleTimes
+	for i := 0; i < cb.o.samples; i++ {
+		if err := cb.settle(ctx); err != nil {
+			return err
+		}
+		raw, err := cb.rawSample(ctx, fmt.Sprintf("raw-%s-%d", cb.tok, i))
+		if err != nil {
+			return err
+		}
+		rawTimes = append(rawTimes, raw.times)
+		rawCPU = append(rawCPU, raw.w.cpu)
+		rawWrites = append(rawWrites, float64(sum(raw.w.writes)))
+		o.RawSeconds = append(o.RawSeconds, raw.total)
+		o.RawEngineSeconds = append(o.RawEngineSeconds, raw.engineEnd)
+
+		if err := cb.settle(ctx); err != nil {
+			return err
+		}
+		lf, err := cb.landformSample(ctx, fmt.Sprintf("one-%s-%d", cb.tok, i))
+		if err != nil {
+			return err
+		}
+		lfTimes = append(lfTimes, lf.times)
+		lfCPU = append(lfCPU, lf.w.cpu)
+		lfWrites = append(lfWrites, float64(sum(lf.w.writes)))
+		o.LandformSeconds = append(o.LandformSeconds, lf.total)
+		o.RunnerStartSeconds = append(o.RunnerStartSeconds, lf.runnerStart)
+		log("one object, sample %d: raw Pod %.2fs (its engine done at %.2fs), Landform %.2fs", i, raw.total, raw.engineEnd, lf.total)
+	}
+	o.RawMedian, o.RawEngineMedian, o.LandformMedian = median(o.RawSeconds), median(o.RawEngineSeconds), median(o.LandformSeconds)
+	o.Ratio = ratio(o.LandformMedian, o.RawMedian)
+	o.ExtraSeconds = o.LandformMedian - o.RawMedian
+	o.ExtraOverEngineSeconds = o.LandformMedian - o.RawEngineMedian
+	o.RunnerStartMedian = median(o.RunnerStartSeconds)
+	o.RawPhases = phaseStats(rawPhases, rawTimes)
+	o.LandformPhases = phaseStats(landformPhases, lfTimes)
+	o.RawCPU, o.LandformCPU = medianCPU(rawCPU), medianCPU(lfCPU)
+	o.RawAPIWrites, o.LandformAPIWrites = median(rawWrites), median(lfWrites)
+	return nil
+}
+
+// measured is one sample: its total, its timeline and the counters
+// over it (from its create until its Pod is gone).
+type measured struct {
+	total     float64
+	engineEnd float64 // raw: create → the engine's last step done
+	// runnerStart is the controller's landform_runner_start_seconds of
+	// the sample's runner.
+	runnerStart float64
+	times       sampleTimes
+	w           window
+}
+
+// rawSample runs the raw engine in a Pod of the runner image: create →
+// Succeeded.
+func (cb *clusterBench) rawSample(ctx context.Context, name string) (measured, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	before, err := cb.snap(ctx, true)
+	if err != nil {
+		return measured{}, err
+	}
+	pod := cb.rawPod(name)
+	start := time.Now()
+	if err := cb.c.Create(ctx, pod); err != nil {
+		return measured{}, err
+	}
+	key := cb.co.ns + "/" + name
+	end, err := cb.tl.waitAny(ctx, key, msSucceeded, msFailed)
+	if err != nil {
+		return measured{}, err
+	}
+	out, err := cb.kube.CoreV1().Pods(cb.co.ns).GetLogs(name, &corev1.PodLogOptions{Container: rawContainer, Timestamps: true}).DoRaw(ctx)
+	if err != nil {
+		return measured{}, fmt.Errorf("the log of the raw engine's Pod %s: %w", name, err)
+	}
+	if end == msFailed {
+		return measured{}, fmt.Errorf("the raw engine's Pod %s failed:\n%s", name, out)
+	}
+	lines := logLineTimes(string(out))
+	if err := cb.c.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+		return measured{}, err
+	}
+	if _, err := cb.tl.waitAny(ctx, key, msPodGone); err != nil {
+		return measured{}, err
+	}
+	after, err := cb.snap(ctx, false)
+	if err != nil {
+		return measured{}, err
+	}
+	w := after.sub(before)
+	w.writes["pods"] -= 2 // the harness's create and delete
+	times := sampleTimes{start: start, at: map[string]time.Time{
+		"scheduled": cb.tl.get(key, msPodScheduled), "running": cb.tl.get(key, msRunning),
+		"init": lines["init-done"], "apply": lines["apply-done"],
+		"exited": cb.tl.get(key, msExited), "succeeded": cb.tl.get(key, msSucceeded),
+	}}
+	s := measured{total: times.at["succeeded"].Sub(start).Seconds(), times: times, w: w}
+	if t := lines["apply-done"]; !t.IsZero() {
+		s.engineEnd = t.Sub(start).Seconds()
+	}
+	return s, nil
+}
+
+// rawPod is the raw engine's Pod: the runner image on the node, the
+// runner Pod's security context, the module from a ConfigMap, provider-
+// less (terraform_data is built in), local state in an emptyDir.
+func (cb *clusterBench) rawPod(name string) *corev1.Pod {
+	uid := int64(65532)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cb.co.ns, Name: name, Labels: map[string]string{rawSampleLabel: "true"}},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                corev1.RestartPolicyNever,
+			AutomountServiceAccountToken: ptr.To(false),
+			EnableServiceLinks:           ptr.To(false),
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: &uid, RunAsGroup: &uid, FSGroup: &uid,
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []corev1.Container{{
+				Name:    rawContainer,
+				Image:   cb.runnerImage,
+				Command: []string{"/bin/sh", "-c", rawScript},
+				Env: []corev1.EnvVar{{Name: "CHECKPOINT_DISABLE", Value: "1"}, {Name: "TF_IN_AUTOMATION", Value: "1"},
+					{Name: "HOME", Value: "/tmp"}},
+				SecurityContext: &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true), AllowPrivilegeEscalation: ptr.To(false),
+					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "module", MountPath: "/module", ReadOnly: true},
+					{Name: "work", MountPath: "/work"}, {Name: "tmp", MountPath: "/tmp"}},
+			}},
+			Volumes: []corev1.Volume{
+				{Name: "module", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: rawModuleConfigMap}}}},
+				{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			},
+		},
+	}
+}
+
+// landformSample creates one Terraform object and waits until it is Ready
+// with its outputs, then until its runner Pod is gone.
+func (cb *clusterBench) landformSample(ctx context.Context, name string) (measured, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	key := cb.co.ns + "/" + name
+	sum0, count0, err := runnerStarts(cb.ctrl.metricsURL, "pod")
+	if err != nil {
+		return measured{}, err
+	}
+	before, err := cb.snap(ctx, true)
+	if err != nil {
+		return measured{}, err
+	}
+	start := time.Now()
+	if err := cb.createTerraform(ctx, cb.co.ns, name); err != nil {
+		return measured{}, err
+	}
+	done, err := cb.tr.wait(ctx, []string{key}, cb.rev)
+	if err != nil {
+		return measured{}, fmt.Errorf("%s did not become Ready with its outputs: %w", name, err)
+	}
+	if _, err := cb.tl.waitAny(ctx, key, msPodGone); err != nil {
+		return measured{}, err
+	}
+	after, err := cb.snap(ctx, false)
+	if err != nil {
+		return measured{}, err
+	}
+	sum1, count1, err := runnerStarts(cb.ctrl.metricsURL, "pod")
+	if err != nil {
+		return measured{}, err
+	}
+	w := after.sub(before)
+	w.writes["terraforms"]-- // the harness's create
+	s := measured{total: done[key].Sub(start).Seconds(), w: w}
+	if n := count1 - count0; n > 0 {
+		s.runnerStart = (sum1 - sum0) / n
+	}
+	var initDone time.Time
+	if plan := cb.run(key, "plan", start); plan.id != "" {
+		since := metav1.NewTime(start.Add(-2 * time.Second))
+		out, err := cb.kube.CoreV1().Pods(cb.co.controllerNS).GetLogs(cb.ctrl.pod.Name, &corev1.PodLogOptions{Container: "manager", SinceTime: &since}).DoRaw(ctx)
+		if err != nil {
+			return measured{}, fmt.Errorf("the controller's log: %w", err)
+		}
+		_, initDone = runLogTimes(string(out), key, plan.id)
+	}
+	s.times = cb.landformTimes(key, start, done[key], initDone, s.runnerStart)
+	return s, nil
+}
+
+// run is the first run of action recorded on object key since start.
+func (cb *clusterBench) run(key, action string, start time.Time) runSeen {
+	for _, r := range cb.tr.runsSince(start) {
+		if r.key == key && r.action == action {
+			return r
+		}
+	}
+	return runSeen{}
+}
+
+// landformTimes is object key's timeline from its create (start) to done,
+// from the watches; initDone and runnerStart (the controller's
+// landform_runner_start_seconds) when known.
+func (cb *clusterBench) landformTimes(key string, start, done, initDone time.Time, runnerStart float64) sampleTimes {
+	plan, apply := cb.run(key, "plan", start), cb.run(key, "apply", start)
+	var answered time.Time
+	if !plan.at.IsZero() && runnerStart > 0 {
+		answered = plan.at.Add(time.Duration(runnerStart * float64(time.Second)))
+	}
+	return sampleTimes{start: start, at: map[string]time.Time{
+		"recorded": plan.at, "pod": cb.tl.get(key, msPodCreated), "scheduled": cb.tl.get(key, msPodScheduled),
+		"running": cb.tl.get(key, msRunning), "answering": answered, "init": initDone,
+		"planned":       cb.tl.get(key, eventMilestone(infrav1.PlannedWithChangesReason)),
+		"applyRecorded": apply.at,
+		"applied":       cb.tl.get(key, eventMilestone(infrav1.AppliedReason)),
+		"outputs":       cb.tl.get(key, eventMilestone(infrav1.OutputsWrittenReason)),
+		"ready":         done,
+	}}
+}
+
+// createTerraform creates a bench object: auto-approved, outputs to a
+// Secret, checked hourly, and deletionPolicy Orphan so that cleaning up
+// runs nothing.
+func (cb *clusterBench) createTerraform(ctx context.Context, ns, name string) error {
+	return cb.c.Create(ctx, &infrav1.Terraform{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: infrav1.TerraformSpec{
+			SourceRef:            infrav1.SourceReference{Kind: sourcev1.GitRepositoryKind, Name: benchRepo},
+			Path:                 "./",
+			Interval:             metav1.Duration{Duration: interval},
+			ApprovePlan:          infrav1.ApprovePlanAuto,
+			DeletionPolicy:       infrav1.DeletionPolicyOrphan,
+			WriteOutputsToSecret: &infrav1.WriteOutputsToSecretSpec{Name: name + "-outputs"},
+		},
+	})
+}
+
+// writeClusterReport writes r as indented JSON to path.
+func writeClusterReport(r *ClusterReport, path string) error {
+	var b strings.Builder
+	if err := r.writeJSON(&b); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
