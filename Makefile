@@ -140,15 +140,16 @@ e2e-cluster:
 	hack/tools.sh tofu_static terraform_static helm flux_crds
 	E2E_FLAGS='$(E2E_FLAGS)' VERSION=$(VERSION) e2e/cluster/e2e.sh
 
+BENCH_CLUSTER_N ?= 50
 ## bench-cluster: hack/bench on the cluster of `make cluster-up` with the chart's controller and runner
 ## Pods: one object beside the raw engine in a Pod of the runner image (9 samples), where its time goes,
-## the CPU of the controller, the Pods, the kubelet, containerd, kube-apiserver and etcd; writes
-## docs/benchmarks-cluster.json and renders docs/benchmarks.md.
+## BENCH_CLUSTER_N objects at once (default 50), the CPU of the controller, the Pods, the kubelet,
+## containerd, kube-apiserver and etcd; writes docs/benchmarks-cluster.json and renders docs/benchmarks.md.
 ## Builds the images and rolls the controller out as e2e-cluster does (BENCH_CLUSTER_IMAGES=0: as installed).
 bench-cluster:
 	hack/cluster-deps.sh
 	hack/tools.sh tofu_static terraform_static helm flux_crds
-	VERSION=$(VERSION) e2e/cluster/bench.sh
+	BENCH_CLUSTER_N=$(BENCH_CLUSTER_N) VERSION=$(VERSION) e2e/cluster/bench.sh
 
 clean:
 	rm -rf bin

@@ -8,6 +8,7 @@
 # docs/benchmarks.md. See docs/benchmarks.md's section on runner Pods.
 #
 # Environment:
+#   BENCH_CLUSTER_N          objects created at once (default 50; 0 skips them)
 #   BENCH_SAMPLES            samples of one object (default 9)
 #   BENCH_CLUSTER_NAMESPACE  the bench's runner namespace, of its own (default bench-cluster)
 #   BENCH_CLUSTER_IMAGES     0: measure the images and installation as they are (no build, no
@@ -47,6 +48,6 @@ if ! grep -qx "$ns" <<<"$namespaces" || [ "${BENCH_CLUSTER_IMAGES:-1}" != 0 ]; t
 	install_landform $(printf '%s\n' $namespaces "$ns" | sort -u)
 fi
 
-log "measuring (BENCH_SAMPLES=${BENCH_SAMPLES:-9})"
+log "measuring (BENCH_CLUSTER_N=${BENCH_CLUSTER_N:-50}, BENCH_SAMPLES=${BENCH_SAMPLES:-9})"
 # shellcheck disable=SC2086 # word splitting of the extra flags is intended
 go run ./hack/bench -cluster -cluster-dir "$dir" -cluster-namespace "$ns" -cluster-containerd "$containerd_sock" ${BENCH_FLAGS:-}

@@ -27,6 +27,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,6 +43,7 @@ type clusterOptions struct {
 	dir          string
 	ns           string
 	controllerNS string
+	n            int
 	// containerd is the cluster's containerd socket, which names its shims.
 	containerd string
 	cgroupRoot string
@@ -111,9 +113,17 @@ func runCluster(o options, co clusterOptions) error {
 	if err != nil {
 		return fmt.Errorf("%w (make bench-cluster installs Landform with runner namespace %s)", err, co.ns)
 	}
-	cb := &clusterBench{o: o, co: co, c: inst.Client, tr: newTracker(), tl: newTimeline(co.ns), hostPIDs: map[string]int{},
+	cb := &clusterBench{o: o, co: co, tr: newTracker(), tl: newTimeline(co.ns), hostPIDs: map[string]int{},
 		tok: strconv.FormatInt(time.Now().Unix()%(36*36*36*36), 36)}
-	if cb.kube, err = kubernetes.NewForConfig(inst.Config); err != nil {
+	// client-go's default of 5 requests a second would have the harness
+	// create 50 objects over 8 s: the API server sets the pace, as in
+	// `make bench`.
+	cfg := rest.CopyConfig(inst.Config)
+	cfg.QPS, cfg.Burst = 500, 1000
+	if cb.c, err = client.NewWithWatch(cfg, client.Options{Scheme: inst.Client.Scheme()}); err != nil {
+		return err
+	}
+	if cb.kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err
 	}
 	for _, name := range hostComponents {
@@ -128,7 +138,7 @@ func runCluster(o options, co clusterOptions) error {
 		return err
 	}
 	r := &ClusterReport{Date: time.Now().UTC().Format(time.RFC3339), Revision: o.revision,
-		Config: ClusterConfig{Samples: o.samples, Namespace: co.ns, IdleWindowSeconds: co.idle.Seconds()}}
+		Config: ClusterConfig{N: co.n, Samples: o.samples, Namespace: co.ns, IdleWindowSeconds: co.idle.Seconds()}}
 	r.Machine.CPUModel, r.Machine.MemoryGiB = cpuInfo()
 	r.Machine.Cores = runtime.NumCPU()
 	r.Machine.Kernel = readTrim("/proc/sys/kernel/osrelease")
@@ -166,6 +176,14 @@ func runCluster(o options, co clusterOptions) error {
 	}
 	if err := cb.cleanup(ctx); err != nil {
 		return err
+	}
+	if co.n > 0 {
+		if err := cb.scale(ctx, r); err != nil {
+			return fmt.Errorf("%d objects: %w", co.n, err)
+		}
+		if err := cb.cleanup(ctx); err != nil {
+			return err
+		}
 	}
 	if err := cb.checkController(ctx); err != nil {
 		return err
@@ -562,6 +580,7 @@ func (cb *clusterBench) one(ctx context.Context, o *ClusterOne) error {
 	o.LoadStart = loadAvg()
 	var rawCPU, lfCPU []ClusterCPU
 	var rawWrites, lfWrites []float64
+	rawByRes, lfByRes := map[string]int{}, map[string]int{}
 	var rawTimes, lfTimes []sampleTimes
 	for i := 0; i < cb.o.samples; i++ {
 		if err := cb.settle(ctx); err != nil {
@@ -574,6 +593,7 @@ func (cb *clusterBench) one(ctx context.Context, o *ClusterOne) error {
 		rawTimes = append(rawTimes, raw.times)
 		rawCPU = append(rawCPU, raw.w.cpu)
 		rawWrites = append(rawWrites, float64(sum(raw.w.writes)))
+		addTo(rawByRes, raw.w.writes)
 		o.RawSeconds = append(o.RawSeconds, raw.total)
 		o.RawEngineSeconds = append(o.RawEngineSeconds, raw.engineEnd)
 
@@ -587,6 +607,7 @@ func (cb *clusterBench) one(ctx context.Context, o *ClusterOne) error {
 		lfTimes = append(lfTimes, lf.times)
 		lfCPU = append(lfCPU, lf.w.cpu)
 		lfWrites = append(lfWrites, float64(sum(lf.w.writes)))
+		addTo(lfByRes, lf.w.writes)
 		o.LandformSeconds = append(o.LandformSeconds, lf.total)
 		o.RunnerStartSeconds = append(o.RunnerStartSeconds, lf.runnerStart)
 		log("one object, sample %d: raw Pod %.2fs (its engine done at %.2fs), Landform %.2fs", i, raw.total, raw.engineEnd, lf.total)
@@ -600,7 +621,17 @@ func (cb *clusterBench) one(ctx context.Context, o *ClusterOne) error {
 	o.LandformPhases = phaseStats(landformPhases, lfTimes)
 	o.RawCPU, o.LandformCPU = medianCPU(rawCPU), medianCPU(lfCPU)
 	o.RawAPIWrites, o.LandformAPIWrites = median(rawWrites), median(lfWrites)
+	o.RawAPIWritesByRes, o.LandformAPIWritesByRes = perObject(rawByRes, cb.o.samples), perObject(lfByRes, cb.o.samples)
 	return nil
+}
+
+// addTo adds m's counts into into, dropping zeros.
+func addTo(into, m map[string]int) {
+	for k, v := range m {
+		if v != 0 {
+			into[k] += v
+		}
+	}
 }
 
 // measured is one sample: its total, its timeline and the counters
@@ -796,6 +827,85 @@ func (cb *clusterBench) createTerraform(ctx context.Context, ns, name string) er
 			WriteOutputsToSecret: &infrav1.WriteOutputsToSecretSpec{Name: name + "-outputs"},
 		},
 	})
+}
+
+// scale creates N objects at once and waits until all are Ready, then
+// until their runner Pods are gone.
+func (cb *clusterBench) scale(ctx context.Context, r *ClusterReport) error {
+	n := cb.co.n
+	if err := cb.settle(ctx); err != nil {
+		return err
+	}
+	s := &r.Scale
+	s.N, s.LoadStart = n, loadAvg()
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%s/obj-%s-%04d", cb.co.ns, cb.tok, i)
+	}
+	created0, _, others0 := cb.tl.podCounts()
+	sum0, count0, err := runnerStarts(cb.ctrl.metricsURL, "pod")
+	if err != nil {
+		return err
+	}
+	before, err := cb.snap(ctx, true)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	created, err := createAll(ctx, keys, cb.createTerraform)
+	if err != nil {
+		return err
+	}
+	log("created %d objects in %.1fs", n, time.Since(start).Seconds())
+	done, err := waitAll(ctx, cb.tr, keys, cb.rev, "Ready")
+	if err != nil {
+		return fmt.Errorf("%d of %d objects Ready: %w", len(done), n, err)
+	}
+	lat, last := latencies(done, func(k string) time.Time { return created[k] })
+	var times []sampleTimes
+	for _, k := range keys {
+		times = append(times, cb.landformTimes(k, created[k], done[k], time.Time{}, 0))
+	}
+	s.Phases = phaseStats(scalePhases, times)
+	if err := cb.tl.waitNoPods(ctx); err != nil {
+		return err
+	}
+	after, err := cb.snap(ctx, false)
+	if err != nil {
+		return err
+	}
+	sum1, count1, err := runnerStarts(cb.ctrl.metricsURL, "pod")
+	if err != nil {
+		return err
+	}
+	w := after.sub(before)
+	w.writes["terraforms"] -= n // the harness's creates
+	created1, maxLive, others1 := cb.tl.podCounts()
+	s.AllReadySeconds = last.Sub(start).Seconds()
+	s.AllGoneSeconds = after.at.Sub(start).Seconds()
+	s.P50Seconds, s.P95Seconds, s.MaxSeconds = percentile(lat, 50), percentile(lat, 95), percentile(lat, 100)
+	s.CPU = w.cpu
+	s.CPUPerObject = w.cpu.Total() / float64(n)
+	s.CPUBound = w.cpu.Total() / float64(r.Machine.Cores)
+	s.RunnerPods, s.MaxPodsAtOnce, s.OtherPods = created1-created0, maxLive, others1-others0
+	if c := count1 - count0; c > 0 {
+		s.RunnerStartMeanSeconds = (sum1 - sum0) / c
+	}
+	runs := cb.tr.runsSince(start)
+	s.RunsStarted, s.RunsByAction = len(runs), map[string]int{}
+	for _, run := range runs {
+		s.RunsByAction[run.action]++
+	}
+	s.APIWritesByRes = w.writes
+	s.APIWrites = sum(w.writes)
+	s.APIWritesPerObject = float64(s.APIWrites) / float64(n)
+	s.MachineBusy = w.busy
+	s.Others = w.busy - w.cpu.Total() - w.harness
+	s.LoadEnd = loadAvg()
+	r.Machine.OthersCPUs = s.Others
+	log("%d objects: all Ready in %.1fs (p50 %.1fs, p95 %.1fs), runner Pods gone at %.1fs; %.1f CPU-s", n, s.AllReadySeconds, s.P50Seconds, s.P95Seconds,
+		s.AllGoneSeconds, w.cpu.Total())
+	return nil
 }
 
 // writeClusterReport writes r as indented JSON to path.

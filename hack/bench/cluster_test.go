@@ -272,7 +272,7 @@ func clusterSample() *ClusterReport {
 		Machine: Machine{CPUModel: "Test CPU", Cores: 2, MemoryGiB: 8, Engine: "OpenTofu v1.12.6", LoadStart: "1.00 1.00 1.00", LoadEnd: "2.00 1.00 1.00"},
 		Cluster: ClusterSetup{Node: "node", Kubelet: "v1.36.4", Runtime: "containerd://1.6.20", ControllerImage: "c", RunnerImage: "localhost/runner:e2e",
 			ControllerArgs: []string{"--runner=pod"}},
-		Config: ClusterConfig{Samples: 2, Namespace: "bench-cluster", IdleWindowSeconds: 10},
+		Config: ClusterConfig{N: 5, Samples: 2, Namespace: "bench-cluster", IdleWindowSeconds: 10},
 		Idle:   ClusterIdle{WindowSeconds: 10, CPU: ClusterCPU{APIServer: 0.2, Etcd: 0.1}},
 		One: ClusterOne{
 			RawSeconds: []float64{2.1, 2.0}, RawEngineSeconds: []float64{0.6, 0.6}, LandformSeconds: []float64{1.2, 1.3},
@@ -280,8 +280,17 @@ func clusterSample() *ClusterReport {
 			LandformPhases: phaseStats(landformPhases, nil), RawPhases: phaseStats(rawPhases, nil),
 			RunnerStartSeconds: []float64{0.7, 0.8}, RunnerStartMedian: 0.75,
 			RawCPU: ClusterCPU{Pods: 0.1}, LandformCPU: ClusterCPU{Pods: 0.3, Controller: 0.06},
+			RawAPIWritesByRes: map[string]float64{"pods": 2, "events": 5.5}, LandformAPIWritesByRes: map[string]float64{"secrets": 10},
 		},
+		Scale: ClusterScale{N: 5, AllReadySeconds: 4, RunnerPods: 5, MaxPodsAtOnce: 5, CPU: ClusterCPU{Pods: 2, APIServer: 1}, CPUPerObject: 0.6,
+			RunsByAction: map[string]int{"plan": 5, "apply": 5}, RunsStarted: 10, APIWritesByRes: map[string]int{"pods": 10}},
 	}
+	var many []sampleTimes
+	t0 := time.Unix(100, 0)
+	for i := 1; i <= 20; i++ {
+		many = append(many, sampleTimes{start: t0, at: map[string]time.Time{"recorded": t0.Add(time.Duration(i) * 100 * time.Millisecond)}})
+	}
+	r.Scale.Phases = phaseStats(scalePhases, many)
 	r.Targets = r.targets()
 	return r
 }
@@ -358,7 +367,14 @@ func TestRenderCluster(t *testing.T) {
 		"| Landform: create → Ready + outputs Secret | 1.25 s | 1.20, 1.30 |",
 		"| runner answering | the run recorded + the controller's `landform_runner_start_seconds` for the sample | 0.000 s |  |",
 		"| Pods (runner or raw engine) | 0.100 | 0.300 | 0.000 |",
+		"| runner Pods created / most at once (those being torn down included) | 5 / 5 |",
+		"| runs started | 10 (apply 5, plan 5) |",
+		"(5 runner Pods for 5 objects)",
 		"median 0.75 s (0.70, 0.80)",
+		"API writes by resource, per sample: raw engine's Pod events 5.5, pods 2; Landform object secrets 10.",
+		// 20 objects' phases: p95 and max, not every sample.
+		"| run recorded | the plan run recorded in the object's `status.run` (watch on the object) | 1.050 s | 1.905 s | 2.000 s |",
+		"| init | the engine's `successfully initialized`",
 	} {
 		if !strings.Contains(section, want) {
 			t.Errorf("the cluster section lacks %q:\n%s", want, section)
@@ -372,7 +388,7 @@ func TestRenderCluster(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &keys); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"machine", "cluster", "idle", "oneObject", "targets"} {
+	for _, k := range []string{"machine", "cluster", "idle", "oneObject", "scale", "targets"} {
 		if _, ok := keys[k]; !ok {
 			t.Errorf("the JSON report has no %q", k)
 		}

@@ -98,6 +98,7 @@ func main() {
 	flag.StringVar(&co.dir, "cluster-dir", envOr("LANDFORM_CLUSTER_DIR", "/var/lib/landform-cluster"), "the cluster's state: PID files, admin.kubeconfig, platform.env (LANDFORM_CLUSTER_DIR)")
 	flag.StringVar(&co.ns, "cluster-namespace", "bench-cluster", "the runner namespace the cluster bench uses, of its own: it deletes its objects")
 	flag.StringVar(&co.controllerNS, "cluster-controller-namespace", "landform-system", "the chart's release namespace")
+	flag.IntVar(&co.n, "cluster-n", envInt("BENCH_CLUSTER_N", 50), "objects created at once on the cluster (BENCH_CLUSTER_N)")
 	flag.StringVar(&co.containerd, "cluster-containerd", "/run/landform-cluster/containerd/containerd.sock", "the cluster's containerd socket, which names its shims")
 	flag.StringVar(&co.cgroupRoot, "cgroup-root", "/sys/fs/cgroup", "where the cgroup hierarchies are mounted")
 	flag.DurationVar(&co.idle, "cluster-idle", 10*time.Second, "the idle window measured before the cluster's samples")
