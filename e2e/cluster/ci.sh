@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # CI's real-cluster step (.ci/run, after `make test`): where this machine
 # can run a single-node cluster (root, containerd installable, iptables
-# usable, the ports free), runs `make cluster-up` and `make e2e-cluster`,
-# and `make cluster-down` at the end, pass or fail, then checks that
-# nothing is left: no process, mount, iptables chain, link or CNI config.
+# usable, the ports free), runs `make cluster-up`, `make e2e-cluster` and
+# a small `make bench-cluster`, and `make cluster-down` at the end, pass
+# or fail, then checks that nothing is left: no process, mount, iptables
+# chain, link or CNI config.
 # Elsewhere it prints why it skipped and exits 0.
 set -euo pipefail
 # shellcheck source=e2e/cluster/lib.sh
@@ -28,6 +29,16 @@ started=$(date +%s)
 rc=0
 make cluster-up || rc=$?
 [ "$rc" -ne 0 ] || make e2e-cluster || rc=$?
+# A small bench-cluster (about a minute: 3 samples, 5 objects) on the
+# images e2e-cluster installed: the harness works on a real cluster. No
+# figure is judged, and they go to a temporary directory, not docs/.
+if [ "$rc" -eq 0 ]; then
+	bench_out=$(mktemp -d)
+	cp docs/benchmarks.json "$bench_out/"
+	BENCH_CLUSTER_IMAGES=0 BENCH_CLUSTER_N=5 BENCH_SAMPLES=3 \
+		BENCH_FLAGS="-out-json $bench_out/benchmarks.json -out-md $bench_out/benchmarks.md" make bench-cluster || rc=$?
+	rm -rf "$bench_out"
+fi
 make cluster-down || rc=$?
 
 # What cluster-down must have left: nothing.
@@ -49,5 +60,5 @@ if [ ${#left[@]} -gt 0 ]; then
 	echo "e2e-cluster: cluster-down left: ${left[*]}" >&2
 	rc=1
 fi
-echo "e2e-cluster: cluster-up, e2e-cluster and cluster-down took $(($(date +%s) - started))s (exit $rc)" >&2
+echo "e2e-cluster: cluster-up, e2e-cluster, bench-cluster and cluster-down took $(($(date +%s) - started))s (exit $rc)" >&2
 exit "$rc"
