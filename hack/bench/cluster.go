@@ -322,6 +322,11 @@ func (cb *clusterBench) describe(ctx context.Context, s *ClusterSetup) error {
 		}
 	}
 	s.RunnerImage = cb.runnerImage
+	head, err := cb.kube.CoreV1().Pods(cb.ctrl.pod.Namespace).GetLogs(cb.ctrl.pod.Name, &corev1.PodLogOptions{Container: "manager", LimitBytes: ptr.To(int64(16 << 10))}).DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("the controller's log: %w", err)
+	}
+	s.ControllerVersion = startedVersion(string(head))
 	s.ControllerArgs = cb.ctrl.args
 	return nil
 }

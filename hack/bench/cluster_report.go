@@ -32,12 +32,14 @@ type ClusterReport struct {
 
 // ClusterSetup is what was measured.
 type ClusterSetup struct {
-	Node            string   `json:"node"`
-	Kubelet         string   `json:"kubeletVersion"`
-	Runtime         string   `json:"containerRuntime"`
-	ControllerImage string   `json:"controllerImage"`
-	RunnerImage     string   `json:"runnerImage"`
-	ControllerArgs  []string `json:"controllerArgs"`
+	Node            string `json:"node"`
+	Kubelet         string `json:"kubeletVersion"`
+	Runtime         string `json:"containerRuntime"`
+	ControllerImage string `json:"controllerImage"`
+	// ControllerVersion is the version the controller logged at its start.
+	ControllerVersion string   `json:"controllerVersion"`
+	RunnerImage       string   `json:"runnerImage"`
+	ControllerArgs    []string `json:"controllerArgs"`
 }
 
 // ClusterConfig is how the run was set up.
@@ -96,7 +98,7 @@ type ClusterOne struct {
 	// The API writes by resource, means per sample.
 	RawAPIWritesByRes      map[string]float64 `json:"rawAPIWritesPerPodByResource"`
 	LandformAPIWritesByRes map[string]float64 `json:"landformAPIWritesPerObjectByResource"`
-	LoadStart         string     `json:"loadAverageAtStart"`
+	LoadStart              string             `json:"loadAverageAtStart"`
 }
 
 // Phase is one stretch of a sample's timeline, named after the milestone
@@ -268,6 +270,21 @@ func runLogTimes(log, key, runID string) (first, initDone time.Time) {
 	return first, initDone
 }
 
+// startedVersion is the version in the controller's "starting
+// landform-controller" log line, or "".
+func startedVersion(log string) string {
+	for _, line := range strings.Split(log, "\n") {
+		var l struct {
+			Msg     string `json:"msg"`
+			Version string `json:"version"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "starting landform-controller" {
+			return l.Version
+		}
+	}
+	return ""
+}
+
 // logTime reads a zap "ts": an ISO 8601 string or seconds since the epoch.
 func logTime(raw json.RawMessage) (time.Time, bool) {
 	var s string
@@ -375,7 +392,7 @@ func (r *ClusterReport) writeMarkdown(p printer) {
 	p("| memory | %.1f GiB |\n", r.Machine.MemoryGiB)
 	p("| kernel | %s |\n", r.Machine.Kernel)
 	p("| node | %s: kubelet %s, %s |\n", r.Cluster.Node, r.Cluster.Kubelet, r.Cluster.Runtime)
-	p("| controller | `%s` |\n", r.Cluster.ControllerImage)
+	p("| controller | `%s`, version `%s` |\n", r.Cluster.ControllerImage, r.Cluster.ControllerVersion)
 	p("| controller flags | `%s` |\n", strings.Join(r.Cluster.ControllerArgs, " "))
 	p("| runner image | `%s` |\n", r.Cluster.RunnerImage)
 	p("| engine | %s |\n", r.Machine.Engine)
@@ -397,7 +414,8 @@ func (r *ClusterReport) writeMarkdown(p printer) {
 	p("   (no provider to install: `terraform_data` is built in); it is timed from its create to phase `Succeeded`, and to its\n")
 	p("   engine's end (the line its script prints after `apply`, timestamped by containerd). A Landform object is timed from its\n")
 	p("   create to `Ready` at the revision with no run in flight and its outputs Secret holding both outputs. Each sample starts\n")
-	p("   once the namespace has no Pod (the last sample's torn down) and a second has passed. Medians.\n")
+	p("   once the namespace has no Pod (the last sample's torn down) and a second has passed. Medians. The first Landform sample\n")
+	p("   includes the controller's first download of the GitRepository's artifact.\n")
 	p("2. **Where the time goes**: each sample's timeline from watches (Pods, Events, Terraform objects, Secrets: the API's own\n")
 	p("   timestamps, the Pods' conditions and the Events', are whole seconds), the controller's `landform_runner_start_seconds`\n")
 	p("   (read from its metrics endpoint on the Pod IP before and after the sample) and, for the end of `init`, the controller's log\n")

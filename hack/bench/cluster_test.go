@@ -221,6 +221,17 @@ not json
 	}
 }
 
+func TestStartedVersion(t *testing.T) {
+	log := `{"level":"info","ts":"2026-11-25T15:01:58.165Z","logger":"setup","msg":"starting landform-controller","version":"226a144-dirty","runner":"pod"}
+{"level":"info","ts":"2026-11-25T15:01:58.195Z","logger":"source-kinds","msg":"Flux source kind served","version":"v1"}`
+	if got := startedVersion(log); got != "226a144-dirty" {
+		t.Errorf("startedVersion = %q", got)
+	}
+	if got := startedVersion(`{"msg":"other","version":"x"}`); got != "" {
+		t.Errorf("startedVersion of another line = %q", got)
+	}
+}
+
 func TestLogLineTimes(t *testing.T) {
 	got := logLineTimes("2026-11-25T15:12:54.579263877Z start\n2026-11-25T15:12:54.633034509Z init-done\n" +
 		"garbage\n2026-11-25T15:12:54.677833898Z apply-done\n2026-11-25T15:12:55Z apply-done\n")
