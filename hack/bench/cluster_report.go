@@ -429,7 +429,7 @@ func (r *ClusterReport) writeMarkdown(p printer) {
 	p("   Pods' cgroup (`kubepods/besteffort`: the runner Pods and the raw engine's Pods, which set no resources), and the cluster's\n")
 	p("   host processes from `/proc/<pid>/stat` (utime+stime and their reaped children's): kubelet, containerd, kube-apiserver,\n")
 	p("   etcd, kube-scheduler, kube-controller-manager. containerd's shims (one per Pod, not children of any of those) are read\n")
-	p("   every %s while they live, with the processes they reaped: the runc processes, and the containers' processes, whose CPU\n", shimPoll)
+	p("   every %d ms while they live, with the processes they reaped: the runc processes, and the containers' processes, whose CPU\n", shimPoll.Milliseconds())
 	p("   is the Pods' cgroup's and is taken off. A sample's CPU is from its create until its Pod is gone: the Pod's teardown\n")
 	p("   included. The machine's CPU (`/proc/stat`) less all of these and the harness's is *other processes*: other work on the\n")
 	p("   machine, within the counters' precision (the processes' are in 10 ms ticks).\n")
