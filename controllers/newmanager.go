@@ -225,8 +225,9 @@ func newPlacer(ctx context.Context, c Config, cfg *rest.Config, scheme *runtime.
 	switch c.Runner {
 	case RunnerPod:
 		// Not the manager's client: a cache would watch every Pod and
-		// ServiceAccount in the cluster; runner Pods are read one by one.
-		kc, err := client.New(cfg, client.Options{Scheme: scheme})
+		// ServiceAccount in the cluster; runner Pods are read one by one,
+		// and a starting one watched by name.
+		kc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 		if err != nil {
 			return nil, err
 		}

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"strconv"
 	"sync"
@@ -35,10 +34,6 @@ const (
 	stopTimeout = 30 * time.Second
 )
 
-// podPoll spaces the reads of a Pod being started: from 100ms, doubling up
-// to 2s.
-var podPoll = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: math.MaxInt32, Cap: 2 * time.Second}
-
 // errStartTimeout is the cause of a start that ran out of StartTimeout.
 var errStartTimeout = errors.New("runner start timeout")
 
@@ -47,6 +42,8 @@ var errStartTimeout = errors.New("runner start timeout")
 type Pod struct {
 	// Client reads and writes Pods, ServiceAccounts and Secrets. It should
 	// not be a caching client: that would watch every Pod in the cluster.
+	// A client that can also watch (client.WithWatch) sees a Pod start as
+	// it happens (untilStarted); another is polled.
 	Client client.Client
 	// Certs issues the namespaces' runner certificates and the
 	// controller's client certificate.
@@ -69,6 +66,9 @@ type Pod struct {
 	// Policy is what Terraform objects may choose for their runner Pods;
 	// Start refuses what it does not allow (pod_policy.go).
 	Policy PodPolicy
+
+	// poll replaces podPoll, for tests.
+	poll *wait.Backoff
 }
 
 // Start implements Placer: it creates the runner Pod, waits until it runs
@@ -210,7 +210,7 @@ func (e *podFailedError) Error() string {
 // the Pod meanwhile so that a Pod that fails ends the wait at once.
 func (p *Pod) await(ctx context.Context, pod *corev1.Pod, tlsConfig *tls.Config, timeout time.Duration) (*runner.Client, error) {
 	var notStarting error
-	err := podPoll.DelayFunc().Until(ctx, true, true, func(ctx context.Context) (bool, error) {
+	err := p.untilStarted(ctx, pod, func(ctx context.Context) (bool, error) {
 		cur, err := p.getPod(ctx, pod)
 		if err != nil {
 			notStarting = p.waitError(ctx, pod, err, timeout)

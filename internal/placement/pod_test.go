@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"maps"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -618,3 +620,30 @@ func TestLeftoverPodsDeleted(t *testing.T) {
 // runnerClient is rn's client with the convenience calls of *runner.Client
 // (Plan, Apply) that the controller does not use.
 func runnerClient(rn *Run) *runner.Client { return rn.Client.(*runner.Client) }
+
+// A runner Pod's start is seen when the API server reports it, not at the
+// next poll: with polls an hour apart, the start still ends once the
+// kubelet has started the runner (the client watches the Pod).
+func TestPodStartSeenThroughTheWatch(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ns := runnerNamespace(t, true)
+	obj := newTerraform(t, ns, "watched", nil)
+	watching, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPodPlacer()
+	p.Client = watching
+	p.poll = &wait.Backoff{Duration: time.Hour, Factor: 1, Steps: math.MaxInt32}
+
+	rn, err := p.Start(ctx, obj, "run-1")
+	if err != nil {
+		t.Fatalf("the start was not seen through the watch: %v", err)
+	}
+	t.Cleanup(func() { _ = rn.Stop() })
+	if pod := onlyPod(t, ns); pod.Status.Phase != corev1.PodRunning {
+		t.Fatalf("Start returned with the Pod %s", pod.Status.Phase)
+	}
+}
