@@ -225,14 +225,10 @@ func (s *Server) register(spec *runnerpb.RunSpec) (*run, context.Context, error)
 	if known, err := s.admitLocked(spec.GetRunId()); known || err != nil {
 		return nil, nil, err
 	}
-	s.mu.Lock()
-	if s.shutting {
-		s.mu.Unlock()
-		return nil, nil, newError(codes.Unavailable, runner.ReasonInterrupted, "runner is shutting down", nil)
-	}
 	// Shutdown waits for the run to end.
-	s.running++
-	s.mu.Unlock()
+	if err := s.enter(); err != nil {
+		return nil, nil, err
+	}
 
 	r := newRun(spec)
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -300,6 +296,18 @@ func (r *run) isDone() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.done
+}
+
+// enter starts a piece of work the shutdown waits for, unless the runner
+// is shutting down.
+func (s *Server) enter() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shutting {
+		return newError(codes.Unavailable, runner.ReasonInterrupted, "runner is shutting down", nil)
+	}
+	s.running++
+	return nil
 }
 
 // leave ends a piece of work the shutdown waits for.

@@ -288,13 +288,9 @@ func (s *Server) maybeDrainedLocked() {
 // ctx), and returns a context that is also cancelled by Shutdown, and a
 // function that ends the call, translating a cancellation into its status.
 func (s *Server) begin(ctx context.Context, rpc string) (context.Context, func(error) error, error) {
-	s.mu.Lock()
-	if s.shutting {
-		s.mu.Unlock()
-		return nil, nil, newError(codes.Unavailable, runner.ReasonInterrupted, "runner is shutting down", nil)
+	if err := s.enter(); err != nil {
+		return nil, nil, err
 	}
-	s.running++
-	s.mu.Unlock()
 	leave := s.leave
 
 	opCtx, cancel := context.WithCancelCause(ctx)
