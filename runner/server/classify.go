@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"regexp"
+	"slices"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -74,41 +75,52 @@ func redact(text string, secrets []string) string {
 	return text
 }
 
-// classify recognises the failures the controller handles differently from
-// a generic one. Matching ignores line breaks: terraform wraps its text.
-func classify(text string) (codes.Code, string, map[string]string) {
-	flat := strings.Join(strings.Fields(text), " ")
-	switch {
-	case strings.Contains(flat, "Error acquiring the state lock"), strings.Contains(flat, "the state is already locked"):
-		return codes.Aborted, runner.ReasonStateLocked, parseLockInfo(text)
-	case strings.Contains(flat, "Saved plan is stale"):
-		return codes.FailedPrecondition, runner.ReasonStalePlan, nil
-	case strings.Contains(flat, "Inconsistent dependency lock file"),
-		strings.Contains(flat, "Saved plan does not match the given state"),
-		strings.Contains(flat, "Failed to read plan from plan file"),
-		strings.Contains(flat, "plan file was created by"),
-		strings.Contains(flat, "plan files cannot be shared between different"),
-		strings.Contains(flat, "plan files cannot be transferred between different"),
-		strings.Contains(flat, "unsupported plan file format version"):
-		// The saved plan itself cannot be applied here: made by
-		// another engine version, with other providers, against
-		// another state. Only a new plan helps.
-		return codes.FailedPrecondition, runner.ReasonPlanUnusable, nil
-	case strings.Contains(flat, `Blocks of type "import" are not expected here`):
-		// Terraform before 1.5, at init or plan, which say so among
-		// "problems with the configuration": checked first.
-		return codes.FailedPrecondition, runner.ReasonImportUnsupported, nil
-	case strings.Contains(flat, "No value for required variable"):
-		return codes.InvalidArgument, runner.ReasonMissingVariable, nil
-	case strings.Contains(flat, "problems with the configuration"),
+// failureTexts are the failures the controller handles differently from a
+// generic one, by the texts terraform says them with, checked in order.
+var failureTexts = []struct {
+	code   codes.Code
+	reason string
+	texts  []string
+}{
+	{codes.Aborted, runner.ReasonStateLocked, []string{"Error acquiring the state lock", "the state is already locked"}},
+	{codes.FailedPrecondition, runner.ReasonStalePlan, []string{"Saved plan is stale"}},
+	// The saved plan itself cannot be applied here: made by another
+	// engine version, with other providers, against another state. Only
+	// a new plan helps.
+	{codes.FailedPrecondition, runner.ReasonPlanUnusable, []string{
+		"Inconsistent dependency lock file",
+		"Saved plan does not match the given state",
+		"Failed to read plan from plan file",
+		"plan file was created by",
+		"plan files cannot be shared between different", "plan files cannot be transferred between different",
+		"unsupported plan file format version",
+	}},
+	// Terraform before 1.5, at init or plan, which say so among "problems
+	// with the configuration": checked first.
+	{codes.FailedPrecondition, runner.ReasonImportUnsupported, []string{`Blocks of type "import" are not expected here`}},
+	{codes.InvalidArgument, runner.ReasonMissingVariable, []string{"No value for required variable"}},
+	{codes.InvalidArgument, runner.ReasonInvalidConfiguration, []string{
+		"problems with the configuration",
 		// An import's `to` names no resource of the module (OpenTofu,
 		// Terraform), which validate does not check.
-		strings.Contains(flat, "Configuration for import target does not exist"),
-		strings.Contains(flat, "Import block target does not exist"),
-		strings.Contains(flat, "Invalid value for variable"),
-		strings.Contains(flat, "Invalid value for input variable"),
-		strings.Contains(flat, "Invalid backend configuration"):
-		return codes.InvalidArgument, runner.ReasonInvalidConfiguration, nil
+		"Configuration for import target does not exist", "Import block target does not exist",
+		"Invalid value for variable", "Invalid value for input variable",
+		"Invalid backend configuration",
+	}},
+}
+
+// classify recognises the failures of failureTexts. Matching ignores line
+// breaks: terraform wraps its text.
+func classify(text string) (codes.Code, string, map[string]string) {
+	flat := strings.Join(strings.Fields(text), " ")
+	for _, f := range failureTexts {
+		if !containsAny(flat, f.texts...) {
+			continue
+		}
+		if f.reason == runner.ReasonStateLocked {
+			return f.code, f.reason, parseLockInfo(text)
+		}
+		return f.code, f.reason, nil
 	}
 	return codes.OK, "", nil
 }
@@ -125,12 +137,17 @@ func planLockUnusable(err error) error {
 		return err
 	}
 	flat := strings.Join(strings.Fields(e.Message), " ")
-	if strings.Contains(flat, "checksums previously recorded in the dependency lock file") ||
-		strings.Contains(flat, "is no longer available") ||
-		strings.Contains(flat, "does not match configured version constraint") {
+	if containsAny(flat,
+		"checksums previously recorded in the dependency lock file",
+		"is no longer available",
+		"does not match configured version constraint") {
 		return newError(codes.FailedPrecondition, runner.ReasonPlanUnusable, "the plan's dependency lock file cannot be used: "+e.Message, nil)
 	}
 	return err
+}
+
+func containsAny(s string, subs ...string) bool {
+	return slices.ContainsFunc(subs, func(sub string) bool { return strings.Contains(s, sub) })
 }
 
 // parseLockInfo reads the "Lock Info:" block terraform prints when the state
