@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -18,8 +17,7 @@ import (
 
 func TestUploadRefusals(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 2*time.Minute)
 	r := startRunner(t)
 	tb := modulesTarball(t, 0)
 	stateDir := t.TempDir()
@@ -93,34 +91,30 @@ func TestUploadRefusals(t *testing.T) {
 
 func TestTerraformFailures(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 3*time.Minute)
 	r := startRunner(t)
 	tb := modulesTarball(t, 0)
 
-	t.Run("invalid HCL", func(t *testing.T) {
-		upload(t, ctx, r.client, workspaceSpec(t, tb, "invalid", nil, t.TempDir()), tb)
-		_, err := r.client.Plan(ctx, false, nil)
-		e := wantError(t, err, codes.InvalidArgument, runner.ReasonInvalidConfiguration)
-		if !strings.Contains(e.Message, "main.tf") {
-			t.Fatalf("message does not point at the file: %s", e.Message)
-		}
-	})
-
-	t.Run("undeclared reference", func(t *testing.T) {
-		upload(t, ctx, r.client, workspaceSpec(t, tb, "badref", nil, t.TempDir()), tb)
-		_, err := r.client.Plan(ctx, false, nil)
-		wantError(t, err, codes.InvalidArgument, runner.ReasonInvalidConfiguration)
-	})
-
-	t.Run("missing variable", func(t *testing.T) {
-		upload(t, ctx, r.client, workspaceSpec(t, tb, "basic", map[string]any{"dir": t.TempDir()}, t.TempDir()), tb)
-		_, err := r.client.Plan(ctx, false, nil)
-		e := wantError(t, err, codes.InvalidArgument, runner.ReasonMissingVariable)
-		if !strings.Contains(e.Message, `"name"`) {
-			t.Fatalf("message does not name the variable: %s", e.Message)
-		}
-	})
+	for _, tt := range []struct {
+		name, module string
+		vars         map[string]any
+		reason       string
+		// message is in the error: the file or the variable to fix.
+		message string
+	}{
+		{name: "invalid HCL", module: "invalid", reason: runner.ReasonInvalidConfiguration, message: "main.tf"},
+		{name: "undeclared reference", module: "badref", reason: runner.ReasonInvalidConfiguration},
+		{name: "missing variable", module: "basic", vars: map[string]any{"dir": t.TempDir()}, reason: runner.ReasonMissingVariable, message: `"name"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			upload(t, ctx, r.client, workspaceSpec(t, tb, tt.module, tt.vars, t.TempDir()), tb)
+			_, err := r.client.Plan(ctx, false, nil)
+			e := wantError(t, err, codes.InvalidArgument, tt.reason)
+			if !strings.Contains(e.Message, tt.message) {
+				t.Fatalf("message does not say %q: %s", tt.message, e.Message)
+			}
+		})
+	}
 
 	t.Run("failure keeps env values out of the message", func(t *testing.T) {
 		spec := workspaceSpec(t, tb, "failing", nil, t.TempDir())
@@ -145,8 +139,7 @@ func TestTerraformFailures(t *testing.T) {
 
 func TestStalePlan(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 3*time.Minute)
 	r := startRunner(t)
 	tb := modulesTarball(t, 0)
 	markerDir := t.TempDir()

@@ -84,6 +84,16 @@ type testRunner struct {
 	addr   string
 }
 
+// testContext ends with the test or after d, whichever comes first: a
+// call that hangs fails its own test, not the whole package by its
+// timeout.
+func testContext(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 func startRunner(t *testing.T) *testRunner {
 	t.Helper()
 	return startRunnerWith(t, enginePath)

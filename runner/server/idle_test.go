@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -14,8 +13,7 @@ import (
 func TestRunnerExitsWhenIdle(t *testing.T) {
 	t.Parallel()
 	bin := runnerBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 3*time.Minute)
 	const idle = 2 * time.Second
 	lr, err := runner.StartLocalRunner(ctx, testCA, runner.LocalOptions{Binary: bin, Engine: enginePath, WorkDir: t.TempDir(), IdleExit: idle})
 	if err != nil {
@@ -26,10 +24,7 @@ func TestRunnerExitsWhenIdle(t *testing.T) {
 	plan := planFor(t, ctx, lr.Client)
 
 	// The apply runs four times the idle time, watched by nobody.
-	id := runner.NewRunID()
-	if err := lr.Client.StartRun(ctx, runner.RunSpec{ID: id, Action: runner.RunApply, PlanFile: plan.PlanFile}); err != nil {
-		t.Fatal(err)
-	}
+	id := startRun(t, ctx, lr.Client, runner.RunSpec{Action: runner.RunApply, PlanFile: plan.PlanFile})
 	for countCreates(t, effects) == 0 {
 		select {
 		case <-lr.Exited():

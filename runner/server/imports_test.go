@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/landform-dev/landform/internal/cloud"
+	"github.com/landform-dev/landform/internal/testenv"
 	"github.com/landform-dev/landform/runner"
 	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
@@ -111,8 +111,7 @@ import {
 // reused tree, for the module's.
 func TestImportsFileOfTheModule(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := testContext(t, time.Minute)
 	tr := startRunner(t)
 	imports := []*runnerpb.Import{{To: "terraform_data.marker", Id: "x"}}
 
@@ -200,9 +199,16 @@ func startCloud(t *testing.T) *testCloud {
 	return c
 }
 
-// importEngines are the engines the import tests run on.
-func importEngines(t *testing.T) map[string]string {
-	return map[string]string{"tofu": enginePath, "terraform": terraformBinary(t)}
+// eachImportEngine runs test, in parallel, on each engine the import
+// tests run on: c is a runner on that engine with the test provider.
+func eachImportEngine(t *testing.T, test func(t *testing.T, c *runner.Client)) {
+	t.Helper()
+	for name, engine := range map[string]string{"tofu": enginePath, "terraform": terraformBinary(t)} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			test(t, providerRunner(t, engine).client)
+		})
+	}
 }
 
 // A database made in the cloud directly is imported, not created again:
@@ -213,109 +219,105 @@ func importEngines(t *testing.T) map[string]string {
 // address as invalid configuration.
 func TestImport(t *testing.T) {
 	t.Parallel()
-	for name, engine := range importEngines(t) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-			defer cancel()
-			cl := startCloud(t)
-			db, err := cl.client.CreateDatabase(ctx, cloud.DatabaseRequest{Name: ptr.To("orders"), Engine: ptr.To(cloud.EnginePostgres), SizeGB: ptr.To(10)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := startRunnerOpts(t, Options{Engine: engine, ProviderMirrors: []string{providerMirror(t)}}).client
-			tb := modulesTarball(t, 0)
-			stateDir := t.TempDir()
-			spec := workspaceSpec(t, tb, "imports", map[string]any{"name": "orders"}, stateDir)
-			spec.Env = map[string]string{"LANDFORM_CLOUD_ENDPOINT": cl.url}
-			spec.Imports = []*runnerpb.Import{{To: "landform_database.main", Id: db.ID}}
-			upload(t, ctx, c, spec, tb)
+	eachImportEngine(t, func(t *testing.T, c *runner.Client) {
+		ctx := testContext(t, 4*time.Minute)
+		cl := startCloud(t)
+		db, err := cl.client.CreateDatabase(ctx, cloud.DatabaseRequest{Name: ptr.To("orders"), Engine: ptr.To(cloud.EnginePostgres), SizeGB: ptr.To(10)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb := modulesTarball(t, 0)
+		stateDir := t.TempDir()
+		spec := workspaceSpec(t, tb, "imports", map[string]any{"name": "orders"}, stateDir)
+		spec.Env = map[string]string{"LANDFORM_CLOUD_ENDPOINT": cl.url}
+		spec.Imports = []*runnerpb.Import{{To: "landform_database.main", Id: db.ID}}
+		upload(t, ctx, c, spec, tb)
 
-			// A destroy plan has no import blocks: nothing to import,
-			// nothing to destroy while the state is empty.
-			destroy, err := c.Plan(ctx, true, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(&runnerpb.PlanResult{}, destroy.Result, planCounts); diff != "" {
-				t.Fatalf("destroy plan of an empty state (-want +got):\n%s", diff)
-			}
+		// A destroy plan has no import blocks: nothing to import,
+		// nothing to destroy while the state is empty.
+		destroy, err := c.Plan(ctx, true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(&runnerpb.PlanResult{}, destroy.Result, planCounts); diff != "" {
+			t.Fatalf("destroy plan of an empty state (-want +got):\n%s", diff)
+		}
 
-			plan, err := c.Plan(ctx, false, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := &runnerpb.PlanResult{
-				HasChanges: true, ImportCount: 1,
-				ResourcesToImport: []string{"landform_database.main"}, Resources: []string{"landform_database.main"},
-			}
-			if diff := cmp.Diff(want, plan.Result, planCounts); diff != "" {
-				t.Fatalf("plan (-want +got):\n%s", diff)
-			}
-			if got := importingIDs(t, plan.JSONPlan); !cmp.Equal(got, map[string]string{"landform_database.main": db.ID}) {
-				t.Fatalf("importing %v", got)
-			}
+		plan, err := c.Plan(ctx, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := &runnerpb.PlanResult{
+			HasChanges: true, ImportCount: 1,
+			ResourcesToImport: []string{"landform_database.main"}, Resources: []string{"landform_database.main"},
+		}
+		if diff := cmp.Diff(want, plan.Result, planCounts); diff != "" {
+			t.Fatalf("plan (-want +got):\n%s", diff)
+		}
+		if got := importingIDs(t, plan.JSONPlan); !cmp.Equal(got, map[string]string{"landform_database.main": db.ID}) {
+			t.Fatalf("importing %v", got)
+		}
 
-			outs, err := c.Apply(ctx, plan.PlanFile, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if o := outputsByName(outs)["id"]; o == nil || string(o.ValueJson) != `"`+db.ID+`"` {
-				t.Fatalf("output id %v, want %s", o, db.ID)
-			}
-			if got := stateIDs(t, filepath.Join(stateDir, "terraform.tfstate")); !cmp.Equal(got, map[string]string{"landform_database.main": db.ID}) {
-				t.Fatalf("state holds %v, want %s", got, db.ID)
-			}
-			dbs, err := cl.client.ListDatabases(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(dbs) != 1 || dbs[0].ID != db.ID || cl.creates.Load() != 1 {
-				t.Fatalf("the cloud holds %v after %d creates, want only %s, created once (directly)", dbs, cl.creates.Load(), db.ID)
-			}
+		outs, err := c.Apply(ctx, plan.PlanFile, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o := outputsByName(outs)["id"]; o == nil || string(o.ValueJson) != `"`+db.ID+`"` {
+			t.Fatalf("output id %v, want %s", o, db.ID)
+		}
+		if got := stateIDs(t, filepath.Join(stateDir, "terraform.tfstate")); !cmp.Equal(got, map[string]string{"landform_database.main": db.ID}) {
+			t.Fatalf("state holds %v, want %s", got, db.ID)
+		}
+		dbs, err := cl.client.ListDatabases(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(dbs) != 1 || dbs[0].ID != db.ID || cl.creates.Load() != 1 {
+			t.Fatalf("the cloud holds %v after %d creates, want only %s, created once (directly)", dbs, cl.creates.Load(), db.ID)
+		}
 
-			// The import stays listed: a no-op once the state has it.
-			again, err := c.Plan(ctx, false, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(&runnerpb.PlanResult{}, again.Result, planCounts); diff != "" {
-				t.Fatalf("second plan (-want +got):\n%s", diff)
-			}
+		// The import stays listed: a no-op once the state has it.
+		again, err := c.Plan(ctx, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(&runnerpb.PlanResult{}, again.Result, planCounts); diff != "" {
+			t.Fatalf("second plan (-want +got):\n%s", diff)
+		}
 
-			// The destroy plan destroys what the state has, importing
-			// nothing.
-			destroy, err = c.Plan(ctx, true, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r := destroy.Result; r.Destroy != 1 || r.ImportCount != 0 || len(r.ResourcesToImport) != 0 {
-				t.Fatalf("destroy plan %+v", r)
-			}
+		// The destroy plan destroys what the state has, importing
+		// nothing.
+		destroy, err = c.Plan(ctx, true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := destroy.Result; r.Destroy != 1 || r.ImportCount != 0 || len(r.ResourcesToImport) != 0 {
+			t.Fatalf("destroy plan %+v", r)
+		}
 
-			// An id the cloud does not know, in a state without the
-			// database.
-			unknown := workspaceSpec(t, tb, "imports", map[string]any{"name": "orders"}, t.TempDir())
-			unknown.Env = spec.Env
-			unknown.Imports = []*runnerpb.Import{{To: "landform_database.main", Id: "db-0000000000"}}
-			upload(t, ctx, c, unknown, tb)
-			_, err = c.Plan(ctx, false, nil)
-			e := wantError(t, err, codes.Unknown, runner.ReasonTerraformFailed)
-			if flat := strings.Join(strings.Fields(e.Message), " "); !strings.Contains(flat, "Cannot import non-existent remote object") {
-				t.Fatalf("message: %s", e.Message)
-			}
-			if n := cl.creates.Load(); n != 1 {
-				t.Fatalf("%d creates, want the direct one only", n)
-			}
+		// An id the cloud does not know, in a state without the
+		// database.
+		unknown := workspaceSpec(t, tb, "imports", map[string]any{"name": "orders"}, t.TempDir())
+		unknown.Env = spec.Env
+		unknown.Imports = []*runnerpb.Import{{To: "landform_database.main", Id: "db-0000000000"}}
+		upload(t, ctx, c, unknown, tb)
+		_, err = c.Plan(ctx, false, nil)
+		e := wantError(t, err, codes.Unknown, runner.ReasonTerraformFailed)
+		if flat := strings.Join(strings.Fields(e.Message), " "); !strings.Contains(flat, "Cannot import non-existent remote object") {
+			t.Fatalf("message: %s", e.Message)
+		}
+		if n := cl.creates.Load(); n != 1 {
+			t.Fatalf("%d creates, want the direct one only", n)
+		}
 
-			// An address the module does not have: fix the spec or
-			// the module.
-			unknown.Imports = []*runnerpb.Import{{To: "landform_database.other", Id: db.ID}}
-			upload(t, ctx, c, unknown, tb)
-			_, err = c.Plan(ctx, false, nil)
-			wantError(t, err, codes.InvalidArgument, runner.ReasonInvalidConfiguration)
-		})
-	}
+		// An address the module does not have: fix the spec or
+		// the module.
+		unknown.Imports = []*runnerpb.Import{{To: "landform_database.other", Id: db.ID}}
+		upload(t, ctx, c, unknown, tb)
+		_, err = c.Plan(ctx, false, nil)
+		wantError(t, err, codes.InvalidArgument, runner.ReasonInvalidConfiguration)
+
+	})
 }
 
 // An id is a string literal whatever it holds: quotes, backslashes, new
@@ -323,36 +325,32 @@ func TestImport(t *testing.T) {
 // they were, and add no configuration. A file's path can hold all of them.
 func TestImportHostileID(t *testing.T) {
 	t.Parallel()
-	for name, engine := range importEngines(t) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			hostile := filepath.Join(t.TempDir(), "x\"\n}\nimport {\n  to = landform_file.other\n  id = \"${path.root} %{if true}y%{endif} $${z} %%{w} \\u0041 \\\" \t\r\x01\x7f\u2028 \U000E0041 🦫 $ % {")
-			if err := os.WriteFile(hostile, []byte("kept"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			c := startRunnerOpts(t, Options{Engine: engine, ProviderMirrors: []string{providerMirror(t)}}).client
-			tb := modulesTarball(t, 0)
-			spec := workspaceSpec(t, tb, "import-file", map[string]any{"path": hostile}, t.TempDir())
-			spec.Imports = []*runnerpb.Import{{To: "landform_file.imported", Id: hostile}}
-			upload(t, ctx, c, spec, tb)
-			plan, err := c.Plan(ctx, false, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := importingIDs(t, plan.JSONPlan); !cmp.Equal(got, map[string]string{"landform_file.imported": hostile}) {
-				t.Fatalf("importing %q, want only landform_file.imported from %q", got, hostile)
-			}
-			want := &runnerpb.PlanResult{
-				HasChanges: true, ImportCount: 1,
-				ResourcesToImport: []string{"landform_file.imported"}, Resources: []string{"landform_file.imported"},
-			}
-			if diff := cmp.Diff(want, plan.Result, planCounts); diff != "" {
-				t.Fatalf("plan (-want +got):\n%s", diff)
-			}
-		})
-	}
+	eachImportEngine(t, func(t *testing.T, c *runner.Client) {
+		ctx := testContext(t, 3*time.Minute)
+		hostile := filepath.Join(t.TempDir(), "x\"\n}\nimport {\n  to = landform_file.other\n  id = \"${path.root} %{if true}y%{endif} $${z} %%{w} \\u0041 \\\" \t\r\x01\x7f\u2028 \U000E0041 🦫 $ % {")
+		if err := os.WriteFile(hostile, []byte("kept"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tb := modulesTarball(t, 0)
+		spec := workspaceSpec(t, tb, "import-file", map[string]any{"path": hostile}, t.TempDir())
+		spec.Imports = []*runnerpb.Import{{To: "landform_file.imported", Id: hostile}}
+		upload(t, ctx, c, spec, tb)
+		plan, err := c.Plan(ctx, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := importingIDs(t, plan.JSONPlan); !cmp.Equal(got, map[string]string{"landform_file.imported": hostile}) {
+			t.Fatalf("importing %q, want only landform_file.imported from %q", got, hostile)
+		}
+		want := &runnerpb.PlanResult{
+			HasChanges: true, ImportCount: 1,
+			ResourcesToImport: []string{"landform_file.imported"}, Resources: []string{"landform_file.imported"},
+		}
+		if diff := cmp.Diff(want, plan.Result, planCounts); diff != "" {
+			t.Fatalf("plan (-want +got):\n%s", diff)
+		}
+
+	})
 }
 
 // An engine without import blocks fails a plan with imports as
@@ -361,8 +359,7 @@ func TestImportHostileID(t *testing.T) {
 // Terraform 1.4 does when the module has import blocks.
 func TestImportUnsupported(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 3*time.Minute)
 	old := filepath.Join(t.TempDir(), "terraform-1.4")
 	script := "#!/bin/sh\nif grep -qs '^import {' *.tf; then\n  printf '%s\\n' " + shellQuote(importInitText) + " >&2\n  exit 1\nfi\nexec " + shellQuote(enginePath) + " \"$@\"\n"
 	if err := os.WriteFile(old, []byte(script), 0o755); err != nil {
@@ -435,16 +432,7 @@ func importingIDs(t *testing.T, jsonPlan []byte) map[string]string {
 // stateIDs are the ids of a state file's resource instances, by address.
 func stateIDs(t *testing.T, path string) map[string]string {
 	t.Helper()
-	var st struct {
-		Resources []struct {
-			Mode, Type, Name string
-			Instances        []struct {
-				Attributes struct {
-					ID string `json:"id"`
-				} `json:"attributes"`
-			} `json:"instances"`
-		} `json:"resources"`
-	}
+	var st testenv.State
 	if err := json.Unmarshal([]byte(readFile(t, path)), &st); err != nil {
 		t.Fatal(err)
 	}

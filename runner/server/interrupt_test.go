@@ -17,8 +17,7 @@ import (
 // is gone.
 func TestInterruptReleasesLock(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 3*time.Minute)
 	a, b := startRunner(t), startRunner(t)
 	tb := modulesTarball(t, 0)
 	stateDir := t.TempDir()
@@ -32,14 +31,8 @@ func TestInterruptReleasesLock(t *testing.T) {
 	}
 	applyCtx, cancelApply := context.WithCancel(ctx)
 	defer cancelApply()
-	l := newLogs()
-	applied := make(chan error, 1)
-	go func() {
-		_, err := a.client.Apply(applyCtx, plan.PlanFile, l.add)
-		applied <- err
-	}()
 	// Streamed while terraform runs: the sleep has started.
-	l.waitFor(t, "Executing:", time.Minute)
+	_, applied := applyExecuting(t, applyCtx, a.client, plan.PlanFile)
 
 	_, err = b.client.Plan(ctx, false, nil)
 	e := wantError(t, err, codes.Aborted, runner.ReasonStateLocked)

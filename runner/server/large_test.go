@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -17,8 +16,7 @@ import (
 // chunks, and applies it from its chunks.
 func TestLargePlan(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 3*time.Minute)
 	r := startRunner(t)
 	// Random base64 barely compresses, so the plan file stays large too.
 	content := base64.StdEncoding.EncodeToString(randomBytes(t, 2<<20))

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"os"
@@ -43,8 +42,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 func TestLifecycle(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 5*time.Minute)
 	r := startRunner(t)
 	c := r.client
 	stateDir, markerDir := t.TempDir(), t.TempDir()

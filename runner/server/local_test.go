@@ -26,8 +26,7 @@ import (
 func TestLocalRunner(t *testing.T) {
 	t.Parallel()
 	bin := runnerBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 4*time.Minute)
 	workDir := t.TempDir()
 	var runnerLog bytes.Buffer
 	client, stop, err := runner.StartLocal(ctx, testCA, runner.LocalOptions{
@@ -87,13 +86,7 @@ func TestLocalRunner(t *testing.T) {
 	if res := slowPlan.Result; res.Add != 1 || res.Destroy != 2 {
 		t.Fatalf("slow plan %+v, want the basic resources destroyed and one added", res)
 	}
-	l := newLogs()
-	applied := make(chan error, 1)
-	go func() {
-		_, err := client.Apply(ctx, slowPlan.PlanFile, l.add)
-		applied <- err
-	}()
-	l.waitFor(t, "Executing:", time.Minute)
+	_, applied := applyExecuting(t, ctx, client, slowPlan.PlanFile)
 
 	began := time.Now()
 	stopped = true
@@ -146,8 +139,7 @@ func checkRunnerLog(t *testing.T, log string) {
 func TestRunnerSIGTERM(t *testing.T) {
 	t.Parallel()
 	bin := runnerBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 3*time.Minute)
 	dir := t.TempDir()
 	files := runnerCertFiles(t, dir)
 	addrR, addrW, err := os.Pipe()
@@ -192,13 +184,7 @@ func TestRunnerSIGTERM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := newLogs()
-	applied := make(chan error, 1)
-	go func() {
-		_, err := client.Apply(ctx, plan.PlanFile, l.add)
-		applied <- err
-	}()
-	l.waitFor(t, "Executing:", time.Minute)
+	l, applied := applyExecuting(t, ctx, client, plan.PlanFile)
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -283,8 +269,7 @@ func TestRefusesUnauthenticatedClients(t *testing.T) {
 		{"no certificate", "certificate required", anonymous},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
+			ctx := testContext(t, 2*time.Second)
 			c, err := runner.Dial(ctx, r.addr, tt.cfg)
 			if err == nil {
 				c.Close()

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -49,8 +48,7 @@ func TestApplyReadsTheOutputs(t *testing.T) {
 	} {
 		t.Run(tt.module, func(t *testing.T) {
 			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
+			ctx := testContext(t, 3*time.Minute)
 			k := newKubeState(t, tt.module)
 			calls := filepath.Join(t.TempDir(), "calls")
 			r := startRunnerWith(t, countingEngine(t, calls))
@@ -63,10 +61,7 @@ func TestApplyReadsTheOutputs(t *testing.T) {
 			upload(t, ctx, r.client, k.useBackend(workspaceSpec(t, tb, tt.module, nil, "")), tb)
 			plan := planFor(t, ctx, r.client)
 
-			id := runner.NewRunID()
-			if err := r.client.StartRun(ctx, runner.RunSpec{ID: id, Action: runner.RunApply, PlanFile: plan.PlanFile, LockFile: plan.LockFile}); err != nil {
-				t.Fatal(err)
-			}
+			id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.RunApply, PlanFile: plan.PlanFile, LockFile: plan.LockFile})
 			res, err := r.client.WatchRun(ctx, id, 0, nil)
 			if err != nil {
 				t.Fatal(err)

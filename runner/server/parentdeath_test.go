@@ -96,8 +96,7 @@ func TestLocalRunnerDiesWithController(t *testing.T) {
 // terraform-exec started with a parent-death signal became the engine.
 func TestEngineDiesWithRunner(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 3*time.Minute)
 	lr, err := runner.StartLocalRunner(ctx, testCA, runner.LocalOptions{
 		Binary:  runnerBinary(t),
 		Engine:  enginePath,
@@ -113,9 +112,7 @@ func TestEngineDiesWithRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := newLogs()
-	go lr.Client.Apply(ctx, plan.PlanFile, l.add)
-	l.waitFor(t, "Executing:", time.Minute)
+	applyExecuting(t, ctx, lr.Client, plan.PlanFile)
 
 	// runner → the engine → the provisioner's sleep.
 	engines := children(t, lr.PID)

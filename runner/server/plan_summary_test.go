@@ -94,12 +94,16 @@ func TestSummarizePlan(t *testing.T) {
 // What destroys an object is a "delete" action, alone or in a replacement
 // in either order; a "forget" keeps the object, whatever it comes with.
 // The guard on destructive plans (approvePlan: auto) rests on this.
-func TestSummarizePlanDestructiveChanges(t *testing.T) {
+//
+// A change with "importing" is an import, whatever its actions: counted
+// apart, listed with the resources, and destroyed or replaced only when
+// its actions say so.
+func TestSummarizePlanChanges(t *testing.T) {
 	cases := []struct {
-		name                           string
-		changes                        string
-		add, change, destroy           int32
-		replaced, destroyed, resources []string
+		name                                     string
+		changes                                  string
+		add, change, destroy                     int32
+		imported, replaced, destroyed, resources []string
 	}{
 		{name: "forget is not a destroy", changes: `{"address":"a.kept","change":{"actions":["forget"],"before":{"id":"1"},"after":null}}`,
 			resources: []string{"a.kept"}},
@@ -121,39 +125,6 @@ func TestSummarizePlanDestructiveChanges(t *testing.T) {
 			{"address":"data.c.x","change":{"actions":["read"],"before":null,"after":{}}},
 			{"address":"d.x","change":{"actions":["no-op"],"before":{},"after":{}}}`,
 			add: 1, change: 1, resources: []string{"a.x", "b.x"}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			res, err := summarizePlan([]byte(`{"resource_changes":[` + tc.changes + `]}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Add != tc.add || res.Change != tc.change || res.Destroy != tc.destroy {
-				t.Errorf("counts add=%d change=%d destroy=%d, want %d %d %d", res.Add, res.Change, res.Destroy, tc.add, tc.change, tc.destroy)
-			}
-			if diff := cmp.Diff(tc.replaced, res.ResourcesToReplace); diff != "" {
-				t.Errorf("replaced (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.destroyed, res.ResourcesToDestroy); diff != "" {
-				t.Errorf("destroyed (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.resources, res.Resources); diff != "" {
-				t.Errorf("resources (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-// A change with "importing" is an import, whatever its actions: counted
-// apart, listed with the resources, and destroyed or replaced only when
-// its actions say so.
-func TestSummarizePlanImports(t *testing.T) {
-	cases := []struct {
-		name                                     string
-		changes                                  string
-		add, change, destroy                     int32
-		imported, replaced, destroyed, resources []string
-	}{
 		{name: "import only", changes: `{"address":"a.db","change":{"actions":["no-op"],"before":{"id":"db-1"},"after":{"id":"db-1"},"importing":{"id":"db-1"}}}`,
 			imported: []string{"a.db"}, resources: []string{"a.db"}},
 		{name: "import and update", changes: `{"address":"a.db","change":{"actions":["update"],"before":{"v":1},"after":{"v":2},"importing":{"id":"db-1"}}}`,

@@ -41,15 +41,59 @@ func countCreates(t *testing.T, path string) int {
 
 func planFor(t *testing.T, ctx context.Context, c *runner.Client) *runner.PlanOutput {
 	t.Helper()
-	id := runner.NewRunID()
-	if err := c.StartRun(ctx, runner.RunSpec{ID: id, Action: runner.RunPlan}); err != nil {
-		t.Fatal(err)
-	}
+	id := startRun(t, ctx, c, runner.RunSpec{Action: runner.RunPlan})
 	res, err := c.WatchRun(ctx, id, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res.Plan
+}
+
+// startRun starts spec's run, under a new id unless spec names one, and
+// returns its id.
+func startRun(t *testing.T, ctx context.Context, c *runner.Client, spec runner.RunSpec) string {
+	t.Helper()
+	if spec.ID == "" {
+		spec.ID = runner.NewRunID()
+	}
+	if err := c.StartRun(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	return spec.ID
+}
+
+// runResult is how a watched run ended.
+type runResult struct {
+	res *runner.RunResult
+	err error
+}
+
+// watchExecuting watches run id in the background and returns once
+// terraform executes: the run's log, still growing, and how it ends.
+func watchExecuting(t *testing.T, ctx context.Context, c *runner.Client, id string, opts ...runner.WatchOption) (*logs, <-chan runResult) {
+	t.Helper()
+	l := newLogs()
+	watched := make(chan runResult, 1)
+	go func() {
+		res, err := c.WatchRun(ctx, id, 0, func(_ int64, line string) { l.add(line) }, opts...)
+		watched <- runResult{res, err}
+	}()
+	l.waitFor(t, "Executing:", time.Minute)
+	return l, watched
+}
+
+// applyExecuting applies planFile in the background and returns once
+// terraform executes it: the apply's log, still growing, and its error.
+func applyExecuting(t *testing.T, ctx context.Context, c *runner.Client, planFile []byte) (*logs, <-chan error) {
+	t.Helper()
+	l := newLogs()
+	applied := make(chan error, 1)
+	go func() {
+		_, err := c.Apply(ctx, planFile, l.add)
+		applied <- err
+	}()
+	l.waitFor(t, "Executing:", time.Minute)
+	return l, applied
 }
 
 // A run outlives the connection that watched it: the watcher's connection
@@ -58,37 +102,25 @@ func planFor(t *testing.T, ctx context.Context, c *runner.Client) *runner.PlanOu
 // often the run was started.
 func TestRunOutlivesItsWatch(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 3*time.Minute)
 	r := startRunner(t)
 	effects, _ := countedSpec(t, ctx, r.client, 3)
 	plan := planFor(t, ctx, r.client)
 
-	id := runner.NewRunID()
-	spec := runner.RunSpec{ID: id, Action: runner.RunApply, PlanFile: plan.PlanFile, LockFile: plan.LockFile}
-	if err := r.client.StartRun(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
+	spec := runner.RunSpec{ID: runner.NewRunID(), Action: runner.RunApply, PlanFile: plan.PlanFile, LockFile: plan.LockFile}
+	id := startRun(t, ctx, r.client, spec)
 	// Starting it again (a retry after a lost answer) starts nothing.
-	if err := r.client.StartRun(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
+	startRun(t, ctx, r.client, spec)
 	// The first watcher's connection goes away mid-apply, as when the
 	// controller restarts.
 	watcher, err := runner.Dial(ctx, r.addr, clientTLS(t, testCA))
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := newLogs()
-	watched := make(chan error, 1)
-	go func() {
-		_, err := watcher.WatchRun(ctx, id, 0, func(_ int64, line string) { first.add(line) })
-		watched <- err
-	}()
-	first.waitFor(t, "Executing:", time.Minute)
+	_, watched := watchExecuting(t, ctx, watcher, id)
 	watcher.Close()
-	if err := <-watched; !runner.IsWatchBroken(err) {
-		t.Fatalf("a watch whose connection closed should be broken, got %v", err)
+	if got := <-watched; !runner.IsWatchBroken(got.err) {
+		t.Fatalf("a watch whose connection closed should be broken, got %v", got.err)
 	}
 
 	// Another connection, from the first line.
@@ -125,9 +157,7 @@ func TestRunOutlivesItsWatch(t *testing.T) {
 		t.Fatalf("the create ran %d times, want once", n)
 	}
 	// Starting it again once it ended still starts nothing.
-	if err := other.StartRun(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
+	startRun(t, ctx, other, spec)
 	if _, err := other.WatchRun(ctx, id, 0, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -149,17 +179,13 @@ func TestRunOutlivesItsWatch(t *testing.T) {
 // saves its state, and the run ends DEADLINE_EXCEEDED.
 func TestRunDeadlineInterruptsGracefully(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 3*time.Minute)
 	r := startRunner(t)
 	effects, stateDir := countedSpec(t, ctx, r.client, 20)
 	plan := planFor(t, ctx, r.client)
 
-	id := runner.NewRunID()
 	started := time.Now()
-	if err := r.client.StartRun(ctx, runner.RunSpec{ID: id, Action: runner.RunApply, PlanFile: plan.PlanFile, Deadline: 3 * time.Second}); err != nil {
-		t.Fatal(err)
-	}
+	id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.RunApply, PlanFile: plan.PlanFile, Deadline: 3 * time.Second})
 	_, err := r.client.WatchRun(ctx, id, 0, nil)
 	e := wantError(t, err, codes.DeadlineExceeded, runner.ReasonDeadlineExceeded)
 	if !strings.Contains(e.Message, "ran out of") || !strings.Contains(e.Message, "interrupted") {
@@ -183,23 +209,13 @@ func TestRunDeadlineInterruptsGracefully(t *testing.T) {
 // runs at once.
 func TestCancelRun(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 3*time.Minute)
 	r := startRunner(t)
 	countedSpec(t, ctx, r.client, 20)
 	plan := planFor(t, ctx, r.client)
 
-	id := runner.NewRunID()
-	if err := r.client.StartRun(ctx, runner.RunSpec{ID: id, Action: runner.RunApply, PlanFile: plan.PlanFile}); err != nil {
-		t.Fatal(err)
-	}
-	l := newLogs()
-	done := make(chan error, 1)
-	go func() {
-		_, err := r.client.WatchRun(ctx, id, 0, func(_ int64, line string) { l.add(line) })
-		done <- err
-	}()
-	l.waitFor(t, "Executing:", time.Minute)
+	id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.RunApply, PlanFile: plan.PlanFile})
+	_, done := watchExecuting(t, ctx, r.client, id)
 
 	// A second run is refused while this one goes on.
 	err := r.client.StartRun(ctx, runner.RunSpec{ID: runner.NewRunID(), Action: runner.RunPlan})
@@ -208,7 +224,7 @@ func TestCancelRun(t *testing.T) {
 	if err := r.client.CancelRun(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	wantError(t, <-done, codes.Unavailable, runner.ReasonInterrupted)
+	wantError(t, (<-done).err, codes.Unavailable, runner.ReasonInterrupted)
 	if err := r.client.CancelRun(ctx, id); err != nil {
 		t.Fatalf("cancelling a finished run: %v", err)
 	}

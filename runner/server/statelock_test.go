@@ -29,8 +29,7 @@ func countedOnKube(t *testing.T, ctx context.Context, c *runner.Client, k *kubeS
 // real tofu is refused, naming it), and is free once the run ended.
 func TestRunTakesTheStateLock(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 3*time.Minute)
 	k := newKubeState(t, "held")
 	r := startRunner(t)
 	effects := countedOnKube(t, ctx, r.client, k, 5)
@@ -39,21 +38,8 @@ func TestRunTakesTheStateLock(t *testing.T) {
 		t.Fatalf("locked after the plan: %+v", info)
 	}
 
-	id := runner.NewRunID()
-	if err := r.client.StartRun(ctx, runner.RunSpec{ID: id, Action: runner.RunApply, PlanFile: plan.PlanFile, LockFile: plan.LockFile}); err != nil {
-		t.Fatal(err)
-	}
-	l := newLogs()
-	type result struct {
-		res *runner.RunResult
-		err error
-	}
-	watched := make(chan result, 1)
-	go func() {
-		res, err := r.client.WatchRun(ctx, id, 0, func(_ int64, line string) { l.add(line) })
-		watched <- result{res, err}
-	}()
-	l.waitFor(t, "Executing:", time.Minute)
+	id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.RunApply, PlanFile: plan.PlanFile, LockFile: plan.LockFile})
+	l, watched := watchExecuting(t, ctx, r.client, id)
 	info := k.lock(t)
 	if info == nil {
 		t.Fatal("no state lock while terraform applies")
@@ -105,8 +91,7 @@ func TestRunTakesTheStateLock(t *testing.T) {
 // holder's lock info; a Landform runner's lock also carries its identity.
 func TestRunFindsTheStateLocked(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 3*time.Minute)
 	k := newKubeState(t, "taken")
 	r := startRunner(t)
 	countedOnKube(t, ctx, r.client, k, 1)
@@ -173,8 +158,7 @@ func TestRunFindsTheStateLocked(t *testing.T) {
 func TestKilledRunnerLeavesAProvablyGoneLock(t *testing.T) {
 	t.Parallel()
 	bin := runnerBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 3*time.Minute)
 	k := newKubeState(t, "killed")
 	lr, err := runner.StartLocalRunner(ctx, testCA, runner.LocalOptions{Binary: bin, Engine: enginePath, WorkDir: t.TempDir()})
 	if err != nil {
@@ -184,10 +168,7 @@ func TestKilledRunnerLeavesAProvablyGoneLock(t *testing.T) {
 	countedOnKube(t, ctx, lr.Client, k, 20)
 	plan := planFor(t, ctx, lr.Client)
 
-	id := runner.NewRunID()
-	if err := lr.Client.StartRun(ctx, runner.RunSpec{ID: id, Action: runner.RunApply, PlanFile: plan.PlanFile}); err != nil {
-		t.Fatal(err)
-	}
+	id := startRun(t, ctx, lr.Client, runner.RunSpec{Action: runner.RunApply, PlanFile: plan.PlanFile})
 	info := k.waitLocked(t, time.Minute)
 	h, ok := statelock.ParseHolder(*info)
 	if !ok || h.Run != id || h.Process == nil || h.Process.PID != lr.PID {
@@ -224,30 +205,20 @@ func TestKilledRunnerLeavesAProvablyGoneLock(t *testing.T) {
 // ends INTERRUPTED and terraform saved what it did.
 func TestShutdownReleasesTheStateLock(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 3*time.Minute)
 	k := newKubeState(t, "shutdown")
 	r := startRunner(t)
 	countedOnKube(t, ctx, r.client, k, 20)
 	plan := planFor(t, ctx, r.client)
-	id := runner.NewRunID()
-	if err := r.client.StartRun(ctx, runner.RunSpec{ID: id, Action: runner.RunApply, PlanFile: plan.PlanFile}); err != nil {
-		t.Fatal(err)
-	}
-	l := newLogs()
-	watched := make(chan error, 1)
-	go func() {
-		_, err := r.client.WatchRun(ctx, id, 0, func(_ int64, line string) { l.add(line) })
-		watched <- err
-	}()
-	l.waitFor(t, "Executing:", time.Minute)
+	id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.RunApply, PlanFile: plan.PlanFile})
+	_, watched := watchExecuting(t, ctx, r.client, id)
 	if k.lock(t) == nil {
 		t.Fatal("no lock while terraform applies")
 	}
 	if err := r.server.Shutdown(time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	wantError(t, <-watched, codes.Unavailable, runner.ReasonInterrupted)
+	wantError(t, (<-watched).err, codes.Unavailable, runner.ReasonInterrupted)
 	if info := k.lock(t); info != nil {
 		t.Fatalf("lock left after the shutdown: %+v", info)
 	}
@@ -262,15 +233,11 @@ func TestShutdownReleasesTheStateLock(t *testing.T) {
 // know is not.
 func TestRunnerReleasesItsOwnLeftoverLock(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 3*time.Minute)
 	k := newKubeState(t, "leftover")
 	r := startRunner(t)
 	countedOnKube(t, ctx, r.client, k, 1)
-	earlier := runner.NewRunID()
-	if err := r.client.StartRun(ctx, runner.RunSpec{ID: earlier, Action: runner.RunPlan}); err != nil {
-		t.Fatal(err)
-	}
+	earlier := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.RunPlan})
 	if _, err := r.client.WatchRun(ctx, earlier, 0, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -155,8 +154,7 @@ func TestRunnerWritesTheStateTheEngineCouldNotSave(t *testing.T) {
 }
 
 func writesTheStateTheEngineCouldNotSave(t *testing.T, module string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 4*time.Minute)
 	k := newKubeState(t, "unsaved-"+module)
 	link := startAPILink(t, apiHost(t))
 	r := startRunner(t)
@@ -172,22 +170,9 @@ func writesTheStateTheEngineCouldNotSave(t *testing.T, module string) {
 	upload(t, ctx, r.client, spec, tb)
 	plan := planFor(t, ctx, r.client)
 
-	id := runner.NewRunID()
-	if err := r.client.StartRun(ctx, runner.RunSpec{ID: id, Action: runner.RunApply, PlanFile: plan.PlanFile, LockFile: plan.LockFile}); err != nil {
-		t.Fatal(err)
-	}
-	l := newLogs()
+	id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.RunApply, PlanFile: plan.PlanFile, LockFile: plan.LockFile})
 	var persist persistEvents
-	type result struct {
-		res *runner.RunResult
-		err error
-	}
-	watched := make(chan result, 1)
-	go func() {
-		res, err := r.client.WatchRun(ctx, id, 0, func(_ int64, line string) { l.add(line) }, runner.OnStatePersist(persist.add))
-		watched <- result{res, err}
-	}()
-	l.waitFor(t, "Executing:", time.Minute)
+	l, watched := watchExecuting(t, ctx, r.client, id, runner.OnStatePersist(persist.add))
 	link.setCut(true)
 	l.waitFor(t, "Landform keeps the state", time.Minute)
 	l.waitFor(t, "could not write the kept state to the backend yet (attempt 2)", time.Minute)
@@ -244,8 +229,7 @@ func writesTheStateTheEngineCouldNotSave(t *testing.T, module string) {
 // fails with STATE_UNSAVED, and the runner keeps the state.
 func TestRunnerKeepsTheStateItCouldNotSaveByTheDeadline(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 4*time.Minute)
 	k := newKubeState(t, "unsaved-deadline")
 	link := startAPILink(t, apiHost(t))
 	r := startRunner(t)
@@ -256,21 +240,11 @@ func TestRunnerKeepsTheStateItCouldNotSaveByTheDeadline(t *testing.T) {
 	upload(t, ctx, r.client, spec, tb)
 	plan := planFor(t, ctx, r.client)
 
-	id := runner.NewRunID()
-	if err := r.client.StartRun(ctx, runner.RunSpec{ID: id, Action: runner.RunApply, PlanFile: plan.PlanFile, LockFile: plan.LockFile, Deadline: 25 * time.Second}); err != nil {
-		t.Fatal(err)
-	}
-	l := newLogs()
+	id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.RunApply, PlanFile: plan.PlanFile, LockFile: plan.LockFile, Deadline: 25 * time.Second})
 	var persist persistEvents
-	watched := make(chan error, 1)
-	go func() {
-		_, err := r.client.WatchRun(ctx, id, 0, func(_ int64, line string) { l.add(line) }, runner.OnStatePersist(persist.add))
-		watched <- err
-	}()
-	l.waitFor(t, "Executing:", time.Minute)
+	_, watched := watchExecuting(t, ctx, r.client, id, runner.OnStatePersist(persist.add))
 	link.setCut(true)
-	err := <-watched
-	wantError(t, err, codes.Unavailable, runner.ReasonStateUnsaved)
+	wantError(t, (<-watched).err, codes.Unavailable, runner.ReasonStateUnsaved)
 	events := persist.all()
 	if len(events) != 1 || events[0].Saved || !strings.Contains(string(events[0].State), "terraform_data") {
 		t.Fatalf("state persist events %+v, want the kept state, unsaved", events)

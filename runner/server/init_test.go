@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,16 +26,20 @@ func providerMirror(t *testing.T) string {
 	return dir
 }
 
+// providerRunner is a runner on engine with the test provider.
+func providerRunner(t *testing.T, engine string) *testRunner {
+	t.Helper()
+	return startRunnerOpts(t, Options{Engine: engine, ProviderMirrors: []string{providerMirror(t)}})
+}
+
 // A plan returns the dependency lock file it was made with, and an apply
 // on another runner uses exactly that file: a lock file that differs from
 // the plan's makes the plan unusable (plan again), not a generic failure;
 // the plan's own lock file applies.
 func TestApplyUsesThePlansLockFile(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	mirror := providerMirror(t)
-	planner := startRunnerOpts(t, Options{Engine: enginePath, ProviderMirrors: []string{mirror}})
+	ctx := testContext(t, 3*time.Minute)
+	planner := providerRunner(t, enginePath)
 	tb := modulesTarball(t, 0)
 	spec := workspaceSpec(t, tb, "provider", nil, t.TempDir())
 	upload(t, ctx, planner.client, spec, tb)
@@ -46,7 +49,7 @@ func TestApplyUsesThePlansLockFile(t *testing.T) {
 	}
 
 	// Another runner, as after a restart: its module has no lock file.
-	applier := startRunnerOpts(t, Options{Engine: enginePath, ProviderMirrors: []string{mirror}})
+	applier := providerRunner(t, enginePath)
 	upload(t, ctx, applier.client, spec, tb)
 	// Valid, and the installed provider matches it, but it is not the
 	// plan's: one more hash.
@@ -69,5 +72,56 @@ func TestApplyUsesThePlansLockFile(t *testing.T) {
 	}
 	if got := readFile(t, filepath.Join(applier.server.currentRoot(), "provider", lockFileName)); got != string(plan.LockFile) {
 		t.Fatalf("the apply's lock file:\n%s\nwant the plan's:\n%s", got, plan.LockFile)
+	}
+}
+
+// TestDefaultBackend checks the kubernetes backend override and that
+// backend_config reaches init: pointed at an API server that is not there,
+// init fails trying to reach it, and that is a retryable failure, not a
+// configuration error. (The kubernetes backend against a real API server is
+// covered by the controller's envtest suites.)
+func TestDefaultBackend(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t, 2*time.Minute)
+	r := startRunner(t)
+	tb := modulesTarball(t, 0)
+
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters:
+- name: nowhere
+  cluster:
+    server: https://127.0.0.1:1
+contexts:
+- name: nowhere
+  context:
+    cluster: nowhere
+    user: nobody
+current-context: nowhere
+users:
+- name: nobody
+  user:
+    token: not-a-token
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec := workspaceSpec(t, tb, "basic", map[string]any{"name": "k", "dir": t.TempDir()}, "")
+	spec.CustomBackend = ""
+	spec.BackendConfig = map[string]string{
+		"secret_suffix": "basic",
+		"namespace":     "default",
+		"config_path":   kubeconfig,
+	}
+	upload(t, ctx, r.client, spec, tb)
+	override := readFile(t, filepath.Join(r.server.currentRoot(), "basic", BackendOverrideFile))
+	if override != defaultBackend {
+		t.Fatalf("backend override:\n%s", override)
+	}
+
+	_, err := r.client.Plan(ctx, false, nil)
+	e := wantError(t, err, codes.Unknown, runner.ReasonTerraformFailed)
+	if !strings.Contains(e.Message, "127.0.0.1:1") {
+		t.Fatalf("init did not use the backend config: %s", e.Message)
 	}
 }
