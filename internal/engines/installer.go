@@ -110,25 +110,17 @@ type record struct {
 	Source string `json:"source"`
 }
 
-func (i *Installer) maxDownload() int64 {
-	if i.MaxDownload > 0 {
-		return i.MaxDownload
-	}
-	return DefaultMaxDownload
-}
+func (i *Installer) maxDownload() int64     { return orDefault(i.MaxDownload, DefaultMaxDownload) }
+func (i *Installer) timeout() time.Duration { return orDefault(i.Timeout, DefaultTimeout) }
+func (i *Installer) keep() int              { return orDefault(i.Keep, DefaultKeep) }
 
-func (i *Installer) timeout() time.Duration {
-	if i.Timeout > 0 {
-		return i.Timeout
+// orDefault is v where it is set (positive), else def: the zero value of
+// an Installer's or a Resolver's limit means its default.
+func orDefault[T ~int | ~int64](v, def T) T {
+	if v > 0 {
+		return v
 	}
-	return DefaultTimeout
-}
-
-func (i *Installer) keep() int {
-	if i.Keep > 0 {
-		return i.Keep
-	}
-	return DefaultKeep
+	return def
 }
 
 func (i *Installer) transport() http.RoundTripper {

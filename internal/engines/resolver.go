@@ -48,19 +48,8 @@ type listing struct {
 	at       time.Time
 }
 
-func (r *Resolver) ttl() time.Duration {
-	if r.TTL > 0 {
-		return r.TTL
-	}
-	return DefaultListTTL
-}
-
-func (r *Resolver) timeout() time.Duration {
-	if r.Timeout > 0 {
-		return r.Timeout
-	}
-	return DefaultListTimeout
-}
+func (r *Resolver) ttl() time.Duration     { return orDefault(r.TTL, DefaultListTTL) }
+func (r *Resolver) timeout() time.Duration { return orDefault(r.Timeout, DefaultListTimeout) }
 
 // Resolve returns the version of engine name that constraint selects from
 // the versions releasesURL lists (empty: the engine's official source; the
