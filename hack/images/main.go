@@ -17,11 +17,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -478,11 +480,7 @@ func layerOf(fsys map[string]*entry) ([]byte, error) {
 			}
 		}
 	}
-	paths := make([]string, 0, len(fsys))
-	for p := range fsys {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
+	paths := slices.Sorted(maps.Keys(fsys))
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	epoch := time.Unix(0, 0)

@@ -1,10 +1,7 @@
 package placement
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxcd/pkg/tar"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -229,12 +225,8 @@ func moduleTarball(t *testing.T, dir string, files map[string]string) tarball {
 			}
 		}
 	}
-	var buf bytes.Buffer
-	if _, err := tar.Tar(dir, &buf); err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(buf.Bytes())
-	return tarball{data: buf.Bytes(), digest: "sha256:" + hex.EncodeToString(sum[:])}
+	data, digest := testenv.TarDir(t, dir)
+	return tarball{data: data, digest: digest}
 }
 
 // workspaceSpec is a workspace for tb at the module root; the state is in

@@ -9,16 +9,19 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
+	fluxtar "github.com/fluxcd/pkg/tar"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,14 +112,22 @@ func (a *Artifacts) Publish(ctx context.Context, c client.Client, ns string, fil
 	return rev, c.Status().Update(ctx, repo)
 }
 
+// TarDir packs dir as source-controller packs an artifact (a gzipped tar,
+// by fluxcd/pkg/tar), and returns it with its digest.
+func TarDir(t testing.TB, dir string) (data []byte, digest string) {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := fluxtar.Tar(dir, &buf); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	return buf.Bytes(), "sha256:" + hex.EncodeToString(sum[:])
+}
+
 // tarball packs files as a gzipped tar, in path order, so that the same
 // files give the same bytes.
 func tarball(files map[string]string) ([]byte, error) {
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(files))
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(gz)

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/tls"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,10 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxcd/pkg/tar"
 	"google.golang.org/grpc/codes"
 
 	"github.com/landform-dev/landform/internal/mtls"
+	"github.com/landform-dev/landform/internal/testenv"
 	"github.com/landform-dev/landform/runner"
 	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
@@ -40,18 +38,10 @@ func TestMain(m *testing.M) {
 		fakeController()
 		return
 	}
-	enginePath = os.Getenv("LANDFORM_TOFU")
-	if enginePath == "" {
-		p, err := filepath.Abs(filepath.Join("..", "..", "bin", "tofu"))
-		if err == nil {
-			if _, err = os.Stat(p); err == nil {
-				enginePath = p
-			}
-		}
-		if enginePath == "" {
-			fmt.Fprintln(os.Stderr, "runner tests need OpenTofu: run `make tools` to build bin/tofu, or set LANDFORM_TOFU to a tofu or terraform binary")
-			os.Exit(1)
-		}
+	var err error
+	if enginePath, err = testenv.Tool("tofu", "LANDFORM_TOFU"); err != nil {
+		fmt.Fprintln(os.Stderr, "runner tests need OpenTofu (LANDFORM_TOFU may name a tofu or terraform binary):", err)
+		os.Exit(1)
 	}
 	// A hostile machine environment, which the runner must keep from
 	// terraform: TF_CLI_ARGS would add an unknown flag to every command,
@@ -66,7 +56,6 @@ func TestMain(m *testing.M) {
 	} {
 		os.Setenv(k, v)
 	}
-	var err error
 	if testCA, err = mtls.NewCA("landform-test-ca", time.Hour); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -75,6 +64,17 @@ func TestMain(m *testing.M) {
 	runnerBin.cleanup()
 	kube.stop()
 	os.Exit(code)
+}
+
+// tool is the program name, where testenv.Tool finds it; a missing one
+// fails t.
+func tool(t *testing.T, name, envVar string) string {
+	t.Helper()
+	path, err := testenv.Tool(name, envVar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // testRunner is an in-process runner server on loopback, reached over mTLS.
@@ -195,12 +195,8 @@ func buildTarball(t *testing.T, extra map[string][]byte) tarball {
 			t.Fatal(err)
 		}
 	}
-	var buf bytes.Buffer
-	if _, err := tar.Tar(dir, &buf); err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(buf.Bytes())
-	return tarball{data: buf.Bytes(), digest: "sha256:" + hex.EncodeToString(sum[:])}
+	data, digest := testenv.TarDir(t, dir)
+	return tarball{data: data, digest: digest}
 }
 
 func randomBytes(t *testing.T, n int) []byte {
