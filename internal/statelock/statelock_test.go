@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,8 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/landform-dev/landform/internal/testenv"
 )
@@ -165,19 +161,6 @@ func TestLeaseLabelsMatchTofu(t *testing.T) {
 	}
 }
 
-func tofuBinary(t *testing.T) string {
-	t.Helper()
-	tofu := os.Getenv("LANDFORM_TOFU")
-	if tofu == "" {
-		tofu = filepath.Join("..", "..", "bin", "tofu")
-	}
-	tofu, _ = filepath.Abs(tofu)
-	if _, err := os.Stat(tofu); err != nil {
-		t.Fatalf("needs OpenTofu at %s (make tools): %v", tofu, err)
-	}
-	return tofu
-}
-
 // A process is gone once it exited; this one is not.
 func TestProcessGone(t *testing.T) {
 	me, err := CurrentProcess()
@@ -226,20 +209,13 @@ func TestProcessGone(t *testing.T) {
 // Leases, and run, which runs tofu in the module.
 func tofuWorkspace(t *testing.T, name string) (coordinationv1client.LeaseInterface, func(args ...string) *exec.Cmd) {
 	t.Helper()
-	tofu := tofuBinary(t)
-	ns := env.Namespace(t)
-	c, _ := leases(t, ns)
-	dir := t.TempDir()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["e"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
-	kc.AuthInfos["e"] = &clientcmdapi.AuthInfo{ClientCertificateData: env.Config.CertData, ClientKeyData: env.Config.KeyData, Token: env.Config.BearerToken}
-	kc.Contexts["e"] = &clientcmdapi.Context{Cluster: "e", AuthInfo: "e"}
-	kc.CurrentContext = "e"
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+	tofu, err := testenv.Tool("tofu", "LANDFORM_TOFU")
+	if err != nil {
 		t.Fatal(err)
 	}
-	return c.CoordinationV1().Leases(ns), testenv.TofuModule(t, tofu, kubeconfig, ns, name, `
+	ns := env.Namespace(t)
+	c, _ := leases(t, ns)
+	return c.CoordinationV1().Leases(ns), testenv.TofuModule(t, tofu, env.Kubeconfig(t), ns, name, `
 resource "terraform_data" "hold" {
   provisioner "local-exec" { command = "sleep 300" }
 }

@@ -243,6 +243,17 @@ func (e *Env) Namespace(t testing.TB) string {
 	return ns.Name
 }
 
+// Kubeconfig writes a kubeconfig file that reaches the API server as
+// Config does, in a directory of t's, and returns its path.
+func (e *Env) Kubeconfig(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, e.env.KubeConfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // Terraform creates a minimal Terraform object, to own Secrets in tests.
 func (e *Env) Terraform(t testing.TB, namespace, name string) *v1alpha1.Terraform {
 	t.Helper()

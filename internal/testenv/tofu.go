@@ -17,6 +17,11 @@ import (
 // group kills its provisioners too.
 func TofuModule(t testing.TB, tofu, kubeconfig, namespace, secretSuffix, module string) func(args ...string) *exec.Cmd {
 	t.Helper()
+	// The commands run in dir: a relative tofu would be looked for there.
+	tofu, err := filepath.Abs(tofu)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	backend := fmt.Sprintf("terraform {\n  backend \"kubernetes\" {\n    secret_suffix = %q\n    namespace     = %q\n    config_path   = %q\n  }\n}\n", secretSuffix, namespace, kubeconfig)
 	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(backend+module), 0o600); err != nil {

@@ -274,12 +274,5 @@ func TestTerraformEngine(t *testing.T) {
 // repository's bin/terraform.
 func terraformBinary(t *testing.T) string {
 	t.Helper()
-	engine := os.Getenv("LANDFORM_TERRAFORM")
-	if engine == "" {
-		engine = filepath.Join("..", "..", "bin", "terraform")
-	}
-	if _, err := os.Stat(engine); err != nil {
-		t.Fatalf("Terraform engine %s missing: run `make tools` (%v)", engine, err)
-	}
-	return engine
+	return tool(t, "terraform", "LANDFORM_TERRAFORM")
 }

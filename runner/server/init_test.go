@@ -13,23 +13,11 @@ import (
 	"github.com/landform-dev/landform/runner"
 )
 
-// providerMirror is the offline provider mirror make tools fills.
-func providerMirror(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "bin", "providers"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("needs the test provider in %s (make tools): %v", dir, err)
-	}
-	return dir
-}
-
-// providerRunner is a runner on engine with the test provider.
+// providerRunner is a runner on engine with the test provider, from the
+// offline provider mirror `make tools` fills.
 func providerRunner(t *testing.T, engine string) *testRunner {
 	t.Helper()
-	return startRunnerOpts(t, Options{Engine: engine, ProviderMirrors: []string{providerMirror(t)}})
+	return startRunnerOpts(t, Options{Engine: engine, ProviderMirrors: []string{tool(t, "providers", "")}})
 }
 
 // A plan returns the dependency lock file it was made with, and an apply

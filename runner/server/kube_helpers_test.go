@@ -3,15 +3,12 @@ package server
 import (
 	"context"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/internal/testenv"
@@ -56,16 +53,7 @@ func newKubeState(t *testing.T, suffix string) *kubeState {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
-	kc.AuthInfos["envtest"] = &clientcmdapi.AuthInfo{ClientCertificateData: env.Config.CertData, ClientKeyData: env.Config.KeyData, Token: env.Config.BearerToken}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "envtest"}
-	kc.CurrentContext = "envtest"
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	return &kubeState{namespace: ns, suffix: suffix, kubeconfig: kubeconfig, leases: cs.CoordinationV1().Leases(ns), clientset: cs}
+	return &kubeState{namespace: ns, suffix: suffix, kubeconfig: env.Kubeconfig(t), leases: cs.CoordinationV1().Leases(ns), clientset: cs}
 }
 
 // useBackend points spec at this state through the default backend.
