@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -238,6 +239,82 @@ func deleteAndWait(t *testing.T, tf *infrav1.Terraform) {
 }
 
 func keyOf(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+
+// updateSpec changes the object's spec, retrying on conflicts.
+func updateSpec(t *testing.T, tf *infrav1.Terraform, mutate func(*infrav1.Terraform)) {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		obj := &infrav1.Terraform{}
+		if err := k8sClient.Get(context.Background(), keyOf(tf.Namespace, tf.Name), obj); err != nil {
+			return err
+		}
+		mutate(obj)
+		return k8sClient.Update(context.Background(), obj)
+	}).WithTimeout(waitTimeout).Should(Succeed())
+}
+
+// annotate sets one annotation with a merge patch, touching nothing else.
+func annotate(t *testing.T, obj *infrav1.Terraform, key, value string) {
+	t.Helper()
+	NewWithT(t).Expect(k8sClient.Patch(context.Background(), obj, annotationPatch(key, value))).To(Succeed())
+}
+
+// approve approves plan id of tf.
+func approve(g Gomega, tf *infrav1.Terraform, id string) {
+	g.Expect(k8sClient.Patch(context.Background(), get(g, tf), annotationPatch(infrav1.ApproveAnnotation, id))).To(Succeed())
+}
+
+func annotationPatch(key, value string) client.Patch {
+	return rawMergePatch([]byte(`{"metadata":{"annotations":{"` + key + `":"` + value + `"}}}`))
+}
+
+// eventsIn lists the events in ns.
+func eventsIn(g Gomega, ns string) []corev1.Event {
+	var events corev1.EventList
+	g.Expect(k8sClient.List(context.Background(), &events, client.InNamespace(ns))).To(Succeed())
+	return events.Items
+}
+
+// hasEvent reports an event about name with reason whose message holds
+// text.
+func hasEvent(g Gomega, ns, name, reason, text string) bool {
+	return slices.ContainsFunc(eventsIn(g, ns), eventAbout(name, reason, text))
+}
+
+// hasWarning reports a Warning event about name with reason whose message
+// holds text.
+func hasWarning(g Gomega, ns, name, reason, text string) bool {
+	about := eventAbout(name, reason, text)
+	return slices.ContainsFunc(eventsIn(g, ns), func(e corev1.Event) bool { return e.Type == corev1.EventTypeWarning && about(e) })
+}
+
+func eventAbout(name, reason, text string) func(corev1.Event) bool {
+	return func(e corev1.Event) bool {
+		return e.InvolvedObject.Name == name && e.Reason == reason && strings.Contains(e.Message, text)
+	}
+}
+
+// countEvents counts the events about name with reason, each as often as
+// it was recorded.
+func countEvents(g Gomega, ns, name, reason string) int {
+	n := 0
+	for _, e := range eventsIn(g, ns) {
+		if e.InvolvedObject.Name == name && e.Reason == reason {
+			n += int(max(e.Count, 1))
+		}
+	}
+	return n
+}
+
+// eventsOf lists the events in ns, reason and message, for failure
+// messages.
+func eventsOf(g Gomega, ns string) string {
+	out := ""
+	for _, e := range eventsIn(g, ns) {
+		out += e.Reason + ": " + e.Message + "\n"
+	}
+	return out
+}
 
 // rawMergePatch is a JSON merge patch.
 func rawMergePatch(b []byte) client.Patch { return client.RawPatch(types.MergePatchType, b) }

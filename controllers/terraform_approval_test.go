@@ -64,13 +64,6 @@ func TestApprovePlanInSpec(t *testing.T) {
 	g.Expect(readFile(path)).To(Equal("gitops"))
 }
 
-// annotate sets one annotation with a merge patch, touching nothing else.
-func annotate(t *testing.T, obj *infrav1.Terraform, key, value string) {
-	t.Helper()
-	patch := []byte(`{"metadata":{"annotations":{"` + key + `":"` + value + `"}}}`)
-	NewWithT(t).Expect(k8sClient.Patch(context.Background(), obj, rawMergePatch(patch))).To(Succeed())
-}
-
 // An approval never carries over to a plan made from other inputs: after
 // plan X was approved and applied, a change of workspace or of a variable
 // at the same revision makes a plan with its own id that waits, even where

@@ -21,17 +21,21 @@ import (
 // Every bad input ends in Ready=False with its own reason and a message that
 // says what to fix, and the object recovers once it is fixed.
 func TestBadInput(t *testing.T) {
-	// onFileModule is the file module's object on a good source, changed
-	// by mutate.
-	onFileModule := func(t *testing.T, ns string, mutate func(*infrav1.Terraform)) *infrav1.Terraform {
-		tf, _ := newFileTerraform(t, ns, "tf", "x", mutate)
-		return tf
+	// onFileModule sets up the file module's object on a good source,
+	// changed by mutate.
+	onFileModule := func(mutate func(*infrav1.Terraform)) func(*testing.T, string) *infrav1.Terraform {
+		return func(t *testing.T, ns string) *infrav1.Terraform {
+			tf, _ := newFileTerraform(t, ns, "tf", "x", mutate)
+			return tf
+		}
 	}
-	// onArtifact is the file module's object on a source whose status
-	// carries artifact (nil: none yet).
-	onArtifact := func(t *testing.T, ns string, artifact *meta.Artifact) *infrav1.Terraform {
-		newGitRepository(t, ns, "repo", artifact)
-		return newTerraform(t, ns, "tf", withFileVars(t))
+	// onArtifact sets up the file module's object on a source whose
+	// status carries the artifact that artifact returns (nil: none yet).
+	onArtifact := func(artifact func() *meta.Artifact) func(*testing.T, string) *infrav1.Terraform {
+		return func(t *testing.T, ns string) *infrav1.Terraform {
+			newGitRepository(t, ns, "repo", artifact())
+			return newTerraform(t, ns, "tf", withFileVars(t))
+		}
 	}
 	// republish fixes the source with a good artifact.
 	republish := func(t *testing.T, ns string, _ *infrav1.Terraform) {
@@ -49,11 +53,11 @@ func TestBadInput(t *testing.T) {
 		fix func(t *testing.T, ns string, tf *infrav1.Terraform)
 	}{{
 		name: "invalid HCL",
-		setup: func(t *testing.T, ns string) *infrav1.Terraform {
+		setup: onArtifact(func() *meta.Artifact {
 			files := fileModule()
 			files["modules/file/broken.tf"] = `resource "landform_file" "broken" {`
-			return onArtifact(t, ns, artifacts.publish(files))
-		},
+			return artifacts.publish(files)
+		}),
 		reason:  infrav1.InvalidConfigurationReason,
 		message: "push a new revision",
 		fix:     republish,
@@ -81,30 +85,26 @@ func TestBadInput(t *testing.T) {
 			newGitRepository(t, ns, "repo", artifacts.publish(fileModule()))
 		},
 	}, {
-		name: "source not ready",
-		setup: func(t *testing.T, ns string) *infrav1.Terraform {
-			return onArtifact(t, ns, nil)
-		},
+		name:    "source not ready",
+		setup:   onArtifact(func() *meta.Artifact { return nil }),
 		reason:  infrav1.SourceNotReadyReason,
 		message: "no artifact",
 		fix:     republish,
 	}, {
 		name: "digest mismatch",
-		setup: func(t *testing.T, ns string) *infrav1.Terraform {
+		setup: onArtifact(func() *meta.Artifact {
 			a := artifacts.publish(fileModule())
 			a.Digest = "sha256:" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-			return onArtifact(t, ns, a)
-		},
+			return a
+		}),
 		reason:  infrav1.DigestMismatchReason,
 		message: "digest",
 		fix:     republish,
 	}, {
 		name: "varsFrom names a missing Secret",
-		setup: func(t *testing.T, ns string) *infrav1.Terraform {
-			return onFileModule(t, ns, func(tf *infrav1.Terraform) {
-				tf.Spec.VarsFrom = []infrav1.VarsReference{{Kind: "Secret", Name: "creds"}}
-			})
-		},
+		setup: onFileModule(func(tf *infrav1.Terraform) {
+			tf.Spec.VarsFrom = []infrav1.VarsReference{{Kind: "Secret", Name: "creds"}}
+		}),
 		reason:  infrav1.VarsNotFoundReason,
 		message: "create it, or mark the reference optional",
 		fix: func(t *testing.T, ns string, _ *infrav1.Terraform) {
@@ -120,9 +120,9 @@ func TestBadInput(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "taken"},
 				StringData: map[string]string{"keep": "me"},
 			})).To(Succeed())
-			return onFileModule(t, ns, func(tf *infrav1.Terraform) {
+			return onFileModule(func(tf *infrav1.Terraform) {
 				tf.Spec.WriteOutputsToSecret = &infrav1.WriteOutputsToSecretSpec{Name: "taken"}
-			})
+			})(t, ns)
 		},
 		reason:  infrav1.OutputSecretConflictReason,
 		message: "taken",
@@ -139,11 +139,9 @@ func TestBadInput(t *testing.T) {
 		},
 	}, {
 		name: "path escaping the artifact",
-		setup: func(t *testing.T, ns string) *infrav1.Terraform {
-			return onFileModule(t, ns, func(tf *infrav1.Terraform) {
-				tf.Spec.Path = "../../etc"
-			})
-		},
+		setup: onFileModule(func(tf *infrav1.Terraform) {
+			tf.Spec.Path = "../../etc"
+		}),
 		reason:  infrav1.InvalidPathReason,
 		message: "must stay inside the source artifact",
 		fix: func(t *testing.T, ns string, tf *infrav1.Terraform) {
@@ -179,17 +177,4 @@ func repoOf(t *testing.T, ns string) *sourcev1.GitRepository {
 	repo := &sourcev1.GitRepository{}
 	NewWithT(t).Expect(k8sClient.Get(context.Background(), keyOf(ns, "repo"), repo)).To(Succeed())
 	return repo
-}
-
-// updateSpec changes the object's spec, retrying on conflicts.
-func updateSpec(t *testing.T, tf *infrav1.Terraform, mutate func(*infrav1.Terraform)) {
-	t.Helper()
-	NewWithT(t).Eventually(func() error {
-		obj := &infrav1.Terraform{}
-		if err := k8sClient.Get(context.Background(), keyOf(tf.Namespace, tf.Name), obj); err != nil {
-			return err
-		}
-		mutate(obj)
-		return k8sClient.Update(context.Background(), obj)
-	}).WithTimeout(waitTimeout).Should(Succeed())
 }

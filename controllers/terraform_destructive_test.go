@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -11,9 +10,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/testenv"
@@ -97,22 +94,9 @@ func waitDestructivePending(t *testing.T, tf *infrav1.Terraform, address string)
 	g.Expect(obj.Status.Plan.ResourcesToReplace).To(Equal([]string{address}))
 	g.Expect(obj.Status.Plan.ResourcesToDestroy).To(BeEmpty())
 	g.Eventually(func(g Gomega) {
-		g.Expect(hasWarning(g, tf.Namespace, tf.Name, infrav1.DestructivePlanPendingReason, "replaces "+address)).To(BeTrue(), eventsOf(g, tf.Namespace, tf.Name))
+		g.Expect(hasWarning(g, tf.Namespace, tf.Name, infrav1.DestructivePlanPendingReason, "replaces "+address)).To(BeTrue(), eventsOf(g, tf.Namespace))
 	}).WithTimeout(waitTimeout).WithPolling(pollEvery).Should(Succeed(), "a Warning event names the resources")
 	return obj
-}
-
-// hasWarning reports a Warning event about name with reason whose message
-// holds text.
-func hasWarning(g Gomega, ns, name, reason, text string) bool {
-	var events corev1.EventList
-	g.Expect(k8sClient.List(context.Background(), &events, client.InNamespace(ns))).To(Succeed())
-	for _, e := range events.Items {
-		if e.InvolvedObject.Name == name && e.Type == corev1.EventTypeWarning && e.Reason == reason && strings.Contains(e.Message, text) {
-			return true
-		}
-	}
-	return false
 }
 
 // approvePlan: auto applies no plan that replaces a resource: a commit that

@@ -93,18 +93,6 @@ func stateSerial(g Gomega, ns, name string) int {
 	return st.Serial
 }
 
-// hasEvent reports an event on obj with reason whose message contains text.
-func hasEvent(g Gomega, ns, name, reason, text string) bool {
-	var events corev1.EventList
-	g.Expect(k8sClient.List(context.Background(), &events, client.InNamespace(ns))).To(Succeed())
-	for _, e := range events.Items {
-		if e.InvolvedObject.Name == name && e.Reason == reason && strings.Contains(e.Message, text) {
-			return true
-		}
-	}
-	return false
-}
-
 // A runner killed mid-apply leaves its lock behind. The controller proves
 // the runner gone, releases exactly that lock, says so in an event, and
 // converges from the state as it is.
@@ -282,22 +270,6 @@ func bumpStateSerial(g Gomega, ns, name string) {
 	raw, _ = json.Marshal(st)
 	s.Data["tfstate"] = tfstate.Compress(raw)
 	g.Expect(k8sClient.Update(context.Background(), s)).To(Succeed())
-}
-
-func approve(g Gomega, tf *infrav1.Terraform, id string) {
-	g.Expect(k8sClient.Patch(context.Background(), get(g, tf), rawMergePatch([]byte(`{"metadata":{"annotations":{"`+infrav1.ApproveAnnotation+`":"`+id+`"}}}`)))).To(Succeed())
-}
-
-func countEvents(g Gomega, ns, name, reason string) int {
-	var events corev1.EventList
-	g.Expect(k8sClient.List(context.Background(), &events, client.InNamespace(ns))).To(Succeed())
-	n := 0
-	for _, e := range events.Items {
-		if e.InvolvedObject.Name == name && e.Reason == reason {
-			n += int(max(e.Count, 1))
-		}
-	}
-	return n
 }
 
 // Long applies hold no reconcile worker: with two workers and four applies

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -72,15 +71,5 @@ resource "terraform_data" "this" {
 	waitReady(t, tf)
 	g.Expect(readFile(path)).To(Equal("new"), "the new spec is applied")
 	g.Expect(hasEvent(g, ns, tf.Name, infrav1.PlanFailedReason, "plan run "+planning.Status.Run.ID+" failed")).
-		To(BeTrue(), "the old run's failure is still told: %s", eventsOf(g, ns, tf.Name))
-}
-
-func eventsOf(g Gomega, ns, name string) string {
-	var events corev1.EventList
-	g.Expect(k8sClient.List(context.Background(), &events, client.InNamespace(ns))).To(Succeed())
-	out := ""
-	for _, e := range events.Items {
-		out += e.Reason + ": " + e.Message + "\n"
-	}
-	return out
+		To(BeTrue(), "the old run's failure is still told: %s", eventsOf(g, ns))
 }
