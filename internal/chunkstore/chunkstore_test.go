@@ -403,9 +403,8 @@ func TestAnnotate(t *testing.T) {
 // whose name shares a prefix, nor the same owner's blob of another layout.
 func TestDelete(t *testing.T) {
 	ctx := context.Background()
-	ns := env.Namespace(t)
-	owner := env.Terraform(t, ns, "del")
-	neighbour := env.Terraform(t, ns, "del-1")
+	owner := env.Owner(t, "del")
+	neighbour := env.Terraform(t, owner.Namespace, "del-1")
 	store := Store{Client: env.Client, Layout: blobs}
 	for _, o := range []*v1alpha1.Terraform{owner, neighbour} {
 		if _, err := store.Write(ctx, o, Blob{Data: testenv.RandomBytes(t, 2*ChunkSize)}); err != nil {

@@ -37,8 +37,7 @@ func names(m map[string]corev1.Secret) []string { return slices.Sorted(maps.Keys
 // by and labelled for the object; a smaller one replaces it entirely.
 func TestSaveLoadReplaceDelete(t *testing.T) {
 	ctx := context.Background()
-	ns := env.Namespace(t)
-	owner := env.Terraform(t, ns, "app")
+	owner := env.Owner(t, "app")
 	s := Store{Client: env.Client}
 
 	big, bigDigest := randomArtifact(t, 3*chunkstore.ChunkSize+123)
@@ -106,8 +105,7 @@ func TestSaveLoadReplaceDelete(t *testing.T) {
 // changed afterwards are never returned.
 func TestDigestMismatchRefused(t *testing.T) {
 	ctx := context.Background()
-	ns := env.Namespace(t)
-	owner := env.Terraform(t, ns, "app")
+	owner := env.Owner(t, "app")
 	s := Store{Client: env.Client}
 
 	data, d := randomArtifact(t, chunkstore.ChunkSize+10)
@@ -123,12 +121,12 @@ func TestDigestMismatchRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Tamper with the second chunk, keeping its annotations.
-	env.UpdateSecret(t, ns, "tfartifact-app-1", func(s *corev1.Secret) { s.Data[dataKey][0] ^= 0xff })
+	env.UpdateSecret(t, owner.Namespace, "tfartifact-app-1", func(s *corev1.Secret) { s.Data[dataKey][0] ^= 0xff })
 	if got, err := s.Load(ctx, owner, d); !errors.Is(err, ErrDigestMismatch) {
 		t.Fatalf("Load of tampered bytes = %d bytes, %v; want ErrDigestMismatch", len(got), err)
 	}
 	// A chunk gone: the set is incomplete.
-	env.DeleteSecret(t, ns, "tfartifact-app-1")
+	env.DeleteSecret(t, owner.Namespace, "tfartifact-app-1")
 	if _, err := s.Load(ctx, owner, d); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Load with a chunk missing: %v, want ErrNotFound", err)
 	}
@@ -137,8 +135,7 @@ func TestDigestMismatchRefused(t *testing.T) {
 // Over the limit nothing is written; a negative limit keeps nothing.
 func TestTooLargeIsNotKept(t *testing.T) {
 	ctx := context.Background()
-	ns := env.Namespace(t)
-	owner := env.Terraform(t, ns, "app")
+	owner := env.Owner(t, "app")
 
 	data, d := randomArtifact(t, 2000)
 	for _, s := range []Store{{Client: env.Client, MaxSize: 1999}, {Client: env.Client, MaxSize: -1}} {

@@ -48,8 +48,7 @@ func assertLoads(t *testing.T, store Store, owner *v1alpha1.Terraform, want *Pla
 
 func TestSaveLoadLargePlan(t *testing.T) {
 	ctx := context.Background()
-	ns := env.Namespace(t)
-	owner := env.Terraform(t, ns, "big")
+	owner := env.Owner(t, "big")
 	store := Store{Client: env.Client}
 
 	// Random bytes do not compress, so 5 MiB needs about ten chunks.
@@ -103,8 +102,7 @@ func TestSaveLoadLargePlan(t *testing.T) {
 
 func TestShorterPlanRemovesExtraChunks(t *testing.T) {
 	ctx := context.Background()
-	ns := env.Namespace(t)
-	owner := env.Terraform(t, ns, "shrink")
+	owner := env.Owner(t, "shrink")
 	store := Store{Client: env.Client}
 
 	if err := store.Save(ctx, owner, &Plan{ID: "plan-a-1", PlanFile: testenv.RandomBytes(t, 3<<20)}); err != nil {
@@ -222,10 +220,9 @@ func TestMarkApplied(t *testing.T) {
 
 func TestDelete(t *testing.T) {
 	ctx := context.Background()
-	ns := env.Namespace(t)
-	owner := env.Terraform(t, ns, "del")
+	owner := env.Owner(t, "del")
 	// A neighbour whose name shares a prefix must keep its plan.
-	neighbour := env.Terraform(t, ns, "del-1")
+	neighbour := env.Terraform(t, owner.Namespace, "del-1")
 	store := Store{Client: env.Client}
 	for _, o := range []*v1alpha1.Terraform{owner, neighbour} {
 		if err := store.Save(ctx, o, &Plan{ID: "plan-a-1", PlanFile: testenv.RandomBytes(t, 1<<20)}); err != nil {
@@ -268,8 +265,7 @@ func TestLongOwnerName(t *testing.T) {
 // namespace's Secrets (which grows with every object in it).
 func TestSaveListsNoSecrets(t *testing.T) {
 	ctx := context.Background()
-	ns := env.Namespace(t)
-	owner := env.Terraform(t, ns, "nolist")
+	owner := env.Owner(t, "nolist")
 	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 	if err != nil {
 		t.Fatal(err)

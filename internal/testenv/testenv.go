@@ -243,6 +243,13 @@ func (e *Env) Namespace(t testing.TB) string {
 	return ns.Name
 }
 
+// Owner creates a minimal Terraform object (Terraform) in a namespace of
+// its own: the owner of the Secrets a store test writes.
+func (e *Env) Owner(t testing.TB, name string) *v1alpha1.Terraform {
+	t.Helper()
+	return e.Terraform(t, e.Namespace(t), name)
+}
+
 // Kubeconfig writes a kubeconfig file that reaches the API server as
 // Config does, in a directory of t's, and returns its path.
 func (e *Env) Kubeconfig(t testing.TB) string {
