@@ -65,56 +65,22 @@ func TestWriter(t *testing.T) {
 		wantBeforeFlush string
 		want            string
 	}{
-		{
-			name:            "whole lines only",
-			values:          []string{"hunter22"},
-			writes:          []string{"pass", "word=hun", "ter22\nnext li", "ne"},
-			wantBeforeFlush: "password=***\n",
-			want:            "password=***\nnext line",
-		},
-		{
-			name:            "secret split across writes",
-			values:          []string{"topsecret"},
-			writes:          []string{"a top", "sec", "ret b\n"},
-			wantBeforeFlush: "a *** b\n",
-			want:            "a *** b\n",
-		},
-		{
-			name:            "multi-line secret",
-			values:          []string{"-----BEGIN KEY-----\nabc\n-----END KEY-----"},
-			writes:          []string{"key:\n-----BEGIN KEY-----\n", "abc\n", "-----END KEY-----\nafter\n"},
-			wantBeforeFlush: "key:\n***\nafter\n",
-			want:            "key:\n***\nafter\n",
-		},
-		{
-			// The held line is the secret's first line, which is
-			// itself hidden: terraform may print a value line by line.
-			name:            "held prefix that turns out to be one line of the secret",
-			values:          []string{"abcdef\nxyz1"},
-			writes:          []string{"abcdef\n", "nope\n"},
-			wantBeforeFlush: "***\nnope\n",
-			want:            "***\nnope\n",
-		},
-		{
-			name:            "held prefix that turns out harmless",
-			values:          []string{"abcdefgh\nxyz1"},
-			writes:          []string{"abcd", "efg\n", "nope\n"},
-			wantBeforeFlush: "abcdefg\nnope\n",
-			want:            "abcdefg\nnope\n",
-		},
-		{
-			name:            "trailing partial secret at flush",
-			values:          []string{"abcdef"},
-			writes:          []string{"x abc"},
-			wantBeforeFlush: "",
-			want:            "x abc",
-		},
-		{
-			name:            "no values passes through by line",
-			writes:          []string{"one\ntw", "o"},
-			wantBeforeFlush: "one\n",
-			want:            "one\ntwo",
-		},
+		{"whole lines only", []string{"hunter22"}, []string{"pass", "word=hun", "ter22\nnext li", "ne"},
+			"password=***\n", "password=***\nnext line"},
+		{"secret split across writes", []string{"topsecret"}, []string{"a top", "sec", "ret b\n"},
+			"a *** b\n", "a *** b\n"},
+		{"multi-line secret", []string{"-----BEGIN KEY-----\nabc\n-----END KEY-----"}, []string{"key:\n-----BEGIN KEY-----\n", "abc\n", "-----END KEY-----\nafter\n"},
+			"key:\n***\nafter\n", "key:\n***\nafter\n"},
+		// The held line is the secret's first line, which is itself
+		// hidden: terraform may print a value line by line.
+		{"held prefix that turns out to be one line of the secret", []string{"abcdef\nxyz1"}, []string{"abcdef\n", "nope\n"},
+			"***\nnope\n", "***\nnope\n"},
+		{"held prefix that turns out harmless", []string{"abcdefgh\nxyz1"}, []string{"abcd", "efg\n", "nope\n"},
+			"abcdefg\nnope\n", "abcdefg\nnope\n"},
+		{"trailing partial secret at flush", []string{"abcdef"}, []string{"x abc"},
+			"", "x abc"},
+		{"no values passes through by line", nil, []string{"one\ntw", "o"},
+			"one\n", "one\ntwo"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
