@@ -155,6 +155,28 @@ func startRunnerOpts(t *testing.T, opts Options) *testRunner {
 	return &testRunner{server: srv, client: client, addr: lis.Addr().String()}
 }
 
+// startLocalRunner starts the runner binary as the controller's local
+// runners run, on the test engine in a work dir of t's unless opts say
+// otherwise, and stops it when the test ends.
+func startLocalRunner(t *testing.T, ctx context.Context, opts runner.LocalOptions) *runner.LocalRunner {
+	t.Helper()
+	if opts.Binary == "" {
+		opts.Binary = runnerBinary(t)
+	}
+	if opts.Engine == "" {
+		opts.Engine = enginePath
+	}
+	if opts.WorkDir == "" {
+		opts.WorkDir = t.TempDir()
+	}
+	lr, err := runner.StartLocalRunner(ctx, testCA, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lr.Stop(10 * time.Second) })
+	return lr
+}
+
 func clientTLS(t *testing.T, ca *mtls.CA) *tls.Config {
 	t.Helper()
 	c, k, err := ca.IssueClient("landform-controller", time.Hour)

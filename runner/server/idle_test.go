@@ -12,16 +12,10 @@ import (
 // not live forever, and a long run is never cut short by it.
 func TestRunnerExitsWhenIdle(t *testing.T) {
 	t.Parallel()
-	bin := runnerBinary(t)
 	ctx := testContext(t, 3*time.Minute)
 	const idle = 2 * time.Second
-	lr, err := runner.StartLocalRunner(ctx, testCA, runner.LocalOptions{Binary: bin, Engine: enginePath, WorkDir: t.TempDir(), IdleExit: idle})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lr.Stop(10 * time.Second)
-	effects, _ := countedSpec(t, ctx, lr.Client, 8)
-	plan := planFor(t, ctx, lr.Client)
+	lr := startLocalRunner(t, ctx, runner.LocalOptions{IdleExit: idle})
+	plan, effects, _ := countedPlan(t, ctx, lr.Client, 8)
 
 	// The apply runs four times the idle time, watched by nobody.
 	id := startRun(t, ctx, lr.Client, runner.RunSpec{Action: runner.RunApply, PlanFile: plan.PlanFile})

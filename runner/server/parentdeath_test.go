@@ -97,15 +97,7 @@ func TestLocalRunnerDiesWithController(t *testing.T) {
 func TestEngineDiesWithRunner(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t, 3*time.Minute)
-	lr, err := runner.StartLocalRunner(ctx, testCA, runner.LocalOptions{
-		Binary:  runnerBinary(t),
-		Engine:  enginePath,
-		WorkDir: t.TempDir(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lr.Stop(time.Second)
+	lr := startLocalRunner(t, ctx, runner.LocalOptions{})
 	tb := modulesTarball(t, 0)
 	upload(t, ctx, lr.Client, workspaceSpec(t, tb, "slow", map[string]any{"seconds": 60}, t.TempDir()), tb)
 	plan, err := lr.Client.Plan(ctx, false, nil)

@@ -16,15 +16,15 @@ import (
 	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
-// countedSpec uploads the counted module (each create appends a line to
-// effects and sleeps) with a local state, and returns the effects file.
-func countedSpec(t *testing.T, ctx context.Context, c *runner.Client, seconds int) (effects, stateDir string) {
+// countedPlan uploads the counted module (each create appends a line to
+// effects and sleeps seconds) with a local state, and plans it.
+func countedPlan(t *testing.T, ctx context.Context, c *runner.Client, seconds int) (plan *runner.PlanOutput, effects, stateDir string) {
 	t.Helper()
 	tb := modulesTarball(t, 0)
 	effects = filepath.Join(t.TempDir(), "effects")
 	stateDir = t.TempDir()
 	upload(t, ctx, c, workspaceSpec(t, tb, "counted", map[string]any{"effects": effects, "seconds": seconds}, stateDir), tb)
-	return effects, stateDir
+	return planFor(t, ctx, c), effects, stateDir
 }
 
 func countCreates(t *testing.T, path string) int {
@@ -104,8 +104,7 @@ func TestRunOutlivesItsWatch(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t, 3*time.Minute)
 	r := startRunner(t)
-	effects, _ := countedSpec(t, ctx, r.client, 3)
-	plan := planFor(t, ctx, r.client)
+	plan, effects, _ := countedPlan(t, ctx, r.client, 3)
 
 	spec := runner.RunSpec{ID: runner.NewRunID(), Action: runner.RunApply, PlanFile: plan.PlanFile, LockFile: plan.LockFile}
 	id := startRun(t, ctx, r.client, spec)
@@ -181,8 +180,7 @@ func TestRunDeadlineInterruptsGracefully(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t, 3*time.Minute)
 	r := startRunner(t)
-	effects, stateDir := countedSpec(t, ctx, r.client, 20)
-	plan := planFor(t, ctx, r.client)
+	plan, effects, stateDir := countedPlan(t, ctx, r.client, 20)
 
 	started := time.Now()
 	id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.RunApply, PlanFile: plan.PlanFile, Deadline: 3 * time.Second})
@@ -211,8 +209,7 @@ func TestCancelRun(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t, 3*time.Minute)
 	r := startRunner(t)
-	countedSpec(t, ctx, r.client, 20)
-	plan := planFor(t, ctx, r.client)
+	plan, _, _ := countedPlan(t, ctx, r.client, 20)
 
 	id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.RunApply, PlanFile: plan.PlanFile})
 	_, done := watchExecuting(t, ctx, r.client, id)

@@ -24,15 +24,23 @@ func countedOnKube(t *testing.T, ctx context.Context, c *runner.Client, k *kubeS
 	return effects
 }
 
+// runnerOnKube starts a runner with the counted module uploaded (each
+// create taking seconds) and its state in a kubernetes backend of its own,
+// named name.
+func runnerOnKube(t *testing.T, ctx context.Context, name string, seconds int) (r *testRunner, k *kubeState, effects string) {
+	t.Helper()
+	k = newKubeState(t, name)
+	r = startRunner(t)
+	return r, k, countedOnKube(t, ctx, r.client, k, seconds)
+}
+
 // With the kubernetes backend the runner takes the state lock itself: the
 // Lease names the run and the runner process while terraform runs (and
 // real tofu is refused, naming it), and is free once the run ended.
 func TestRunTakesTheStateLock(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t, 3*time.Minute)
-	k := newKubeState(t, "held")
-	r := startRunner(t)
-	effects := countedOnKube(t, ctx, r.client, k, 5)
+	r, k, effects := runnerOnKube(t, ctx, "held", 5)
 	plan := planFor(t, ctx, r.client)
 	if info := k.lock(t); info != nil {
 		t.Fatalf("locked after the plan: %+v", info)
@@ -92,9 +100,7 @@ func TestRunTakesTheStateLock(t *testing.T) {
 func TestRunFindsTheStateLocked(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t, 3*time.Minute)
-	k := newKubeState(t, "taken")
-	r := startRunner(t)
-	countedOnKube(t, ctx, r.client, k, 1)
+	r, k, _ := runnerOnKube(t, ctx, "taken", 1)
 
 	// Real tofu, in the middle of an apply, holds it.
 	tofu := k.tofuModule(t, `resource "terraform_data" "hold" {
@@ -157,14 +163,9 @@ func TestRunFindsTheStateLocked(t *testing.T) {
 // before it releases that lock, by its id.
 func TestKilledRunnerLeavesAProvablyGoneLock(t *testing.T) {
 	t.Parallel()
-	bin := runnerBinary(t)
 	ctx := testContext(t, 3*time.Minute)
 	k := newKubeState(t, "killed")
-	lr, err := runner.StartLocalRunner(ctx, testCA, runner.LocalOptions{Binary: bin, Engine: enginePath, WorkDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lr.Stop(10 * time.Second)
+	lr := startLocalRunner(t, ctx, runner.LocalOptions{})
 	countedOnKube(t, ctx, lr.Client, k, 20)
 	plan := planFor(t, ctx, lr.Client)
 
@@ -206,9 +207,7 @@ func TestKilledRunnerLeavesAProvablyGoneLock(t *testing.T) {
 func TestShutdownReleasesTheStateLock(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t, 3*time.Minute)
-	k := newKubeState(t, "shutdown")
-	r := startRunner(t)
-	countedOnKube(t, ctx, r.client, k, 20)
+	r, k, _ := runnerOnKube(t, ctx, "shutdown", 20)
 	plan := planFor(t, ctx, r.client)
 	id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.RunApply, PlanFile: plan.PlanFile})
 	_, watched := watchExecuting(t, ctx, r.client, id)
@@ -234,9 +233,7 @@ func TestShutdownReleasesTheStateLock(t *testing.T) {
 func TestRunnerReleasesItsOwnLeftoverLock(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t, 3*time.Minute)
-	k := newKubeState(t, "leftover")
-	r := startRunner(t)
-	countedOnKube(t, ctx, r.client, k, 1)
+	r, k, _ := runnerOnKube(t, ctx, "leftover", 1)
 	earlier := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.RunPlan})
 	if _, err := r.client.WatchRun(ctx, earlier, 0, nil); err != nil {
 		t.Fatal(err)
