@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -93,7 +92,7 @@ func TestInputFromAServiceStatus(t *testing.T) {
 	})
 
 	obj := waitNotReady(t, tf, infrav1.InputNotReadyReason)
-	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(Equal(
+	g.Expect(readyMessageOf(obj)).To(Equal(
 		"waiting for Service " + ns + "/web to set .status.loadBalancer.ingress[0].hostname (lb_hostname)"))
 	g.Expect(conditions.IsStalled(obj)).To(BeFalse(), "waiting is not a failure")
 	g.Expect(obj.Status.Plan).To(BeNil(), "nothing planned without the input")
@@ -138,7 +137,7 @@ func TestInputReferenceErrors(t *testing.T) {
 		tf.Spec.VarsFrom = []infrav1.VarsReference{lbInput("later")}
 	})
 	obj := waitNotReady(t, missing, infrav1.InputNotFoundReason)
-	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring("input Service " + ns + "/later not found"))
+	g.Expect(readyMessageOf(obj)).To(ContainSubstring("input Service " + ns + "/later not found"))
 
 	badPath := newTerraform(t, ns, "bad-path", func(tf *infrav1.Terraform) {
 		slow(tf)
@@ -164,8 +163,8 @@ func TestInputReferenceErrors(t *testing.T) {
 	obj = waitFor(t, badPath, func(g Gomega, obj *infrav1.Terraform) {
 		g.Expect(conditions.IsStalled(obj)).To(BeTrue())
 	})
-	g.Expect(conditions.GetReason(obj, meta.ReadyCondition)).To(Equal(infrav1.InvalidInputPathReason))
-	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring(`path ".status.loadBalancer.ingress[0" of lb_hostname`))
+	g.Expect(readyReasonOf(obj)).To(Equal(infrav1.InvalidInputPathReason))
+	g.Expect(readyMessageOf(obj)).To(ContainSubstring(`path ".status.loadBalancer.ingress[0" of lb_hostname`))
 
 	other := newTerraform(t, ns, "other-ns", func(tf *infrav1.Terraform) {
 		slow(tf)
@@ -174,7 +173,7 @@ func TestInputReferenceErrors(t *testing.T) {
 		tf.Spec.VarsFrom = []infrav1.VarsReference{in}
 	})
 	obj = waitNotReady(t, other, infrav1.CrossNamespaceRefDeniedReason)
-	g.Expect(conditions.GetMessage(obj, meta.ReadyCondition)).To(ContainSubstring("varsFrom Service kube-system/web"))
+	g.Expect(readyMessageOf(obj)).To(ContainSubstring("varsFrom Service kube-system/web"))
 	g.Expect(k8sClient.Get(ctx, keyOf(ns, "later"), svc)).To(Succeed())
 }
 

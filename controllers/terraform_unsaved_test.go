@@ -59,8 +59,7 @@ func stateWith(st map[string]any, serial int, withResources bool) map[string]any
 // requestReconcile asks for a reconcile, which plans again.
 func requestReconcile(t *testing.T, tf *infrav1.Terraform) {
 	t.Helper()
-	patch := []byte(`{"metadata":{"annotations":{"` + meta.ReconcileRequestAnnotation + `":"` + time.Now().Format(time.RFC3339Nano) + `"}}}`)
-	NewWithT(t).Expect(k8sClient.Patch(context.Background(), tf.DeepCopy(), rawMergePatch(patch))).To(Succeed())
+	annotate(t, tf.DeepCopy(), meta.ReconcileRequestAnnotation, time.Now().Format(time.RFC3339Nano))
 }
 
 func unsavedKept(g Gomega, tf *infrav1.Terraform) bool {

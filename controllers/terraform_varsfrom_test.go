@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -50,7 +49,7 @@ func TestFixingAVarsFromSecretReplans(t *testing.T) {
 	obj := waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
 		g.Expect(conditions.IsStalled(obj)).To(BeTrue(), describe(obj))
 	})
-	g.Expect(conditions.GetReason(obj, meta.ReadyCondition)).To(Equal(infrav1.InvalidConfigurationReason))
+	g.Expect(readyReasonOf(obj)).To(Equal(infrav1.InvalidConfigurationReason))
 
 	// Fixed: planned and applied with the new value.
 	g.Expect(k8sClient.Get(ctx, keyOf(ns, "vars"), secret)).To(Succeed())
