@@ -10,13 +10,9 @@ import (
 // ServerTLSConfig returns a server configuration that presents certPEM and
 // accepts only clients with a certificate signed by clientCAPEM.
 func ServerTLSConfig(certPEM, keyPEM, clientCAPEM []byte) (*tls.Config, error) {
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	cert, pool, err := keyPairAndCA(certPEM, keyPEM, clientCAPEM, "server", "client")
 	if err != nil {
-		return nil, fmt.Errorf("load server key pair: %w", err)
-	}
-	pool, err := certPool(clientCAPEM)
-	if err != nil {
-		return nil, fmt.Errorf("load client CA: %w", err)
+		return nil, err
 	}
 	return &tls.Config{
 		MinVersion:   tls.VersionTLS13,
@@ -29,13 +25,9 @@ func ServerTLSConfig(certPEM, keyPEM, clientCAPEM []byte) (*tls.Config, error) {
 // ClientTLSConfig returns a client configuration that presents certPEM and
 // trusts only servers with a certificate for serverName signed by serverCAPEM.
 func ClientTLSConfig(certPEM, keyPEM, serverCAPEM []byte, serverName string) (*tls.Config, error) {
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	cert, pool, err := keyPairAndCA(certPEM, keyPEM, serverCAPEM, "client", "server")
 	if err != nil {
-		return nil, fmt.Errorf("load client key pair: %w", err)
-	}
-	pool, err := certPool(serverCAPEM)
-	if err != nil {
-		return nil, fmt.Errorf("load server CA: %w", err)
+		return nil, err
 	}
 	return &tls.Config{
 		MinVersion:   tls.VersionTLS13,
@@ -43,6 +35,20 @@ func ClientTLSConfig(certPEM, keyPEM, serverCAPEM []byte, serverName string) (*t
 		RootCAs:      pool,
 		ServerName:   serverName,
 	}, nil
+}
+
+// keyPairAndCA loads the key pair one side (self) presents and the CA it
+// trusts for the other (peer).
+func keyPairAndCA(certPEM, keyPEM, caPEM []byte, self, peer string) (tls.Certificate, *x509.CertPool, error) {
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("load %s key pair: %w", self, err)
+	}
+	pool, err := certPool(caPEM)
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("load %s CA: %w", peer, err)
+	}
+	return cert, pool, nil
 }
 
 func certPool(caPEM []byte) (*x509.CertPool, error) {
