@@ -73,6 +73,46 @@ func TestPodFor(t *testing.T) {
 	envFrom := []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cloud-creds"}}}}
 	tolerations := []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "infra", Effect: corev1.TaintEffectNoSchedule}}
 
+	// The default Pod, and the one a template changes: its labels and
+	// annotations join the runner's own, its container and scheduling
+	// fields are used, and its volumes come after the runner's.
+	defaults := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "db-runner-", Namespace: "team-a", Labels: ownLabels("db"), OwnerReferences: owner("db")},
+		Spec: corev1.PodSpec{
+			ServiceAccountName:            "landform-runner",
+			AutomountServiceAccountToken:  ptr.To(true),
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: ptr.To(int64(60)),
+			EnableServiceLinks:            ptr.To(false),
+			SecurityContext:               securePod,
+			Containers: []corev1.Container{{
+				Name:                     "runner",
+				Image:                    "ghcr.io/landform-dev/landform-runner:v1",
+				Args:                     args,
+				Ports:                    []corev1.ContainerPort{{Name: "grpc", ContainerPort: 9443, Protocol: corev1.ProtocolTCP}},
+				Env:                      append([]corev1.EnvVar{{Name: "HOME", Value: "/tmp"}}, identityEnv...),
+				VolumeMounts:             ownMounts,
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+				SecurityContext:          secureContainer,
+			}},
+			Volumes: ownVolumes,
+		},
+	}
+	templated := defaults.DeepCopy()
+	templated.Labels["team"] = "a"
+	templated.Annotations = map[string]string{"cost-center": "42"}
+	templated.Spec.ServiceAccountName = "deployer"
+	templated.Spec.NodeSelector = map[string]string{"pool": "infra"}
+	templated.Spec.Tolerations = tolerations
+	templated.Spec.Affinity = affinity
+	templated.Spec.Volumes = append(templated.Spec.Volumes, userVolume)
+	container := &templated.Spec.Containers[0]
+	container.Image = "registry.example/runner:custom"
+	container.Env = append([]corev1.EnvVar{{Name: "HOME", Value: "/home/runner"}, {Name: "TF_LOG", Value: "info"}}, identityEnv...)
+	container.EnvFrom = envFrom
+	container.Resources = *resources
+	container.VolumeMounts = append(container.VolumeMounts, userMount)
+
 	tests := []struct {
 		name string
 		obj  *infrav1.Terraform
@@ -81,28 +121,7 @@ func TestPodFor(t *testing.T) {
 		{
 			name: "defaults",
 			obj:  &infrav1.Terraform{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "db", UID: "uid-1"}},
-			want: &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{GenerateName: "db-runner-", Namespace: "team-a", Labels: ownLabels("db"), OwnerReferences: owner("db")},
-				Spec: corev1.PodSpec{
-					ServiceAccountName:            "landform-runner",
-					AutomountServiceAccountToken:  ptr.To(true),
-					RestartPolicy:                 corev1.RestartPolicyNever,
-					TerminationGracePeriodSeconds: ptr.To(int64(60)),
-					EnableServiceLinks:            ptr.To(false),
-					SecurityContext:               securePod,
-					Containers: []corev1.Container{{
-						Name:                     "runner",
-						Image:                    "ghcr.io/landform-dev/landform-runner:v1",
-						Args:                     args,
-						Ports:                    []corev1.ContainerPort{{Name: "grpc", ContainerPort: 9443, Protocol: corev1.ProtocolTCP}},
-						Env:                      append([]corev1.EnvVar{{Name: "HOME", Value: "/tmp"}}, identityEnv...),
-						VolumeMounts:             ownMounts,
-						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-						SecurityContext:          secureContainer,
-					}},
-					Volumes: ownVolumes,
-				},
-			},
+			want: defaults,
 		},
 		{
 			name: "template",
@@ -131,39 +150,7 @@ func TestPodFor(t *testing.T) {
 					},
 				},
 			},
-			want: &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{
-					GenerateName:    "db-runner-",
-					Namespace:       "team-a",
-					Labels:          map[string]string{"team": "a", "app.kubernetes.io/name": "landform-runner", "app.kubernetes.io/managed-by": "landform", "infra.landform.dev/terraform": "db", "infra.landform.dev/run": "run-1"},
-					Annotations:     map[string]string{"cost-center": "42"},
-					OwnerReferences: owner("db"),
-				},
-				Spec: corev1.PodSpec{
-					ServiceAccountName:            "deployer",
-					AutomountServiceAccountToken:  ptr.To(true),
-					RestartPolicy:                 corev1.RestartPolicyNever,
-					TerminationGracePeriodSeconds: ptr.To(int64(60)),
-					EnableServiceLinks:            ptr.To(false),
-					NodeSelector:                  map[string]string{"pool": "infra"},
-					Tolerations:                   tolerations,
-					Affinity:                      affinity,
-					SecurityContext:               securePod,
-					Containers: []corev1.Container{{
-						Name:                     "runner",
-						Image:                    "registry.example/runner:custom",
-						Args:                     args,
-						Ports:                    []corev1.ContainerPort{{Name: "grpc", ContainerPort: 9443, Protocol: corev1.ProtocolTCP}},
-						Env:                      append([]corev1.EnvVar{{Name: "HOME", Value: "/home/runner"}, {Name: "TF_LOG", Value: "info"}}, identityEnv...),
-						EnvFrom:                  envFrom,
-						Resources:                *resources,
-						VolumeMounts:             append(append([]corev1.VolumeMount{}, ownMounts...), userMount),
-						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-						SecurityContext:          secureContainer,
-					}},
-					Volumes: append(append([]corev1.Volume{}, ownVolumes...), userVolume),
-				},
-			},
+			want: templated,
 		},
 	}
 	deleting := tests[0].obj.DeepCopy()
