@@ -149,18 +149,11 @@ func TestSummarizePlanChanges(t *testing.T) {
 				t.Errorf("counts add=%d change=%d destroy=%d import=%d, want %d %d %d %d",
 					res.Add, res.Change, res.Destroy, res.ImportCount, tc.add, tc.change, tc.destroy, len(tc.imported))
 			}
-			for _, l := range []struct {
-				name      string
-				want, got []string
-			}{
-				{"imported", tc.imported, res.ResourcesToImport},
-				{"replaced", tc.replaced, res.ResourcesToReplace},
-				{"destroyed", tc.destroyed, res.ResourcesToDestroy},
-				{"resources", tc.resources, res.Resources},
-			} {
-				if diff := cmp.Diff(l.want, l.got); diff != "" {
-					t.Errorf("%s (-want +got):\n%s", l.name, diff)
-				}
+			type lists struct{ Imported, Replaced, Destroyed, Resources []string }
+			want := lists{tc.imported, tc.replaced, tc.destroyed, tc.resources}
+			got := lists{res.ResourcesToImport, res.ResourcesToReplace, res.ResourcesToDestroy, res.Resources}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("resources (-want +got):\n%s", diff)
 			}
 		})
 	}
