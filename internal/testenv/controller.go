@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -281,17 +280,10 @@ func (c *Controller) Close() {
 // reads /proc); elsewhere it does nothing.
 func KillLocalRunners(workDir string) {
 	runDirs := filepath.Join(workDir, "runners", "landform-runner-")
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil || !strings.Contains(string(b), runDirs) {
-			continue
+	for pid, cmdline := range ProcFiles("cmdline") {
+		if pid != os.Getpid() && strings.Contains(string(cmdline), runDirs) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 

@@ -21,7 +21,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -190,16 +189,7 @@ func (e *Env) StopAPIServer() error {
 // killAPIServer SIGKILLs the kube-apiserver serving from certDir (its
 // --cert-dir), found in /proc.
 func killAPIServer(certDir string) {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
+	for pid, cmdline := range ProcFiles("cmdline") {
 		args := strings.Split(string(cmdline), "\x00")
 		if filepath.Base(args[0]) == "kube-apiserver" && slices.Contains(args, "--cert-dir="+certDir) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)

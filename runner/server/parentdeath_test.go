@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/landform-dev/landform/internal/mtls"
+	"github.com/landform-dev/landform/internal/testenv"
 	"github.com/landform-dev/landform/runner"
 )
 
@@ -107,14 +107,14 @@ func TestEngineDiesWithRunner(t *testing.T) {
 	applyExecuting(t, ctx, lr.Client, plan.PlanFile)
 
 	// runner → the engine → the provisioner's sleep.
-	engines := children(t, lr.PID)
+	engines := children(lr.PID)
 	if len(engines) != 1 {
 		t.Fatalf("the runner has children %v, want the engine alone", engines)
 	}
 	// The sleep outlives the engine, as it always did: end it. It may
 	// start a moment after the engine logged it.
 	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
-		if sleeps := children(t, engines[0]); len(sleeps) > 0 || time.Since(start) > 5*time.Second {
+		if sleeps := children(engines[0]); len(sleeps) > 0 || time.Since(start) > 5*time.Second {
 			for _, pid := range sleeps {
 				defer syscall.Kill(pid, syscall.SIGKILL)
 			}
@@ -137,22 +137,9 @@ func TestEngineDiesWithRunner(t *testing.T) {
 }
 
 // children lists the processes whose parent is pid.
-func children(t *testing.T, pid int) []int {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
+func children(pid int) []int {
 	var out []int
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
+	for child, stat := range testenv.ProcFiles("stat") {
 		// pid (comm) state ppid ...
 		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
 		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
