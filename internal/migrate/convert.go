@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -110,11 +111,7 @@ func Convert(src Source, o Options) Result {
 	}
 	c := &converter{src: src, out: out, res: &res, workspace: "default", secretSuffix: names.Label(src.Name)}
 
-	keys := make([]string, 0, len(src.Spec))
-	for k := range src.Spec {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(src.Spec))
 	for _, k := range keys {
 		raw := src.Spec[k]
 		if isNull(raw) {
@@ -645,11 +642,7 @@ func runnerPodTemplate(c *converter, field string, raw json.RawMessage) error {
 	}
 	out := &v1alpha1.RunnerPodTemplate{Metadata: t.Metadata}
 	spec := &out.Spec
-	keys := make([]string, 0, len(t.Spec))
-	for k := range t.Spec {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(t.Spec))
 	for _, k := range keys {
 		raw := t.Spec[k]
 		f := field + ".spec." + k
