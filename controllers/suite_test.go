@@ -87,22 +87,19 @@ func runSuite(m *testing.M) int {
 	}
 	defer os.RemoveAll(tmp)
 
-	engine := testenv.EnvOr("LANDFORM_TOFU", filepath.Join(root, "bin", "tofu"))
-	if _, err := os.Stat(engine); err != nil {
-		fmt.Fprintf(os.Stderr, "integration tests need OpenTofu at %s: run `make tools` first (%v)\n", engine, err)
+	engine, err := testenv.Tool("tofu", "LANDFORM_TOFU")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration tests need OpenTofu:", err)
 		return 1
 	}
-	runnerBin := os.Getenv("LANDFORM_RUNNER_BIN")
-	if runnerBin == "" {
-		runnerBin = filepath.Join(tmp, "landform-runner")
-		if out, err := exec.Command("go", "build", "-o", runnerBin, "../cmd/runner").CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building the runner: %v\n%s", err, out)
-			return 1
-		}
+	runnerBin, err := testenv.RunnerBinary(tmp)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	mirror = filepath.Join(tmp, "providers")
-	if out, err := exec.Command(filepath.Join(root, "hack", "build-provider.sh"), mirror).CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building the test provider: %v\n%s", err, out)
+	if err := testenv.BuildProviderMirror(mirror); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	effects = filepath.Join(tmp, "effects")

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -50,16 +49,15 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
-	root, _ := filepath.Abs(filepath.Join("..", ".."))
 	tmp, err := os.MkdirTemp("", "landform-placement-")
 	if err != nil {
 		panic(err)
 	}
 	defer os.RemoveAll(tmp)
 
-	engine := testenv.EnvOr("LANDFORM_TOFU", filepath.Join(root, "bin", "tofu"))
-	if _, err := os.Stat(engine); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: Pod placement tests need OpenTofu at %s: run `make tools` first (%v)\n", engine, err)
+	engine, err := testenv.Tool("tofu", "LANDFORM_TOFU")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: Pod placement tests need OpenTofu:", err)
 		return 1
 	}
 	// The runner image has tofu on its PATH; so do the fake Pods.
@@ -70,17 +68,14 @@ func runSuite(m *testing.M) int {
 	if err := os.Symlink(engine, filepath.Join(pathDir, "tofu")); err != nil {
 		panic(err)
 	}
-	runnerBin := os.Getenv("LANDFORM_RUNNER_BIN")
-	if runnerBin == "" {
-		runnerBin = filepath.Join(tmp, "landform-runner")
-		if out, err := exec.Command("go", "build", "-o", runnerBin, "../../cmd/runner").CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "FAIL: building the runner: %v\n%s", err, out)
-			return 1
-		}
+	runnerBin, err := testenv.RunnerBinary(tmp)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
 	}
 	hostMirror := filepath.Join(tmp, "providers")
-	if out, err := exec.Command(filepath.Join(root, "hack", "build-provider.sh"), hostMirror).CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: building the test provider: %v\n%s", err, out)
+	if err := testenv.BuildProviderMirror(hostMirror); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		return 1
 	}
 

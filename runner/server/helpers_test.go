@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -357,19 +356,8 @@ func (b *binaryBuild) cleanup() {
 func runnerBinary(t *testing.T) string {
 	t.Helper()
 	runnerBin.once.Do(func() {
-		if p := os.Getenv("LANDFORM_RUNNER_BIN"); p != "" {
-			runnerBin.path = p
-			return
-		}
-		runnerBin.dir, runnerBin.err = os.MkdirTemp("", "landform-runner-bin-")
-		if runnerBin.err != nil {
-			return
-		}
-		runnerBin.path = filepath.Join(runnerBin.dir, "landform-runner")
-		cmd := exec.Command("go", "build", "-o", runnerBin.path, "../../cmd/runner")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			runnerBin.err = fmt.Errorf("build runner: %w\n%s", err, out)
+		if runnerBin.dir, runnerBin.err = os.MkdirTemp("", "landform-runner-bin-"); runnerBin.err == nil {
+			runnerBin.path, runnerBin.err = testenv.RunnerBinary(runnerBin.dir)
 		}
 	})
 	if runnerBin.err != nil {
