@@ -12,7 +12,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -258,47 +257,6 @@ func upload(t *testing.T, ctx context.Context, c *runner.Client, spec *runnerpb.
 	t.Helper()
 	if err := c.UploadWorkspace(ctx, spec, bytes.NewReader(tb.data)); err != nil {
 		t.Fatalf("upload %s: %v", spec.Path, err)
-	}
-}
-
-// logs collects streamed log lines.
-type logs struct {
-	mu    sync.Mutex
-	lines []string
-	seen  chan string
-}
-
-func newLogs() *logs { return &logs{seen: make(chan string, 4096)} }
-
-func (l *logs) add(line string) {
-	l.mu.Lock()
-	l.lines = append(l.lines, line)
-	l.mu.Unlock()
-	select {
-	case l.seen <- line:
-	default:
-	}
-}
-
-func (l *logs) text() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
-}
-
-// waitFor waits until a line containing substr was logged.
-func (l *logs) waitFor(t *testing.T, substr string, timeout time.Duration) {
-	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		select {
-		case line := <-l.seen:
-			if strings.Contains(line, substr) {
-				return
-			}
-		case <-deadline:
-			t.Fatalf("no log line containing %q within %s; logs:\n%s", substr, timeout, l.text())
-		}
 	}
 }
 
