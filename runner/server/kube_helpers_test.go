@@ -7,11 +7,13 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/internal/testenv"
+	"github.com/landform-dev/landform/internal/tfstate"
 	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
@@ -61,6 +63,16 @@ func (k *kubeState) useBackend(spec *runnerpb.WorkspaceSpec) *runnerpb.Workspace
 	spec.CustomBackend = ""
 	spec.BackendConfig = map[string]string{"secret_suffix": k.suffix, "namespace": k.namespace, "config_path": k.kubeconfig}
 	return spec
+}
+
+// state is the state the backend keeps in its Secret, gzip'd.
+func (k *kubeState) state(t *testing.T, ctx context.Context) []byte {
+	t.Helper()
+	secret, err := k.clientset.CoreV1().Secrets(k.namespace).Get(ctx, statelock.StateSecretName("", k.suffix), metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("state Secret: %v", err)
+	}
+	return secret.Data[tfstate.DataKey]
 }
 
 func (k *kubeState) leaseName() string {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/runner"
@@ -84,9 +83,8 @@ func TestRunTakesTheStateLock(t *testing.T) {
 		t.Fatalf("outputs %v", got.res.Outputs)
 	}
 	// terraform wrote the state without the lock (-lock=false).
-	secret, err := k.clientset.CoreV1().Secrets(k.namespace).Get(ctx, statelock.StateSecretName("", k.suffix), metav1.GetOptions{})
-	if err != nil || len(secret.Data["tfstate"]) == 0 {
-		t.Fatalf("state Secret: %v", err)
+	if len(k.state(t, ctx)) == 0 {
+		t.Fatal("the state Secret is empty")
 	}
 	for _, want := range []string{"Landform took the state lock " + info.ID, "Landform released the state lock " + info.ID} {
 		if !strings.Contains(l.text(), want) {
@@ -221,9 +219,8 @@ func TestShutdownReleasesTheStateLock(t *testing.T) {
 	if info := k.lock(t); info != nil {
 		t.Fatalf("lock left after the shutdown: %+v", info)
 	}
-	secret, err := k.clientset.CoreV1().Secrets(k.namespace).Get(ctx, statelock.StateSecretName("", k.suffix), metav1.GetOptions{})
-	if err != nil || len(secret.Data["tfstate"]) == 0 {
-		t.Fatalf("no state saved on the interrupt: %v", err)
+	if len(k.state(t, ctx)) == 0 {
+		t.Fatal("no state saved on the interrupt")
 	}
 }
 

@@ -13,10 +13,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/internal/tfstate"
 	"github.com/landform-dev/landform/runner"
 )
@@ -202,11 +200,7 @@ func writesTheStateTheEngineCouldNotSave(t *testing.T, module string) {
 	if len(events) != 2 || events[0].Saved || string(events[0].State) != string(kept) || !events[1].Saved || events[1].Digest != events[0].Digest {
 		t.Fatalf("state persist events %+v, want the kept state then saved", events)
 	}
-	secret, err := k.clientset.CoreV1().Secrets(k.namespace).Get(ctx, statelock.StateSecretName("", k.suffix), metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored, err := tfstate.Decompress(secret.Data[tfstate.DataKey])
+	stored, err := tfstate.Decompress(k.state(t, ctx))
 	if err != nil || string(stored) != string(kept) {
 		t.Fatalf("the state Secret holds %q (%v), want the kept state", stored, err)
 	}
