@@ -68,6 +68,13 @@ func newGitRepository(t *testing.T, ns, name string, artifact *meta.Artifact) *s
 	return repo
 }
 
+// repoOf is the GitRepository "repo" of ns.
+func repoOf(t *testing.T, ns string) *sourcev1.GitRepository {
+	repo := &sourcev1.GitRepository{}
+	NewWithT(t).Expect(k8sClient.Get(context.Background(), keyOf(ns, "repo"), repo)).To(Succeed())
+	return repo
+}
+
 // setArtifact publishes a new artifact on the source's status.
 func setArtifact(t *testing.T, repo *sourcev1.GitRepository, artifact *meta.Artifact) {
 	t.Helper()

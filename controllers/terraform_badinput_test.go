@@ -9,7 +9,6 @@ import (
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -171,10 +170,4 @@ func TestBadInput(t *testing.T) {
 func withFileVars(t *testing.T) func(*infrav1.Terraform) {
 	path := effectPath(t)
 	return func(tf *infrav1.Terraform) { tf.Spec.Vars = fileVars(path, "x") }
-}
-
-func repoOf(t *testing.T, ns string) *sourcev1.GitRepository {
-	repo := &sourcev1.GitRepository{}
-	NewWithT(t).Expect(k8sClient.Get(context.Background(), keyOf(ns, "repo"), repo)).To(Succeed())
-	return repo
 }
