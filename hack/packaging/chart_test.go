@@ -37,13 +37,24 @@ func chartAppVersion(t *testing.T) string {
 	return chart.AppVersion
 }
 
+// readYAML and readJSON decode the repository file at parts into v.
 func readYAML(t testing.TB, v any, parts ...string) {
+	t.Helper()
+	decodeFile(t, utilyaml.Unmarshal, v, parts...)
+}
+
+func readJSON(t testing.TB, v any, parts ...string) {
+	t.Helper()
+	decodeFile(t, json.Unmarshal, v, parts...)
+}
+
+func decodeFile(t testing.TB, unmarshal func([]byte, any) error, v any, parts ...string) {
 	t.Helper()
 	b, err := os.ReadFile(path(parts...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := utilyaml.Unmarshal(b, v); err != nil {
+	if err := unmarshal(b, v); err != nil {
 		t.Fatalf("%s: %v", filepath.Join(parts...), err)
 	}
 }
@@ -486,17 +497,6 @@ func resolveRef(t *testing.T, ref string) map[string]any {
 		t.Fatalf("values.schema.json: unresolved %s", ref)
 	}
 	return d
-}
-
-func readJSON(t *testing.T, v any, parts ...string) {
-	t.Helper()
-	b, err := os.ReadFile(path(parts...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("%s: %v", filepath.Join(parts...), err)
-	}
 }
 
 // TestChartValuesDocumented: every value in values.yaml has a row in the
