@@ -106,7 +106,7 @@ func (s *starter) startAlertReceiver() (string, error) {
 		return "", err
 	}
 	logger := log.New(f, "", log.LstdFlags)
-	srv, err := s.serve("alert receiver", port, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	err = s.serve("alert receiver", port, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -123,15 +123,10 @@ func (s *starter) startAlertReceiver() (string, error) {
 			return
 		}
 		w.WriteHeader(http.StatusOK)
-	}), logger)
+	}), logger, f)
 	if err != nil {
-		f.Close()
 		return "", err
 	}
-	s.onStop("alert receiver", func() error {
-		defer f.Close()
-		return shutdown(srv)
-	})
 	s.AlertReceiverURL = "http://" + loopback(port) + "/"
 	return fmt.Sprintf("%s, notifications in %s", s.AlertReceiverURL, path), nil
 }

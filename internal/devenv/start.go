@@ -212,28 +212,25 @@ func (s *starter) startGitServer() (string, error) {
 		return "", err
 	}
 	logger := log.New(logFile, "", log.LstdFlags)
-	srv, err := s.serve("git server", s.ports.Git, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	err = s.serve("git server", s.ports.Git, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		logger.Printf("%s %s?%s", r.Method, r.URL.Path, r.URL.RawQuery)
 		h.ServeHTTP(w, r)
-	}), logger)
+	}), logger, logFile)
 	if err != nil {
-		logFile.Close()
 		return "", err
 	}
-	s.onStop("git server", func() error {
-		defer logFile.Close()
-		return shutdown(srv)
-	})
 	s.GitBaseURL = "http://" + loopback(s.ports.Git)
 	s.GitURL = s.GitBaseURL + "/" + GitRepoName + ".git"
 	return s.GitURL, nil
 }
 
-// serve runs h on a loopback port until Stop.
-func (s *starter) serve(name string, port int, h http.Handler, logger *log.Logger) (*http.Server, error) {
+// serve runs h on a loopback port until Stop, its errors to logger, and
+// then closes logFile (at once, when the port cannot be had).
+func (s *starter) serve(name string, port int, h http.Handler, logger *log.Logger, logFile *os.File) error {
 	ln, err := net.Listen("tcp", loopback(port))
 	if err != nil {
-		return nil, fmt.Errorf("port %d for the %s: %w", port, name, err)
+		logFile.Close()
+		return fmt.Errorf("port %d for the %s: %w", port, name, err)
 	}
 	srv := &http.Server{Handler: h, ErrorLog: logger, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
@@ -241,7 +238,11 @@ func (s *starter) serve(name string, port int, h http.Handler, logger *log.Logge
 			s.fail(fmt.Errorf("%s stopped: %w", name, err))
 		}
 	}()
-	return srv, nil
+	s.onStop(name, func() error {
+		defer logFile.Close()
+		return shutdown(srv)
+	})
+	return nil
 }
 
 func shutdown(srv *http.Server) error {
