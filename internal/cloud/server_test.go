@@ -24,6 +24,38 @@ type fixture struct {
 	db     *Database
 }
 
+// wantSecurityGroup checks the fixture's security group as c serves it.
+func (f *fixture) wantSecurityGroup(t *testing.T, c *Client, want *SecurityGroup, when string) {
+	t.Helper()
+	got, err := c.GetSecurityGroup(context.Background(), f.sg.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("security group %s (-want +got):\n%s", when, d)
+	}
+}
+
+// wantDatabase checks that c serves the fixture's database at sizeGB,
+// without its password, and the password, unchanged, from its
+// credentials.
+func (f *fixture) wantDatabase(t *testing.T, c *Client, sizeGB int, when string) {
+	t.Helper()
+	got, err := c.GetDatabase(context.Background(), f.db.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := *f.db
+	want.SizeGB, want.Password = sizeGB, ""
+	if d := cmp.Diff(&want, got); d != "" {
+		t.Errorf("database %s (-want +got):\n%s", when, d)
+	}
+	creds, err := c.DatabaseCredentials(context.Background(), f.db.ID)
+	if err != nil || creds.Password != f.db.Password {
+		t.Errorf("password %s: %v", when, err)
+	}
+}
+
 func newFixture(t *testing.T, opts Options) *fixture {
 	t.Helper()
 	srv := New(opts)
@@ -130,29 +162,16 @@ func TestAPI(t *testing.T) {
 			name: "patch security group keeps other fields", method: "PATCH", path: "/v1/security-groups/{sg}",
 			body: `{"description":"changed"}`, want: want{code: 200},
 			check: func(t *testing.T, f *fixture, _ map[string]any, _ http.Header) {
-				got, err := f.client.GetSecurityGroup(context.Background(), f.sg.ID)
-				if err != nil {
-					t.Fatal(err)
-				}
 				want := *f.sg
 				want.Description = "changed"
-				if d := cmp.Diff(&want, got); d != "" {
-					t.Errorf("(-want +got):\n%s", d)
-				}
+				f.wantSecurityGroup(t, f.client, &want, "after the patch")
 			},
 		},
 		{
 			name: "put security group resets omitted fields", method: "PUT", path: "/v1/security-groups/{sg}",
 			body: `{"name":"web2"}`, want: want{code: 200},
 			check: func(t *testing.T, f *fixture, _ map[string]any, _ http.Header) {
-				got, err := f.client.GetSecurityGroup(context.Background(), f.sg.ID)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := &SecurityGroup{ID: f.sg.ID, Name: "web2", Ingress: []IngressRule{}}
-				if d := cmp.Diff(want, got); d != "" {
-					t.Errorf("(-want +got):\n%s", d)
-				}
+				f.wantSecurityGroup(t, f.client, &SecurityGroup{ID: f.sg.ID, Name: "web2", Ingress: []IngressRule{}}, "after the put")
 			},
 		},
 		{name: "put security group: no name", method: "PUT", path: "/v1/security-groups/{sg}", body: `{"description":"x"}`, want: want{400, "name is required"}},
@@ -228,19 +247,7 @@ func TestAPI(t *testing.T) {
 				if _, ok := body["password"]; ok {
 					t.Errorf("PATCH returned the password")
 				}
-				got, err := f.client.GetDatabase(context.Background(), f.db.ID)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := *f.db
-				want.SizeGB, want.Password = 20, ""
-				if d := cmp.Diff(&want, got); d != "" {
-					t.Errorf("(-want +got):\n%s", d)
-				}
-				c, err := f.client.DatabaseCredentials(context.Background(), f.db.ID)
-				if err != nil || c.Password != f.db.Password {
-					t.Errorf("password changed by an update: %v", err)
-				}
+				f.wantDatabase(t, f.client, 20, "after the update")
 			},
 		},
 		{name: "patch database: engine", method: "PATCH", path: "/v1/databases/{db}", body: `{"engine":"mysql"}`, want: want{400, "engine cannot change from postgres to mysql"}},
@@ -376,26 +383,8 @@ func TestStateFileSurvivesRestart(t *testing.T) {
 	}
 	t.Cleanup(func() { again.Close() })
 	c := &Client{URL: url}
-	db, err := c.GetDatabase(ctx, f.db.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := *f.db
-	want.SizeGB, want.Password = 42, ""
-	if d := cmp.Diff(&want, db); d != "" {
-		t.Errorf("database after restart (-want +got):\n%s", d)
-	}
-	creds, err := c.DatabaseCredentials(ctx, f.db.ID)
-	if err != nil || creds.Password != f.db.Password {
-		t.Errorf("password after restart: %v", err)
-	}
-	sg, err := c.GetSecurityGroup(ctx, f.sg.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := cmp.Diff(f.sg, sg); d != "" {
-		t.Errorf("security group after restart (-want +got):\n%s", d)
-	}
+	f.wantDatabase(t, c, 42, "after restart")
+	f.wantSecurityGroup(t, c, f.sg, "after restart")
 
 	// Deletions are saved too.
 	if err := c.DeleteDatabase(ctx, f.db.ID); err != nil {
