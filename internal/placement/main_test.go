@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -169,17 +170,7 @@ func runnerNamespace(t *testing.T, withAccount bool) string {
 // runnerPods lists the runner Pods in namespace that are not being deleted.
 func runnerPods(t *testing.T, namespace string) []corev1.Pod {
 	t.Helper()
-	var pods corev1.PodList
-	if err := env.Client.List(context.Background(), &pods, client.InNamespace(namespace), client.MatchingLabels{nameLabel: runnerPodValue}); err != nil {
-		t.Fatal(err)
-	}
-	var live []corev1.Pod
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil {
-			live = append(live, p)
-		}
-	}
-	return live
+	return slices.DeleteFunc(allPods(t, namespace), func(p corev1.Pod) bool { return p.DeletionTimestamp != nil })
 }
 
 // allPods lists every Pod in namespace, deleting or not.
