@@ -14,15 +14,22 @@ import (
 	"github.com/landform-dev/landform/internal/cloud"
 )
 
-// TestCloudLs lists a real stand-in cloud found through env.json, the way
-// `landform dev cloud ls` does in another terminal.
-func TestCloudLs(t *testing.T) {
+// startCloud starts a stand-in cloud on loopback until the test ends.
+func startCloud(t *testing.T) (*cloud.Server, string) {
+	t.Helper()
 	srv := cloud.New(cloud.Options{})
 	url, err := srv.Start("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
+	t.Cleanup(func() { srv.Close() })
+	return srv, url
+}
+
+// TestCloudLs lists a real stand-in cloud found through env.json, the way
+// `landform dev cloud ls` does in another terminal.
+func TestCloudLs(t *testing.T) {
+	srv, url := startCloud(t)
 	c := &cloud.Client{URL: url}
 	ctx := context.Background()
 	name, desc := "web", "web tier"
@@ -68,12 +75,7 @@ func TestCloudLs(t *testing.T) {
 }
 
 func TestCloudLsEmpty(t *testing.T) {
-	srv := cloud.New(cloud.Options{})
-	url, err := srv.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	_, url := startCloud(t)
 	state := t.TempDir()
 	writeInfo(t, state, Info{CloudURL: url})
 	if out := runDev(t, "--state-dir", state, "cloud", "ls"); out != "The stand-in cloud is empty.\n" {
