@@ -30,15 +30,10 @@ func TestCloneSeededRepository(t *testing.T) {
 		t.Errorf("seeding an existing repository changed main from %s to %s", head, again)
 	}
 
-	h, err := Handler(root, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	url := serve(t, root, false)
 
 	clone := filepath.Join(t.TempDir(), "clone")
-	mustRun(t, "", "git", "clone", "--quiet", "--branch=main", srv.URL+"/landform.git", clone)
+	mustRun(t, "", "git", "clone", "--quiet", "--branch=main", url+"/landform.git", clone)
 	assertSameFile(t, filepath.Join(modules, "file", "main.tf"), filepath.Join(clone, "modules", "file", "main.tf"))
 
 	// Read-only: a push is refused.
@@ -77,14 +72,9 @@ func TestSeedPathsAndPush(t *testing.T) {
 		t.Fatalf("seeded files %v, want only modules/a/main.tf", files)
 	}
 
-	h, err := Handler(root, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	url := serve(t, root, true)
 	clone := filepath.Join(t.TempDir(), "clone")
-	mustRun(t, "", "git", "clone", "--quiet", srv.URL+"/repo.git", clone)
+	mustRun(t, "", "git", "clone", "--quiet", url+"/repo.git", clone)
 	if err := os.WriteFile(filepath.Join(clone, "modules", "a", "main.tf"), []byte("# changed\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -92,8 +82,21 @@ func TestSeedPathsAndPush(t *testing.T) {
 	mustRun(t, clone, "git", "push", "--quiet", "origin", "main")
 
 	again := filepath.Join(t.TempDir(), "again")
-	mustRun(t, "", "git", "clone", "--quiet", srv.URL+"/repo.git", again)
+	mustRun(t, "", "git", "clone", "--quiet", url+"/repo.git", again)
 	assertSameFile(t, filepath.Join(clone, "modules", "a", "main.tf"), filepath.Join(again, "modules", "a", "main.tf"))
+}
+
+// serve serves the repositories under root over HTTP until the test
+// ends, taking pushes when push is set, and returns its URL.
+func serve(t *testing.T, root string, push bool) string {
+	t.Helper()
+	h, err := Handler(root, push)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 func assertSameFile(t *testing.T, want, got string) {
