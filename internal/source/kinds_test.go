@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
@@ -27,6 +28,19 @@ func resources(gv string, kinds ...string) *metav1.APIResourceList {
 			metav1.APIResource{Name: plural + "/status", Kind: k, Namespaced: true})
 	}
 	return l
+}
+
+// wantArtifact checks the artifact GetArtifact reads, through s, for the
+// source of kind named name in flux-system.
+func wantArtifact(t *testing.T, c client.Reader, s *Served, kind, name string, want *Artifact) {
+	t.Helper()
+	got, err := GetArtifact(context.Background(), c, s, kind, "flux-system", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("artifact (-want +got):\n%s", d)
+	}
 }
 
 // Discovery picks v1 over v1beta2, reports only what changed, and a kind
@@ -111,15 +125,9 @@ func TestGetArtifactV1beta2(t *testing.T) {
 		}}}),
 	).Build()
 
-	got, err := GetArtifact(context.Background(), c, &s, "OCIRepository", "flux-system", "ready")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := &Artifact{Kind: "OCIRepository", Namespace: "flux-system", Name: "ready", Revision: "v1@sha256:abc", Digest: "sha256:0123", URL: "http://sc/x.tar.gz"}
-	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("artifact (-want +got):\n%s", d)
-	}
-	_, err = GetArtifact(context.Background(), c, &s, "OCIRepository", "flux-system", "pending")
+	wantArtifact(t, c, &s, "OCIRepository", "ready",
+		&Artifact{Kind: "OCIRepository", Namespace: "flux-system", Name: "ready", Revision: "v1@sha256:abc", Digest: "sha256:0123", URL: "http://sc/x.tar.gz"})
+	_, err := GetArtifact(context.Background(), c, &s, "OCIRepository", "flux-system", "pending")
 	if !errors.Is(err, ErrSourceNotReady) || !strings.Contains(err.Error(), "unauthorized") {
 		t.Errorf("pending: %v, want ErrSourceNotReady with the source's message", err)
 	}
@@ -175,12 +183,6 @@ func TestServedExternalArtifact(t *testing.T) {
 		}},
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ea).Build()
-	got, err := GetArtifact(context.Background(), c, &s, "ExternalArtifact", "flux-system", "network")
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantArt := &Artifact{Kind: "ExternalArtifact", Namespace: "flux-system", Name: "network", Revision: "latest@sha256:abc", Digest: "sha256:abc", URL: "http://sc/x.tar.gz"}
-	if d := cmp.Diff(wantArt, got); d != "" {
-		t.Errorf("artifact (-want +got):\n%s", d)
-	}
+	wantArtifact(t, c, &s, "ExternalArtifact", "network",
+		&Artifact{Kind: "ExternalArtifact", Namespace: "flux-system", Name: "network", Revision: "latest@sha256:abc", Digest: "sha256:abc", URL: "http://sc/x.tar.gz"})
 }
