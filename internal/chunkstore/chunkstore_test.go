@@ -94,14 +94,11 @@ func (c *calls) client(t *testing.T) client.Client {
 // caller's annotations on the index alone.
 func TestWriteReadLayout(t *testing.T) {
 	ctx := context.Background()
-	owner := env.Terraform(t, env.Namespace(t), "app")
+	owner := env.Owner(t, "app")
 	store := Store{Client: env.Client, Layout: blobs}
 
 	data := testenv.RandomBytes(t, 3*ChunkSize+123)
-	d, err := store.Write(ctx, owner, Blob{Data: data, Labels: map[string]string{"test.landform.dev/kind": "big"}, Annotations: map[string]string{"test.landform.dev/revision": "r1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := mustWrite(t, store, owner, Blob{Data: data, Labels: map[string]string{"test.landform.dev/kind": "big"}, Annotations: map[string]string{"test.landform.dev/revision": "r1"}})
 	if want := digest.SHA256.FromBytes(data); d != want {
 		t.Errorf("Write = %s, want the sha256 %s", d, want)
 	}
@@ -189,10 +186,7 @@ func TestWriteDigests(t *testing.T) {
 	}
 
 	store := Store{Client: env.Client, Layout: hexBlobs}
-	d, err := store.Write(ctx, owner, Blob{Data: data})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := mustWrite(t, store, owner, Blob{Data: data})
 	if got := secrets(t, hexBlobs, owner)[hexBlobs.ChunkName(owner.Name, 0)].Annotations[hexBlobs.DigestAnnotation]; got != d.Encoded() || d.Algorithm() != digest.SHA256 {
 		t.Errorf("hex layout recorded %q for %s", got, d)
 	}
@@ -209,17 +203,12 @@ func TestWriteDigests(t *testing.T) {
 // Secrets, which grows with every object in it.
 func TestWriteRemovesExtraChunksByName(t *testing.T) {
 	ctx := context.Background()
-	owner := env.Terraform(t, env.Namespace(t), "shrink")
-	var c calls
-	store := Store{Client: c.client(t), Layout: blobs}
+	owner := env.Owner(t, "shrink")
+	c, store := countingStore(t)
 
-	if _, err := store.Write(ctx, owner, Blob{Data: testenv.RandomBytes(t, 3*ChunkSize)}); err != nil {
-		t.Fatal(err)
-	}
+	mustWrite(t, store, owner, Blob{Data: testenv.RandomBytes(t, 3*ChunkSize)})
 	small := []byte("small")
-	if _, err := store.Write(ctx, owner, Blob{Data: small}); err != nil {
-		t.Fatal(err)
-	}
+	mustWrite(t, store, owner, Blob{Data: small})
 	if c.lists != 0 || c.fullGets != 0 {
 		t.Errorf("two writes made %d lists and %d reads of whole Secrets, want none", c.lists, c.fullGets)
 	}
@@ -234,18 +223,12 @@ func TestWriteRemovesExtraChunksByName(t *testing.T) {
 // An unreadable previous index leaves the chunk count unknown: the write
 // lists the chunks, by their metadata, to remove the extra ones.
 func TestWriteAfterUnreadableIndexListsMetadata(t *testing.T) {
-	ctx := context.Background()
-	owner := env.Terraform(t, env.Namespace(t), "unreadable")
-	if _, err := (Store{Client: env.Client, Layout: blobs}).Write(ctx, owner, Blob{Data: testenv.RandomBytes(t, 2*ChunkSize+1)}); err != nil {
-		t.Fatal(err)
-	}
+	owner := env.Owner(t, "unreadable")
+	mustWrite(t, Store{Client: env.Client, Layout: blobs}, owner, Blob{Data: testenv.RandomBytes(t, 2*ChunkSize+1)})
 	env.UpdateSecret(t, owner.Namespace, "tfblob-unreadable-0", func(s *corev1.Secret) { delete(s.Annotations, blobs.ChunksAnnotation) })
 
-	var c calls
-	store := Store{Client: c.client(t), Layout: blobs}
-	if _, err := store.Write(ctx, owner, Blob{Data: []byte("small")}); err != nil {
-		t.Fatal(err)
-	}
+	c, store := countingStore(t)
+	mustWrite(t, store, owner, Blob{Data: []byte("small")})
 	if c.lists != 1 || c.fullLists != 0 {
 		t.Errorf("%d lists, %d of whole Secrets; want one list of metadata", c.lists, c.fullLists)
 	}
@@ -295,9 +278,7 @@ func TestReadRefusesWhatIsNotIntact(t *testing.T) {
 			ctx := context.Background()
 			owner := env.Terraform(t, ns, fmt.Sprintf("tamper-%d", i))
 			store := Store{Client: env.Client, Layout: blobs}
-			if _, err := store.Write(ctx, owner, Blob{Data: testenv.RandomBytes(t, 3*ChunkSize+1)}); err != nil {
-				t.Fatal(err)
-			}
+			mustWrite(t, store, owner, Blob{Data: testenv.RandomBytes(t, 3*ChunkSize+1)})
 			tt.tamper(t, owner)
 			b, err := store.Read(ctx, owner, "")
 			if !errors.Is(err, tt.kind) || !strings.Contains(err.Error(), tt.want) {
@@ -317,12 +298,9 @@ func TestReadRefusesWhatIsNotIntact(t *testing.T) {
 // without reading the other chunks.
 func TestReadAnotherBlob(t *testing.T) {
 	ctx := context.Background()
-	owner := env.Terraform(t, env.Namespace(t), "other")
-	var c calls
-	store := Store{Client: c.client(t), Layout: blobs}
-	if _, err := store.Write(ctx, owner, Blob{Data: testenv.RandomBytes(t, 3*ChunkSize)}); err != nil {
-		t.Fatal(err)
-	}
+	owner := env.Owner(t, "other")
+	c, store := countingStore(t)
+	mustWrite(t, store, owner, Blob{Data: testenv.RandomBytes(t, 3*ChunkSize)})
 	c.gets = 0
 	want := digest.SHA256.FromBytes([]byte("wanted"))
 	if _, err := store.Read(ctx, owner, want); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "not "+want.String()) {
@@ -336,16 +314,12 @@ func TestReadAnotherBlob(t *testing.T) {
 // Stat reads the index's metadata, never a chunk's data.
 func TestStat(t *testing.T) {
 	ctx := context.Background()
-	owner := env.Terraform(t, env.Namespace(t), "stat")
-	var c calls
-	store := Store{Client: c.client(t), Layout: blobs}
+	owner := env.Owner(t, "stat")
+	c, store := countingStore(t)
 	if _, err := store.Stat(ctx, owner); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Stat of nothing = %v, want ErrNotFound", err)
 	}
-	d, err := store.Write(ctx, owner, Blob{Data: testenv.RandomBytes(t, 2*ChunkSize), Annotations: map[string]string{"test.landform.dev/revision": "r1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := mustWrite(t, store, owner, Blob{Data: testenv.RandomBytes(t, 2*ChunkSize), Annotations: map[string]string{"test.landform.dev/revision": "r1"}})
 	c.gets, c.fullGets = 0, 0
 	b, err := store.Stat(ctx, owner)
 	if err != nil {
@@ -363,12 +337,10 @@ func TestStat(t *testing.T) {
 // mark stays on the index until a Write sets the annotation again.
 func TestAnnotate(t *testing.T) {
 	ctx := context.Background()
-	owner := env.Terraform(t, env.Namespace(t), "mark")
+	owner := env.Owner(t, "mark")
 	store := Store{Client: env.Client, Layout: blobs}
 	const mark = "test.landform.dev/mark"
-	if _, err := store.Write(ctx, owner, Blob{Data: []byte("one"), Annotations: map[string]string{mark: "no"}}); err != nil {
-		t.Fatal(err)
-	}
+	mustWrite(t, store, owner, Blob{Data: []byte("one"), Annotations: map[string]string{mark: "no"}})
 	b, err := store.Stat(ctx, owner)
 	if err != nil {
 		t.Fatal(err)
@@ -384,9 +356,7 @@ func TestAnnotate(t *testing.T) {
 	}
 
 	// A write races the mark: the mark fails.
-	if _, err := store.Write(ctx, owner, Blob{Data: []byte("two"), Annotations: map[string]string{mark: "no"}}); err != nil {
-		t.Fatal(err)
-	}
+	mustWrite(t, store, owner, Blob{Data: []byte("two"), Annotations: map[string]string{mark: "no"}})
 	if got, _ := store.Stat(ctx, owner); got == nil || got.Annotations[mark] != "no" {
 		t.Fatalf("a new Write kept the mark: %+v", got)
 	}
@@ -398,6 +368,23 @@ func TestAnnotate(t *testing.T) {
 	}
 }
 
+// countingStore is a store of blobs whose client counts its calls.
+func countingStore(t *testing.T) (*calls, Store) {
+	c := &calls{}
+	return c, Store{Client: c.client(t), Layout: blobs}
+}
+
+// mustWrite writes b as owner's blob through s, failing the test on an
+// error, and returns its digest.
+func mustWrite(t *testing.T, s Store, owner *v1alpha1.Terraform, b Blob) digest.Digest {
+	t.Helper()
+	d, err := s.Write(context.Background(), owner, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // Delete removes every chunk of the owner's blob of its layout, chunks
 // left by a write cut short included, and nothing else: not a neighbour
 // whose name shares a prefix, nor the same owner's blob of another layout.
@@ -407,13 +394,9 @@ func TestDelete(t *testing.T) {
 	neighbour := env.Terraform(t, owner.Namespace, "del-1")
 	store := Store{Client: env.Client, Layout: blobs}
 	for _, o := range []*v1alpha1.Terraform{owner, neighbour} {
-		if _, err := store.Write(ctx, o, Blob{Data: testenv.RandomBytes(t, 2*ChunkSize)}); err != nil {
-			t.Fatal(err)
-		}
+		mustWrite(t, store, o, Blob{Data: testenv.RandomBytes(t, 2*ChunkSize)})
 	}
-	if _, err := (Store{Client: env.Client, Layout: hexBlobs}).Write(ctx, owner, Blob{Data: []byte("hex")}); err != nil {
-		t.Fatal(err)
-	}
+	mustWrite(t, Store{Client: env.Client, Layout: hexBlobs}, owner, Blob{Data: []byte("hex")})
 	// A write of 5 chunks cut short before its index: the index names 2.
 	var c calls
 	c.failApply = func(name string) bool { return name == "tfblob-del-0" }
@@ -457,9 +440,7 @@ func TestLongOwnerName(t *testing.T) {
 	for _, name := range []string{long, long[:250] + "bcd"} {
 		owner := env.Terraform(t, ns, name)
 		data := testenv.RandomBytes(t, ChunkSize+1)
-		if _, err := store.Write(ctx, owner, Blob{Data: data}); err != nil {
-			t.Fatal(err)
-		}
+		mustWrite(t, store, owner, Blob{Data: data})
 		if b, err := store.Read(ctx, owner, ""); err != nil || !bytes.Equal(b.Data, data) {
 			t.Errorf("Read = %v", err)
 		}
