@@ -26,6 +26,14 @@ func planSecrets(t *testing.T, owner *v1alpha1.Terraform) map[string]corev1.Secr
 	return env.Secrets(t, owner.Namespace, func(name string) bool { return strings.HasPrefix(name, "tfplan-") })
 }
 
+// mustSave saves p as owner's plan, failing the test on an error.
+func mustSave(t *testing.T, store Store, owner *v1alpha1.Terraform, p *Plan) {
+	t.Helper()
+	if err := store.Save(context.Background(), owner, p); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // assertLoads checks that owner's plan loads as want.
 func assertLoads(t *testing.T, store Store, owner *v1alpha1.Terraform, want *Plan) {
 	t.Helper()
@@ -58,9 +66,7 @@ func TestSaveLoadLargePlan(t *testing.T) {
 		JSONPlan:  []byte(`{"format_version":"1.2","resource_changes":[]}`),
 		HumanPlan: []byte("Plan: 1 to add, 0 to change, 0 to destroy.\n"),
 	}
-	if err := store.Save(ctx, owner, want); err != nil {
-		t.Fatal(err)
-	}
+	mustSave(t, store, owner, want)
 	assertLoads(t, store, owner, want)
 
 	secrets := planSecrets(t, owner)
@@ -101,20 +107,15 @@ func TestSaveLoadLargePlan(t *testing.T) {
 }
 
 func TestShorterPlanRemovesExtraChunks(t *testing.T) {
-	ctx := context.Background()
 	owner := env.Owner(t, "shrink")
 	store := Store{Client: env.Client}
 
-	if err := store.Save(ctx, owner, &Plan{ID: "plan-a-1", PlanFile: testenv.RandomBytes(t, 3<<20)}); err != nil {
-		t.Fatal(err)
-	}
+	mustSave(t, store, owner, &Plan{ID: "plan-a-1", PlanFile: testenv.RandomBytes(t, 3<<20)})
 	if n := len(planSecrets(t, owner)); n < 6 {
 		t.Fatalf("3 MiB plan in %d Secrets, want at least 6", n)
 	}
 	small := &Plan{ID: "plan-b-2", Revision: "r2", PlanFile: []byte("small plan")}
-	if err := store.Save(ctx, owner, small); err != nil {
-		t.Fatal(err)
-	}
+	mustSave(t, store, owner, small)
 	names := slices.Sorted(maps.Keys(planSecrets(t, owner)))
 	if !slices.Equal(names, []string{"tfplan-shrink-0"}) {
 		t.Errorf("after a small plan, Secrets = %v, want only tfplan-shrink-0", names)
@@ -150,9 +151,7 @@ func TestTamperedOrIncompletePlanIsNotFound(t *testing.T) {
 			ctx := context.Background()
 			owner := env.Terraform(t, ns, fmt.Sprintf("tamper-%d", i))
 			store := Store{Client: env.Client}
-			if err := store.Save(ctx, owner, &Plan{ID: "plan-x-1", PlanFile: testenv.RandomBytes(t, 2<<20)}); err != nil {
-				t.Fatal(err)
-			}
+			mustSave(t, store, owner, &Plan{ID: "plan-x-1", PlanFile: testenv.RandomBytes(t, 2<<20)})
 			tt.tamper(t, owner)
 			_, err := store.Load(ctx, owner)
 			if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), tt.want) {
@@ -189,9 +188,7 @@ func TestMarkApplied(t *testing.T) {
 	owner := env.Terraform(t, env.Namespace(t), "apply")
 	store := Store{Client: env.Client}
 	want := &Plan{ID: "plan-a-1", Revision: "r1", PlanFile: testenv.RandomBytes(t, 700<<10), HumanPlan: []byte("1 to add")}
-	if err := store.Save(ctx, owner, want); err != nil {
-		t.Fatal(err)
-	}
+	mustSave(t, store, owner, want)
 	if err := store.MarkApplied(ctx, owner, "plan-other-2"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("MarkApplied(other id) = %v, want ErrNotFound", err)
 	}
@@ -206,9 +203,7 @@ func TestMarkApplied(t *testing.T) {
 
 	// A new plan starts unapplied, even though another manager set the flag.
 	next := &Plan{ID: "plan-b-2", Revision: "r2", PlanFile: []byte("next")}
-	if err := store.Save(ctx, owner, next); err != nil {
-		t.Fatal(err)
-	}
+	mustSave(t, store, owner, next)
 	meta, err := store.LoadMeta(ctx, owner)
 	if err != nil {
 		t.Fatal(err)
@@ -225,9 +220,7 @@ func TestDelete(t *testing.T) {
 	neighbour := env.Terraform(t, owner.Namespace, "del-1")
 	store := Store{Client: env.Client}
 	for _, o := range []*v1alpha1.Terraform{owner, neighbour} {
-		if err := store.Save(ctx, o, &Plan{ID: "plan-a-1", PlanFile: testenv.RandomBytes(t, 1<<20)}); err != nil {
-			t.Fatal(err)
-		}
+		mustSave(t, store, o, &Plan{ID: "plan-a-1", PlanFile: testenv.RandomBytes(t, 1<<20)})
 	}
 	if err := store.Delete(ctx, owner); err != nil {
 		t.Fatal(err)
@@ -249,9 +242,7 @@ func TestLongOwnerName(t *testing.T) {
 	owner := env.Terraform(t, env.Namespace(t), name)
 	store := Store{Client: env.Client}
 	want := &Plan{ID: "plan-a-1", PlanFile: testenv.RandomBytes(t, 600<<10)}
-	if err := store.Save(ctx, owner, want); err != nil {
-		t.Fatal(err)
-	}
+	mustSave(t, store, owner, want)
 	assertLoads(t, store, owner, want)
 	if err := store.Delete(ctx, owner); err != nil {
 		t.Fatal(err)
@@ -264,7 +255,6 @@ func TestLongOwnerName(t *testing.T) {
 // Saving a plan reads the previous plan's index, not a list of the
 // namespace's Secrets (which grows with every object in it).
 func TestSaveListsNoSecrets(t *testing.T) {
-	ctx := context.Background()
 	owner := env.Owner(t, "nolist")
 	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 	if err != nil {
@@ -277,13 +267,9 @@ func TestSaveListsNoSecrets(t *testing.T) {
 			return c.List(ctx, list, opts...)
 		},
 	})}
-	if err := store.Save(ctx, owner, &Plan{ID: "plan-a-1", PlanFile: testenv.RandomBytes(t, 3<<20)}); err != nil {
-		t.Fatal(err)
-	}
+	mustSave(t, store, owner, &Plan{ID: "plan-a-1", PlanFile: testenv.RandomBytes(t, 3<<20)})
 	small := &Plan{ID: "plan-b-2", PlanFile: []byte("small plan")}
-	if err := store.Save(ctx, owner, small); err != nil {
-		t.Fatal(err)
-	}
+	mustSave(t, store, owner, small)
 	if lists != 0 {
 		t.Errorf("saving two plans listed Secrets %d times", lists)
 	}
