@@ -985,9 +985,9 @@ func (b *bench) startController(work, logName string) (*controller, error) {
 		return nil, err
 	}
 	args := []string{"--provider-mirror=" + b.o.providerMirror,
-		"--concurrent=" + strconv.Itoa(concurrent), "--concurrent-runs=" + strconv.Itoa(concurrentRuns), "--drain-timeout=1m"}
-	// BENCH_CONTROLLER_ARGS adds flags, e.g. --zap-log-level=debug
-	// --zap-time-encoding=rfc3339nano to see where a run's time goes.
+		"--concurrent=" + strconv.Itoa(concurrent), "--concurrent-runs=" + strconv.Itoa(concurrentRuns)}
+	// BENCH_CONTROLLER_ARGS adds flags, e.g. --log-level=debug to see
+	// where a run's time goes.
 	args = append(args, strings.Fields(os.Getenv("BENCH_CONTROLLER_ARGS"))...)
 	c := testenv.NewController(testenv.ControllerOptions{
 		Binary: b.o.Controller, Kubeconfig: b.kubeconfig,
