@@ -541,7 +541,7 @@ func (r *ClusterReport) reading(p printer) {
 	p("  its runner answers over the network, and the controller deletes the Pod after the run. Against the raw engine's end\n")
 	p("  rather than its Pod's `Succeeded`, Landform takes %+.2f s.\n", o.ExtraOverEngineSeconds)
 	p("- Landform's own time, in phases the raw Pod has none of: %.2f s before the Pod, %.2f s from the container's start to\n", before, answering)
-	p("  the runner answering (the runner's start and the controller noticing the running Pod, which it polls), and %.2f s\n", between)
+	p("  the runner answering (the runner's start, seen through a watch of its Pod, and the mTLS dial), and %.2f s\n", between)
 	p("  between the runs and after them (status writes, events, the outputs Secret). The engine's work is %.2f s where the raw\n", engine)
 	p("  Pod's `init` and `apply` take %.2f s: Landform also plans, renders the plan as JSON and stores it, and keeps the state\n", rawEngine)
 	p("  in the `kubernetes` backend where the raw Pod keeps a local file.\n")
