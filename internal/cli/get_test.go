@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 // objectMeta hides what the API server assigns.
@@ -61,7 +62,7 @@ func TestGetWatch(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errOut syncBuffer
+	var out, errOut testenv.SyncBuffer
 	done := make(chan error)
 	go func() {
 		done <- Execute(ctx, Options{
@@ -100,7 +101,7 @@ func removeCondition(cs []metav1.Condition, typ string) []metav1.Condition {
 }
 
 // waitFor waits until the output satisfies ok.
-func waitFor(t *testing.T, out *syncBuffer, ok func(string) bool) {
+func waitFor(t *testing.T, out *testenv.SyncBuffer, ok func(string) bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !ok(out.String()) {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -115,31 +114,13 @@ func run(t testing.TB, stdin string, args ...string) cli {
 
 func runContext(ctx context.Context, t testing.TB, stdin string, args ...string) cli {
 	t.Helper()
-	var out, errOut syncBuffer
+	var out, errOut testenv.SyncBuffer
 	err := Execute(ctx, Options{
 		Streams:      genericiooptions.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut},
 		Now:          func() time.Time { return now },
 		PollInterval: 50 * time.Millisecond,
 	}, append([]string{"--kubeconfig", kubeconfig(t)}, args...))
 	return cli{args: args, stdin: stdin, stdout: out.String(), stderr: errOut.String(), err: err}
-}
-
-// syncBuffer is written by a running command and read by its test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // timestamps are replaced in golden files where the time is the API
@@ -277,7 +258,7 @@ func streams(out, errOut io.Writer) genericiooptions.IOStreams {
 // background is a command running while its test acts as the controller.
 type background struct {
 	args        []string
-	out, errOut syncBuffer
+	out, errOut testenv.SyncBuffer
 	done        chan error
 	cancel      context.CancelFunc
 }
