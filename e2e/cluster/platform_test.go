@@ -21,6 +21,7 @@ import (
 	"github.com/landform-dev/landform/internal/cloud"
 	"github.com/landform-dev/landform/internal/devenv/gitserver"
 	"github.com/landform-dev/landform/internal/gitops"
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 // What e2e/cluster/platform.sh started, as e2e/cluster/e2e.sh passes it.
@@ -60,7 +61,7 @@ func (p *platform) seedRepository(t *testing.T, name string, files map[string]st
 	t.Helper()
 	dir := t.TempDir()
 	for path, content := range files {
-		write(t, filepath.Join(dir, path), content)
+		testenv.WriteFile(t, filepath.Join(dir, path), content)
 	}
 	modules := filepath.Join(repoRoot(), "modules")
 	err := filepath.WalkDir(modules, func(path string, d os.DirEntry, err error) error {
@@ -75,7 +76,7 @@ func (p *platform) seedRepository(t *testing.T, name string, files map[string]st
 		if err != nil {
 			return err
 		}
-		write(t, filepath.Join(dir, rel), string(data))
+		testenv.WriteFile(t, filepath.Join(dir, rel), string(data))
 		return nil
 	})
 	if err != nil {
@@ -88,16 +89,6 @@ func (p *platform) seedRepository(t *testing.T, name string, files map[string]st
 		t.Fatalf("seeding %s: %v", name, err)
 	}
 	return p.gitURL + "/" + name + ".git"
-}
-
-func write(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // fluxGitRepository creates a GitRepository that the real source-controller

@@ -14,25 +14,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 var approx = cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-9 })
 
-func write(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestCgroupUsage(t *testing.T) {
 	dir := t.TempDir()
 	v1, v2 := filepath.Join(dir, "v1"), filepath.Join(dir, "v2")
-	write(t, filepath.Join(v1, "cpuacct.usage"), "34222903924\n")
-	write(t, filepath.Join(v2, "cpu.stat"), "usage_usec 1500000\nuser_usec 1000000\nsystem_usec 500000\n")
+	testenv.WriteFile(t, filepath.Join(v1, "cpuacct.usage"), "34222903924\n")
+	testenv.WriteFile(t, filepath.Join(v2, "cpu.stat"), "usage_usec 1500000\nuser_usec 1000000\nsystem_usec 500000\n")
 	for dir, want := range map[string]float64{v1: 34.222903924, v2: 1.5} {
 		got, err := cgroupUsage(dir)
 		if err != nil {
@@ -56,9 +48,9 @@ func TestContainerCgroup(t *testing.T) {
 	guaranteed := filepath.Join(root, "cpuacct", "kubepods", "podabcd", "1234")
 	besteffort := filepath.Join(root, "cpuacct", "kubepods", "besteffort")
 	for _, d := range []string{burstable, guaranteed} {
-		write(t, filepath.Join(d, "cpuacct.usage"), "1\n")
+		testenv.WriteFile(t, filepath.Join(d, "cpuacct.usage"), "1\n")
 	}
-	write(t, filepath.Join(besteffort, "cpuacct.usage"), "2\n")
+	testenv.WriteFile(t, filepath.Join(besteffort, "cpuacct.usage"), "2\n")
 	for _, tc := range []struct{ uid, id, want string }{
 		{"9aac", "containerd://ffd5", burstable},
 		{"abcd", "containerd://1234", guaranteed},
@@ -79,7 +71,7 @@ func TestContainerCgroup(t *testing.T) {
 	}
 	// cgroup v2 with the cgroupfs driver.
 	v2 := t.TempDir()
-	write(t, filepath.Join(v2, "kubepods", "besteffort", "cpu.stat"), "usage_usec 7\n")
+	testenv.WriteFile(t, filepath.Join(v2, "kubepods", "besteffort", "cpu.stat"), "usage_usec 7\n")
 	if got, err := bestEffortCgroup(v2); err != nil || got != filepath.Join(v2, "kubepods", "besteffort") {
 		t.Errorf("bestEffortCgroup (v2) = %q, %v", got, err)
 	}
@@ -89,8 +81,8 @@ func TestPidOf(t *testing.T) {
 	pids := t.TempDir()
 	// This test's own process: its command line names hack/bench's test
 	// binary, bench.test.
-	write(t, filepath.Join(pids, "bench.pid"), fmt.Sprintf("%d\n", os.Getpid()))
-	write(t, filepath.Join(pids, "kubelet.pid"), fmt.Sprintf("%d\n", os.Getpid()))
+	testenv.WriteFile(t, filepath.Join(pids, "bench.pid"), fmt.Sprintf("%d\n", os.Getpid()))
+	testenv.WriteFile(t, filepath.Join(pids, "kubelet.pid"), fmt.Sprintf("%d\n", os.Getpid()))
 	if got, err := pidOf(pids, "bench"); err != nil || got != os.Getpid() {
 		t.Errorf("pidOf(bench) = %d, %v", got, err)
 	}
@@ -141,7 +133,7 @@ func TestControllerFlags(t *testing.T) {
 
 func TestReadEnvFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "platform.env")
-	write(t, path, "LANDFORM_CLUSTER_GIT_URL=http://192.0.2.2:9080\n# a comment=x\n\nLANDFORM_CLUSTER_GIT_ROOT=/var/lib/x/git\n")
+	testenv.WriteFile(t, path, "LANDFORM_CLUSTER_GIT_URL=http://192.0.2.2:9080\n# a comment=x\n\nLANDFORM_CLUSTER_GIT_ROOT=/var/lib/x/git\n")
 	got, err := readEnvFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -372,7 +364,7 @@ func TestRenderCluster(t *testing.T) {
 	if got := strings.Replace(strings.Replace(out, section, "", 1), pointer, "", 1); got != string(without) {
 		t.Errorf("the rest of the page changed (-without +with):\n%s", cmp.Diff(string(without), got))
 	}
-	for _, want := range []string{
+	testenv.WantIn(t, "the cluster section", section,
 		"| one object, runner Pod | ≤ the raw engine in a Pod + 1.5 s | 1.25 s vs 2.05 s (raw Pod: create → Succeeded): -0.80 s; vs the raw engine's end in its Pod (0.60 s): +0.65 s | yes |",
 		"| raw engine in a Pod: create → `Succeeded` | 2.05 s | 2.10, 2.00 |",
 		"| Landform: create → Ready + outputs Secret | 1.25 s | 1.20, 1.30 |",
@@ -386,11 +378,7 @@ func TestRenderCluster(t *testing.T) {
 		// 20 objects' phases: p95 and max, not every sample.
 		"| run recorded | the plan run recorded in the object's `status.run` (watch on the object) | 1.050 s | 1.905 s | 2.000 s |",
 		"| init | the engine's `successfully initialized`",
-	} {
-		if !strings.Contains(section, want) {
-			t.Errorf("the cluster section lacks %q:\n%s", want, section)
-		}
-	}
+	)
 	var js bytes.Buffer
 	if err := c.writeJSON(&js); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 func TestPercentile(t *testing.T) {
@@ -232,14 +234,10 @@ func TestApplyNotes(t *testing.T) {
 	if err := r.writeMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{
+	testenv.WantIn(t, "markdown", md.String(),
 		"Not met:\n\n- **one object**: the runner's start dominates a trivial module\n",
 		"- **restart**: no explanation recorded yet (hack/bench/notes.json).\n",
-	} {
-		if !strings.Contains(md.String(), want) {
-			t.Errorf("markdown lacks %q:\n%s", want, md.String())
-		}
-	}
+	)
 	if strings.Contains(md.String(), "never shown") {
 		t.Error("a met target's note was rendered")
 	}
@@ -262,7 +260,7 @@ func TestRender(t *testing.T) {
 	if err := r.writeMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{
+	testenv.WantIn(t, "markdown", md.String(),
 		"# Benchmarks", "2 × Test CPU", "| one object | ≤ 1.5× the raw engine | 0.60 s vs 0.25 s: 2.40× | **no** |",
 		"| one object, cloud provider module | ≤ 1.5× the raw engine | 0.80 s vs 0.60 s: 1.33× | yes |",
 		"| trivial | 0.25 s | 0.60 s | **2.40×** | 0.20, 0.30 | 0.50, 0.70 |",
@@ -276,11 +274,7 @@ func TestRender(t *testing.T) {
 		"init takes **3.50×** as long",
 		"| runs started | 40 (apply 20, plan 20) |", "**12 runs** started in the first 60 s (budget 10)",
 		"measured at N=20, not 200", "None kept yet", "- The scale runs not listed above",
-	} {
-		if !strings.Contains(md.String(), want) {
-			t.Errorf("markdown lacks %q:\n%s", want, md.String())
-		}
-	}
+	)
 }
 
 // TestRenderScaleRuns renders the docs from files as `make bench` leaves
@@ -318,17 +312,13 @@ func TestRenderScaleRuns(t *testing.T) {
 	if i200 < 0 || i1000 < i200 {
 		t.Fatalf("scale runs missing or out of order (200 at %d, 1000 at %d):\n%s", i200, i1000, out)
 	}
-	for _, want := range []string{
+	testenv.WantIn(t, "markdown", out,
 		"([benchmarks-200.json](benchmarks-200.json))",
 		"| machine-wide CPU per object | ≤ 1.5× the raw engine's (engine + API server + etcd), at 200 objects | 0.500 CPU-s vs 0.300 CPU-s: 1.67× (N=200) | **no** |",
 		"- **machine-wide CPU per object**: etcd's writes per object dominate\n",
 		"| controller peak RSS | ≤ 300 MiB at 1000 objects | 120 MiB (N=1000) | yes |",
 		"#### New revision for all 1000 objects",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("markdown lacks %q:\n%s", want, out)
-		}
-	}
+	)
 	for _, gone := range []string{"None kept yet", "The scale runs not listed above"} {
 		if strings.Contains(out, gone) {
 			t.Errorf("markdown still says %q with both scale runs kept", gone)

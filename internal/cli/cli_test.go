@@ -5,6 +5,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 func TestDisplayNameFor(t *testing.T) {
@@ -29,11 +31,7 @@ func TestKubectlPlugin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Usage:\n  kubectl landform approve NAME [flags]", "kubectl landform approve database --plan"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("help lacks %q:\n%s", want, out.String())
-		}
-	}
+	testenv.WantIn(t, "help", out.String(), "Usage:\n  kubectl landform approve NAME [flags]", "kubectl landform approve database --plan")
 
 	ns := namespace(t, "plugin")
 	terraform(t, ns, objSuspended, states[objSuspended])

@@ -18,6 +18,7 @@ import (
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/statelock"
+	"github.com/landform-dev/landform/internal/testenv"
 	"github.com/landform-dev/landform/internal/tfstate"
 	"github.com/landform-dev/landform/internal/unsavedstate"
 )
@@ -38,15 +39,6 @@ func backendState(t *testing.T, obj *v1alpha1.Terraform) string {
 		t.Fatal(err)
 	}
 	return string(raw)
-}
-
-func wantIn(t *testing.T, what, text string, want ...string) {
-	t.Helper()
-	for _, w := range want {
-		if !strings.Contains(text, w) {
-			t.Errorf("%s lacks %q:\n%s", what, w, text)
-		}
-	}
 }
 
 // `state push` writes a kept unsaved state into the backend when a person
@@ -77,7 +69,7 @@ func TestStatePush(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = run(t, "", "state", "push", "-n", ns, "app")
-	wantIn(t, "state push over a newer state", r.transcript(),
+	testenv.WantIn(t, "state push over a newer state", r.transcript(),
 		"Unsaved state of state-push/app (Secret tfstate-unsaved-app-0)", "run-0123456789abcdef", "serial 4 of lineage L",
 		"the backend holds a newer state (serial 5)", "landform state push app --force", "delete Secret state-push/tfstate-unsaved-app-0")
 	if r.err == nil || backendState(t, obj) != string(newer) {
@@ -99,7 +91,7 @@ func TestStatePush(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = run(t, "", "state", "push", "-n", ns, "app", "--force")
-	wantIn(t, "state push while locked", r.transcript(), "the state is locked by landform-runner run run-held", "landform unlock app")
+	testenv.WantIn(t, "state push while locked", r.transcript(), "the state is locked by landform-runner run run-held", "landform unlock app")
 	if r.err == nil || backendState(t, obj) != string(newer) {
 		t.Fatalf("wrote while the lock was held:\n%s", r.transcript())
 	}
@@ -111,7 +103,7 @@ func TestStatePush(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("forced:\n%s", r.transcript())
 	}
-	wantIn(t, "state push --force", r.stdout, "Wrote it to Secret tfstate-default-app, over serial 5 of lineage L, and deleted Secret tfstate-unsaved-app-0")
+	testenv.WantIn(t, "state push --force", r.stdout, "Wrote it to Secret tfstate-default-app, over serial 5 of lineage L, and deleted Secret tfstate-unsaved-app-0")
 	if got := backendState(t, obj); got != string(kept) {
 		t.Fatalf("the backend holds %s, want the kept state", got)
 	}
@@ -130,7 +122,7 @@ func TestStatePush(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("--file:\n%s", r.transcript())
 	}
-	wantIn(t, "state push --file", r.stdout, "file unsaved.tfstate", "serial 6 of lineage L", "over serial 4 of lineage L")
+	testenv.WantIn(t, "state push --file", r.stdout, "file unsaved.tfstate", "serial 6 of lineage L", "over serial 4 of lineage L")
 	if got := backendState(t, obj); got != string(stateFile("L", 6)) {
 		t.Fatalf("the backend holds %s, want the file's state", got)
 	}
