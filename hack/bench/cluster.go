@@ -188,13 +188,11 @@ func runCluster(o options, co clusterOptions) error {
 	if err := cb.checkController(ctx); err != nil {
 		return err
 	}
-	r.Machine.LoadEnd = loadAvg()
-	r.Targets = r.targets()
-	notes, err := readNotes(o.notes)
+	targets, err := endRun(&r.Machine, r.targets, o.notes)
 	if err != nil {
 		return err
 	}
-	r.applyNotes(notes)
+	r.Targets = targets
 	path := clusterReportPath(o.outJSON)
 	if err := writeClusterReport(r, path); err != nil {
 		return err
@@ -583,51 +581,62 @@ func (cb *clusterBench) idle(ctx context.Context, i *ClusterIdle) error {
 // times.
 func (cb *clusterBench) one(ctx context.Context, o *ClusterOne) error {
 	o.LoadStart = loadAvg()
-	var rawCPU, lfCPU []ClusterCPU
-	var rawWrites, lfWrites []float64
-	rawByRes, lfByRes := map[string]int{}, map[string]int{}
-	var rawTimes, lfTimes []sampleTimes
+	var raw, lf sampleSet
 	for i := 0; i < cb.o.samples; i++ {
-		if err := cb.settle(ctx); err != nil {
-			return err
-		}
-		raw, err := cb.rawSample(ctx, fmt.Sprintf("raw-%s-%d", cb.tok, i))
+		r, err := raw.take(ctx, cb, cb.rawSample, fmt.Sprintf("raw-%s-%d", cb.tok, i))
 		if err != nil {
 			return err
 		}
-		rawTimes = append(rawTimes, raw.times)
-		rawCPU = append(rawCPU, raw.w.cpu)
-		rawWrites = append(rawWrites, float64(sum(raw.w.writes)))
-		addTo(rawByRes, raw.w.writes)
-		o.RawSeconds = append(o.RawSeconds, raw.total)
-		o.RawEngineSeconds = append(o.RawEngineSeconds, raw.engineEnd)
-
-		if err := cb.settle(ctx); err != nil {
-			return err
-		}
-		lf, err := cb.landformSample(ctx, fmt.Sprintf("one-%s-%d", cb.tok, i))
+		o.RawSeconds = append(o.RawSeconds, r.total)
+		o.RawEngineSeconds = append(o.RawEngineSeconds, r.engineEnd)
+		l, err := lf.take(ctx, cb, cb.landformSample, fmt.Sprintf("one-%s-%d", cb.tok, i))
 		if err != nil {
 			return err
 		}
-		lfTimes = append(lfTimes, lf.times)
-		lfCPU = append(lfCPU, lf.w.cpu)
-		lfWrites = append(lfWrites, float64(sum(lf.w.writes)))
-		addTo(lfByRes, lf.w.writes)
-		o.LandformSeconds = append(o.LandformSeconds, lf.total)
-		o.RunnerStartSeconds = append(o.RunnerStartSeconds, lf.runnerStart)
-		log("one object, sample %d: raw Pod %.2fs (its engine done at %.2fs), Landform %.2fs", i, raw.total, raw.engineEnd, lf.total)
+		o.LandformSeconds = append(o.LandformSeconds, l.total)
+		o.RunnerStartSeconds = append(o.RunnerStartSeconds, l.runnerStart)
+		log("one object, sample %d: raw Pod %.2fs (its engine done at %.2fs), Landform %.2fs", i, r.total, r.engineEnd, l.total)
 	}
 	o.RawMedian, o.RawEngineMedian, o.LandformMedian = median(o.RawSeconds), median(o.RawEngineSeconds), median(o.LandformSeconds)
 	o.Ratio = ratio(o.LandformMedian, o.RawMedian)
 	o.ExtraSeconds = o.LandformMedian - o.RawMedian
 	o.ExtraOverEngineSeconds = o.LandformMedian - o.RawEngineMedian
 	o.RunnerStartMedian = median(o.RunnerStartSeconds)
-	o.RawPhases = phaseStats(rawPhases, rawTimes)
-	o.LandformPhases = phaseStats(landformPhases, lfTimes)
-	o.RawCPU, o.LandformCPU = medianCPU(rawCPU), medianCPU(lfCPU)
-	o.RawAPIWrites, o.LandformAPIWrites = median(rawWrites), median(lfWrites)
-	o.RawAPIWritesByRes, o.LandformAPIWritesByRes = perObject(rawByRes, cb.o.samples), perObject(lfByRes, cb.o.samples)
+	o.RawPhases = phaseStats(rawPhases, raw.times)
+	o.LandformPhases = phaseStats(landformPhases, lf.times)
+	o.RawCPU, o.LandformCPU = medianCPU(raw.cpu), medianCPU(lf.cpu)
+	o.RawAPIWrites, o.LandformAPIWrites = median(raw.writes), median(lf.writes)
+	o.RawAPIWritesByRes, o.LandformAPIWritesByRes = perObject(raw.byRes, cb.o.samples), perObject(lf.byRes, cb.o.samples)
 	return nil
+}
+
+// sampleSet is one side's samples of one: the raw engine's Pods' or
+// Landform's objects'.
+type sampleSet struct {
+	times  []sampleTimes
+	cpu    []ClusterCPU
+	writes []float64
+	byRes  map[string]int
+}
+
+// take waits for the namespace to settle, then takes one sample and adds
+// its timeline and counters to the set.
+func (s *sampleSet) take(ctx context.Context, cb *clusterBench, sample func(context.Context, string) (measured, error), name string) (measured, error) {
+	if err := cb.settle(ctx); err != nil {
+		return measured{}, err
+	}
+	m, err := sample(ctx, name)
+	if err != nil {
+		return measured{}, err
+	}
+	s.times = append(s.times, m.times)
+	s.cpu = append(s.cpu, m.w.cpu)
+	s.writes = append(s.writes, float64(sum(m.w.writes)))
+	if s.byRes == nil {
+		s.byRes = map[string]int{}
+	}
+	addTo(s.byRes, m.w.writes)
+	return m, nil
 }
 
 // addTo adds m's counts into into, dropping zeros.

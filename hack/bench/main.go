@@ -283,13 +283,11 @@ func run(o options) error {
 	if err := b.drift(ctx, r); err != nil {
 		return fmt.Errorf("drift: %w", err)
 	}
-	r.Machine.LoadEnd = loadAvg()
-	r.Targets = r.targets()
-	notes, err := readNotes(o.notes)
+	targets, err := endRun(&r.Machine, r.targets, o.notes)
 	if err != nil {
 		return err
 	}
-	r.applyNotes(notes)
+	r.Targets = targets
 	js := o.outJSON
 	if o.n >= scaleRunN {
 		js = scaleRunPath(o.outJSON, o.n)
@@ -409,6 +407,20 @@ func render(main, md, notesPath string, rewrite bool) error {
 	}
 	log("wrote %s from %s, %d scale runs and %d cluster runs", md, main, len(runs), map[bool]int{true: 1}[cluster != nil])
 	return nil
+}
+
+// endRun records the load average at a run's end and the run's targets,
+// with the notes on those not met: the default run's and the cluster
+// run's alike.
+func endRun(m *Machine, targets func() []Target, notesPath string) ([]Target, error) {
+	m.LoadEnd = loadAvg()
+	r := Report{Targets: targets()}
+	notes, err := readNotes(notesPath)
+	if err != nil {
+		return nil, err
+	}
+	r.applyNotes(notes)
+	return r.Targets, nil
 }
 
 // readNotes reads the explanations of targets not met; a missing file is
