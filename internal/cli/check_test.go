@@ -2,10 +2,8 @@ package cli
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -27,22 +25,8 @@ var kubernetesVersion = regexp.MustCompile(`Kubernetes \d+\.\d+\.\d+`)
 // TestCheck installs Landform step by step on an API server of its own,
 // which starts without any CRD, and checks after each step.
 func TestCheck(t *testing.T) {
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	if dir == "" {
-		dir = filepath.Join(root, "bin")
-	}
-	cluster := &envtest.Environment{BinaryAssetsDirectory: dir}
-	cfg, err := cluster.Start()
-	if err != nil {
-		t.Fatalf("starting an API server from %s: %v", dir, err)
-	}
-	t.Cleanup(func() { _ = cluster.Stop() })
-	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := writeKubeconfig(cfg, kc); err != nil {
-		t.Fatal(err)
-	}
+	root := repoRoot()
+	cfg, kc := bareAPIServer(t)
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/testenv"
@@ -149,6 +151,33 @@ func golden(t testing.TB, name, got string) {
 	if diff := cmp.Diff(string(want), got); diff != "" {
 		t.Errorf("%s differs (-want +got):\n%s", path, diff)
 	}
+}
+
+// repoRoot is the repository's top directory.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// bareAPIServer starts an API server of the test's own, without any CRD,
+// stopped at the test's end, and writes a kubeconfig file for it.
+func bareAPIServer(t *testing.T) (cfg *rest.Config, kubeconfig string) {
+	t.Helper()
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		dir = filepath.Join(repoRoot(), "bin")
+	}
+	bare := &envtest.Environment{BinaryAssetsDirectory: dir}
+	cfg, err := bare.Start()
+	if err != nil {
+		t.Fatalf("starting an API server from %s: %v", dir, err)
+	}
+	t.Cleanup(func() { _ = bare.Stop() })
+	kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
+	if err := writeKubeconfig(cfg, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, kubeconfig
 }
 
 // namespace creates a namespace with a fixed name, so that golden files

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,8 +32,7 @@ func tofuBinary(t *testing.T) string {
 	t.Helper()
 	path := os.Getenv("LANDFORM_TOFU")
 	if path == "" {
-		_, file, _, _ := runtime.Caller(0)
-		path = filepath.Join(filepath.Dir(file), "..", "..", "bin", "tofu")
+		path = filepath.Join(repoRoot(), "bin", "tofu")
 	}
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("the unlock tests need OpenTofu at %s: run `make tools` or set LANDFORM_TOFU (%v)", path, err)

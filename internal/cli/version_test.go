@@ -4,14 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
 // controllerDeployment creates a Deployment as the chart does.
@@ -117,21 +115,7 @@ func TestImageTag(t *testing.T) {
 
 // TestNotInstalled runs commands against an API server without Landform's CRD.
 func TestNotInstalled(t *testing.T) {
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	if dir == "" {
-		_, file, _, _ := runtime.Caller(0)
-		dir = filepath.Join(filepath.Dir(file), "..", "..", "bin")
-	}
-	bare := &envtest.Environment{BinaryAssetsDirectory: dir}
-	cfg, err := bare.Start()
-	if err != nil {
-		t.Fatalf("starting an API server from %s: %v", dir, err)
-	}
-	t.Cleanup(func() { _ = bare.Stop() })
-	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := writeKubeconfig(cfg, kc); err != nil {
-		t.Fatal(err)
-	}
+	_, kc := bareAPIServer(t)
 	for _, args := range [][]string{
 		{"get"},
 		{"status", "database"},
