@@ -254,18 +254,7 @@ func TestReconcileWithSource(t *testing.T) {
 // the one it handled last, and returns it.
 func waitSourceRequested(t *testing.T, repo *sourcev1.GitRepository) string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(repo), repo); err != nil {
-			t.Fatal(err)
-		}
-		if v := repo.GetAnnotations()[meta.ReconcileRequestAnnotation]; v != "" && v != repo.Status.LastHandledReconcileAt {
-			return v
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("no reconcile request on the source")
-	return ""
+	return waitRequest(t, repo, func() string { return repo.Status.LastHandledReconcileAt }, "no reconcile request on the source")
 }
 
 func updateSource(t *testing.T, repo *sourcev1.GitRepository) {
@@ -278,17 +267,25 @@ func updateSource(t *testing.T, repo *sourcev1.GitRepository) {
 // waitRequested waits for the CLI's request and returns its value.
 func waitRequested(t *testing.T, obj *v1alpha1.Terraform) string {
 	t.Helper()
+	return waitRequest(t, obj, func() string { return obj.Status.LastHandledReconcileAt }, "no reconcile request")
+}
+
+// waitRequest waits for a reconcile request on obj newer than the one it
+// handled last (handled reads it from obj as last fetched), and returns
+// it; the test fails with none as its message after 30 s.
+func waitRequest(t *testing.T, obj client.Object, handled func() string, none string) string {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
 			t.Fatal(err)
 		}
-		if v := obj.GetAnnotations()[meta.ReconcileRequestAnnotation]; v != "" && v != obj.Status.LastHandledReconcileAt {
+		if v := obj.GetAnnotations()[meta.ReconcileRequestAnnotation]; v != "" && v != handled() {
 			return v
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatal("no reconcile request")
+	t.Fatal(none)
 	return ""
 }
 
