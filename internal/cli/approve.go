@@ -37,9 +37,7 @@ func (a *app) approveCommand() *cobra.Command {
 			"With -f, the approval goes through Git instead: spec.approvePlan of the object's\n" +
 			"manifest in FILE is set to the plan's id, the rest of the file kept as it is;\n" +
 			"commit and push it, and the plan is applied once Flux applies the manifest.",
-		Example: "  " + a.cmdName("approve") + " database\n" +
-			"  " + a.cmdName("approve") + " database --plan plan-4f2a9c0d1e-9b8e7d6c5a --yes\n" +
-			"  " + a.cmdName("approve") + " database -f infra/database.yaml && git commit -am 'approve database'",
+		Example:           a.examples("approve", "database", "database --plan plan-4f2a9c0d1e-9b8e7d6c5a --yes", "database -f infra/database.yaml && git commit -am 'approve database'"),
 		Args:              a.oneName("approve NAME"),
 		ValidArgsFunction: a.completeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -51,9 +51,8 @@ func (a *app) checkCommand() *cobra.Command {
 			"Terraform. Each line is marked ✔ (passed), ⚠ (optional, or worth a look) or\n" +
 			"✗ (failed); the command exits with 1 when a line is ✗. -o json|yaml prints\n" +
 			"the checks as a list of name, status (ok, warn, fail or info) and message.",
-		Example: "  " + a.cmdName("check") + " --pre\n  " + a.cmdName("check") + "\n" +
-			"  " + a.cmdName("check") + " -o json | jq -r '.[] | select(.status == \"fail\") | .message'",
-		Args: cobra.NoArgs,
+		Example: a.examples("check", "--pre", "", "-o json | jq -r '.[] | select(.status == \"fail\") | .message'"),
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.runCheck(cmd.Context(), pre, output)
 		},

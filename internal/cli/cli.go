@@ -143,3 +143,13 @@ func Execute(ctx context.Context, o Options, args []string) error {
 
 // cmdName is how help texts and hints name a subcommand.
 func (a *app) cmdName(sub string) string { return a.DisplayName + " " + sub }
+
+// examples is the Example of the command sub: one indented line for each
+// of args, which follow the command's name.
+func (a *app) examples(sub string, args ...string) string {
+	lines := make([]string, len(args))
+	for i, arg := range args {
+		lines[i] = strings.TrimRight("  "+a.cmdName(sub)+" "+arg, " ")
+	}
+	return strings.Join(lines, "\n")
+}

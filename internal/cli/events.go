@@ -24,7 +24,7 @@ func (a *app) eventsCommand() *cobra.Command {
 		Long: "Show the Kubernetes events of a Terraform object and of its runner Pods (also\n" +
 			"of Pods already gone), oldest first, as `flux events` does for Flux's kinds.\n" +
 			"With -w, print new events as they come until interrupted.",
-		Example:           "  " + a.cmdName("events") + " database\n  " + a.cmdName("events") + " database -w",
+		Example:           a.examples("events", "database", "database -w"),
 		Args:              a.oneName("events NAME"),
 		ValidArgsFunction: a.completeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -27,9 +27,7 @@ func (a *app) exportCommand() *cobra.Command {
 			"(uid, resourceVersion, managedFields, status), as `flux export` does: apiVersion,\n" +
 			"kind, the name, namespace, labels and annotations, and the spec. Each object\n" +
 			"starts with ---.",
-		Example: "  " + a.cmdName("export") + " database > database.yaml\n" +
-			"  " + a.cmdName("export") + " --all -n team-a\n" +
-			"  " + a.cmdName("export") + " --all -A -l team=a",
+		Example:           a.examples("export", "database > database.yaml", "--all -n team-a", "--all -A -l team=a"),
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: a.completeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {

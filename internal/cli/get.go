@@ -32,12 +32,9 @@ type getOptions struct {
 func (a *app) getCommand() *cobra.Command {
 	var o getOptions
 	cmd := &cobra.Command{
-		Use:   "get [NAME]",
-		Short: "List Terraform objects (or show one) with their readiness, pending plan and last applied revision",
-		Example: "  " + a.cmdName("get") + " -n team-a\n" +
-			"  " + a.cmdName("get") + " -A -w\n" +
-			"  " + a.cmdName("get") + " -A --status-selector ready=false --no-header\n" +
-			"  " + a.cmdName("get") + " database -o yaml",
+		Use:               "get [NAME]",
+		Short:             "List Terraform objects (or show one) with their readiness, pending plan and last applied revision",
+		Example:           a.examples("get", "-n team-a", "-A -w", "-A --status-selector ready=false --no-header", "database -o yaml"),
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: a.completeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {

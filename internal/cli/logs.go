@@ -49,9 +49,7 @@ func (a *app) logsCommand() *cobra.Command {
 			"printed: the last N lines of each phase, or about the object of each\n" +
 			"controller Pod. A run's lines carry no time of their own: --since keeps,\n" +
 			"whole, the runs that ended within the duration or still run.",
-		Example: "  " + a.cmdName("logs") + " database\n" +
-			"  " + a.cmdName("logs") + " database -f --phase apply --tail 20\n" +
-			"  " + a.cmdName("logs") + " database --controller --since 1h | jq -r .msg",
+		Example:           a.examples("logs", "database", "database -f --phase apply --tail 20", "database --controller --since 1h | jq -r .msg"),
 		Args:              a.oneName("logs NAME"),
 		ValidArgsFunction: a.completeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -51,9 +51,8 @@ func (a *app) migrateCommand() *cobra.Command {
 			"destroyResourcesOnDeletion: true or --deletion-policy says otherwise.\n\n" +
 			"Nothing is changed in the cluster. Secrets are never read, only looked for.\n" +
 			"The steps around it: docs/migrating-from-tofu-controller.md.",
-		Example: "  " + a.cmdName("migrate") + " -f infra/terraform.yaml > infra/landform.yaml\n" +
-			"  " + a.cmdName("migrate") + " -n team-a --output-dir migrated/\n" +
-			"  kubectl get terraforms." + migrate.Group + " -A -o yaml | " + a.cmdName("migrate") + " -f -",
+		Example: a.examples("migrate", "-f infra/terraform.yaml > infra/landform.yaml", "-n team-a --output-dir migrated/") +
+			"\n  kubectl get terraforms." + migrate.Group + " -A -o yaml | " + a.cmdName("migrate") + " -f -",
 		ValidArgsFunction: a.completeTofuNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.runMigrate(cmd.Context(), args, o)

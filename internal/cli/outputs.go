@@ -29,7 +29,7 @@ func (a *app) outputsCommand() *cobra.Command {
 			"Sensitive outputs show as " + hiddenValue + " unless --show-sensitive is given. Which\n" +
 			"outputs are sensitive comes from the last stored plan; an output that plan does\n" +
 			"not describe (or when it cannot be read) is treated as sensitive.",
-		Example:           "  " + a.cmdName("outputs") + " database\n  " + a.cmdName("outputs") + " database --show-sensitive -o json",
+		Example:           a.examples("outputs", "database", "database --show-sensitive -o json"),
 		Args:              a.oneName("outputs NAME"),
 		ValidArgsFunction: a.completeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {

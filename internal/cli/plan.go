@@ -29,7 +29,7 @@ func (a *app) planCommand() *cobra.Command {
 			"--json prints terraform's JSON plan (`show -json`) instead, with every value\n" +
 			"terraform marks sensitive, and the variables that are sensitive or come from\n" +
 			"a Secret, replaced by \"(sensitive value)\".",
-		Example:           "  " + a.cmdName("plan show") + " database\n  " + a.cmdName("plan show") + " database --json | jq '.resource_changes[].address'",
+		Example:           a.examples("plan show", "database", "database --json | jq '.resource_changes[].address'"),
 		Args:              a.oneName("plan show NAME"),
 		ValidArgsFunction: a.completeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -62,10 +62,7 @@ func (a *app) reconcileCommand() *cobra.Command {
 			"--until=planned stops once the plan is made. Exit codes: 0 Ready (nothing\n" +
 			"left to apply), 1 failed, 2 a plan waits for approval (--until=planned: or the\n" +
 			"plan has changes, being applied), 3 timed out.",
-		Example: "  " + a.cmdName("reconcile") + " database\n" +
-			"  " + a.cmdName("reconcile") + " database --with-source\n" +
-			"  " + a.cmdName("reconcile") + " database --until=planned -o json\n" +
-			"  " + a.cmdName("reconcile") + " database --wait=false",
+		Example:           a.examples("reconcile", "database", "database --with-source", "database --until=planned -o json", "database --wait=false"),
 		Args:              a.oneName("reconcile NAME"),
 		ValidArgsFunction: a.completeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -173,10 +170,9 @@ func oneLine(s string) string {
 func (a *app) suspendCommand() *cobra.Command {
 	var all bool
 	cmd := &cobra.Command{
-		Use:   "suspend (NAME... | --all)",
-		Short: "Stop reconciling (no plans, applies or drift checks) until resumed",
-		Example: "  " + a.cmdName("suspend") + " database network\n" +
-			"  " + a.cmdName("suspend") + " --all -n team-a",
+		Use:               "suspend (NAME... | --all)",
+		Short:             "Stop reconciling (no plans, applies or drift checks) until resumed",
+		Example:           a.examples("suspend", "database network", "--all -n team-a"),
 		Args:              a.namesOrAll(&all, "suspend NAME... | --all"),
 		ValidArgsFunction: a.completeMoreNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -197,9 +193,7 @@ func (a *app) resumeCommand() *cobra.Command {
 			"requested in the same patch, then each object is followed as `reconcile` does,\n" +
 			"with the same exit codes (the worst of all objects). -o json|yaml prints a list\n" +
 			"of results, one per object, each as `reconcile -o` prints it.",
-		Example: "  " + a.cmdName("resume") + " database\n" +
-			"  " + a.cmdName("resume") + " --all -n team-a --wait=false\n" +
-			"  " + a.cmdName("resume") + " database network -o json",
+		Example:           a.examples("resume", "database", "--all -n team-a --wait=false", "database network -o json"),
 		Args:              a.namesOrAll(&all, "resume NAME... | --all"),
 		ValidArgsFunction: a.completeMoreNames,
 		RunE: func(cmd *cobra.Command, args []string) error {

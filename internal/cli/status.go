@@ -28,7 +28,7 @@ func (a *app) statusCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:               "status NAME",
 		Short:             "Show conditions, revisions, the pending plan, the state lock, outputs and recent events",
-		Example:           "  " + a.cmdName("status") + " database\n  " + a.cmdName("status") + " database -o json",
+		Example:           a.examples("status", "database", "database -o json"),
 		Args:              a.oneName("status NAME"),
 		ValidArgsFunction: a.completeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {

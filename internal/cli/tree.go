@@ -36,7 +36,7 @@ func (a *app) treeCommand() *cobra.Command {
 			"(ServiceAccount, Role, RoleBinding), the state Secret and its lock Lease, and the\n" +
 			"Secrets Landform writes for it: plans, kept artifacts, unsaved states, state\n" +
 			"history, run logs and outputs. Only what exists is shown.",
-		Example:           "  " + a.cmdName("tree") + " database",
+		Example:           a.examples("tree", "database"),
 		Args:              a.oneName("tree NAME"),
 		ValidArgsFunction: a.completeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -46,8 +46,7 @@ func (a *app) unlockCommand() *cobra.Command {
 			"does: a script that saw a lock never releases the next one.\n\n" +
 			"Releasing does what `tofu force-unlock` does: the Lease's holder and lock\n" +
 			"info are cleared, the Lease stays.",
-		Example: "  " + a.cmdName("unlock") + " database\n" +
-			"  " + a.cmdName("unlock") + " database --lock-id 9b1c0e4a-3f2d-4c55-8a61-0d7e2f4b9c3a --force -o json",
+		Example:           a.examples("unlock", "database", "database --lock-id 9b1c0e4a-3f2d-4c55-8a61-0d7e2f4b9c3a --force -o json"),
 		Args:              a.oneName("unlock NAME"),
 		ValidArgsFunction: a.completeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
