@@ -33,15 +33,14 @@ func (a *app) outputsCommand() *cobra.Command {
 		Args:              a.oneName("outputs NAME"),
 		ValidArgsFunction: a.completeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "" && output != "json" && output != "yaml" {
-				return badOutput(output)
+			if err := checkOutput(output); err != nil {
+				return err
 			}
 			return a.runOutputs(cmd.Context(), args[0], showSensitive, output)
 		},
 	}
 	cmd.Flags().BoolVar(&showSensitive, "show-sensitive", false, "print sensitive values too")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "print as json or yaml instead of a table")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+	a.outputFlag(cmd, &output, "print as json or yaml instead of a table")
 	return cmd
 }
 

@@ -66,8 +66,8 @@ func (a *app) versionCommand() *cobra.Command {
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: a.completeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "" && output != "json" && output != "yaml" {
-				return badOutput(output)
+			if err := checkOutput(output); err != nil {
+				return err
 			}
 			name := ""
 			if len(args) == 1 {
@@ -77,7 +77,7 @@ func (a *app) versionCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&clientOnly, "client", false, "print only the client version (no cluster needed)")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "print as json or yaml")
+	a.outputFlag(cmd, &output, "print as json or yaml")
 	return cmd
 }
 
