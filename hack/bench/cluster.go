@@ -194,7 +194,7 @@ func runCluster(o options, co clusterOptions) error {
 	}
 	r.Targets = targets
 	path := clusterReportPath(o.outJSON)
-	if err := writeClusterReport(r, path); err != nil {
+	if err := writeReportFile(path, r); err != nil {
 		return err
 	}
 	log("wrote %s", path)
@@ -920,13 +920,4 @@ func (cb *clusterBench) scale(ctx context.Context, r *ClusterReport) error {
 	log("%d objects: all Ready in %.1fs (p50 %.1fs, p95 %.1fs), runner Pods gone at %.1fs; %.1f CPU-s", n, s.AllReadySeconds, s.P50Seconds, s.P95Seconds,
 		s.AllGoneSeconds, w.cpu.Total())
 	return nil
-}
-
-// writeClusterReport writes r as indented JSON to path.
-func writeClusterReport(r *ClusterReport, path string) error {
-	var b strings.Builder
-	if err := r.writeJSON(&b); err != nil {
-		return err
-	}
-	return os.WriteFile(path, []byte(b.String()), 0o644)
 }

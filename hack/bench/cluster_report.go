@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sort"
 	"strings"
@@ -340,26 +339,16 @@ func (r *ClusterReport) applyNotes(notes map[string]string) {
 	rr.applyNotes(notes)
 }
 
-func (r *ClusterReport) writeJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
-
 // readClusterReport reads the cluster run kept beside the default run's
 // report main; nil without error when there is none.
 func readClusterReport(main string) (*ClusterReport, error) {
-	path := clusterReportPath(main)
-	b, err := os.ReadFile(path)
+	var r ClusterReport
+	err := readJSONFile(clusterReportPath(main), &r)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
-	}
-	var r ClusterReport
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &r, nil
 }

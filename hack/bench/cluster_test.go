@@ -320,7 +320,7 @@ func TestRenderCluster(t *testing.T) {
 	if got := clusterReportPath(main); got != filepath.Join(dir, "benchmarks-cluster.json") {
 		t.Errorf("clusterReportPath = %s", got)
 	}
-	if err := writeJSONReport(sample(), main); err != nil {
+	if err := writeReportFile(main, sample()); err != nil {
 		t.Fatal(err)
 	}
 	md := filepath.Join(dir, "benchmarks.md")
@@ -336,7 +336,7 @@ func TestRenderCluster(t *testing.T) {
 	}
 
 	c := clusterSample()
-	if err := writeClusterReport(c, clusterReportPath(main)); err != nil {
+	if err := writeReportFile(clusterReportPath(main), c); err != nil {
 		t.Fatal(err)
 	}
 	back, err := readClusterReport(main)
@@ -380,7 +380,7 @@ func TestRenderCluster(t *testing.T) {
 		"| init | the engine's `successfully initialized`",
 	)
 	var js bytes.Buffer
-	if err := c.writeJSON(&js); err != nil {
+	if err := writeJSON(&js, c); err != nil {
 		t.Fatal(err)
 	}
 	var keys map[string]json.RawMessage

@@ -292,19 +292,33 @@ func run(o options) error {
 	if o.n >= scaleRunN {
 		js = scaleRunPath(o.outJSON, o.n)
 	}
-	if err := writeJSONReport(r, js); err != nil {
+	if err := writeReportFile(js, r); err != nil {
 		return err
 	}
 	log("wrote %s", js)
 	return render(o.outJSON, o.outMD, o.notes, false)
 }
 
-func writeJSONReport(r *Report, path string) error {
-	var jb bytes.Buffer
-	if err := r.writeJSON(&jb); err != nil {
+// writeReportFile writes a report (a Report or a ClusterReport) to path as
+// indented JSON.
+func writeReportFile(path string, report any) error {
+	var b bytes.Buffer
+	if err := writeJSON(&b, report); err != nil {
 		return err
 	}
-	return os.WriteFile(path, jb.Bytes(), 0o644)
+	return os.WriteFile(path, b.Bytes(), 0o644)
+}
+
+// readJSONFile reads the JSON file at path into v.
+func readJSONFile(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }
 
 // scaleRunPath is where a scale run of n objects is kept beside the
@@ -315,13 +329,9 @@ func scaleRunPath(main string, n int) string {
 
 // readReport reads a JSON report.
 func readReport(path string) (*Report, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	var r Report
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := readJSONFile(path, &r); err != nil {
+		return nil, err
 	}
 	return &r, nil
 }
@@ -384,7 +394,7 @@ func render(main, md, notesPath string, rewrite bool) error {
 	}
 	if rewrite {
 		if cluster != nil {
-			if err := writeClusterReport(cluster, clusterReportPath(main)); err != nil {
+			if err := writeReportFile(clusterReportPath(main), cluster); err != nil {
 				return err
 			}
 		}
@@ -393,7 +403,7 @@ func render(main, md, notesPath string, rewrite bool) error {
 			if i > 0 {
 				path = paths[i-1]
 			}
-			if err := writeJSONReport(s, path); err != nil {
+			if err := writeReportFile(path, s); err != nil {
 				return err
 			}
 		}
@@ -429,16 +439,9 @@ func readNotes(path string) (map[string]string, error) {
 	if path == "" {
 		return nil, nil
 	}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
 	var notes map[string]string
-	if err := json.Unmarshal(b, &notes); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := readJSONFile(path, &notes); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
 	}
 	return notes, nil
 }

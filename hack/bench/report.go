@@ -323,11 +323,12 @@ func metWord(b bool) string {
 	return "not met"
 }
 
-// writeJSON writes r as indented JSON.
-func (r *Report) writeJSON(w io.Writer) error {
+// writeJSON writes a report (a Report or a ClusterReport) as indented
+// JSON.
+func writeJSON(w io.Writer, report any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return enc.Encode(report)
 }
 
 // printer appends formatted text.

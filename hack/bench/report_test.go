@@ -246,7 +246,7 @@ func TestApplyNotes(t *testing.T) {
 func TestRender(t *testing.T) {
 	r := sample()
 	var js bytes.Buffer
-	if err := r.writeJSON(&js); err != nil {
+	if err := writeJSON(&js, r); err != nil {
 		t.Fatal(err)
 	}
 	var back Report
@@ -287,7 +287,7 @@ func TestRenderScaleRuns(t *testing.T) {
 		t.Errorf("scaleRunPath = %s", got)
 	}
 	for path, r := range map[string]*Report{main: sample(), scaleRunPath(main, 1000): sampleAt(1000), scaleRunPath(main, 200): sampleAt(200)} {
-		if err := writeJSONReport(r, path); err != nil {
+		if err := writeReportFile(path, r); err != nil {
 			t.Fatal(err)
 		}
 	}
