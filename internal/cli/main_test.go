@@ -134,23 +134,7 @@ func normalize(s string) string { return timestamps.ReplaceAllString(s, "TIME") 
 // golden compares got with testdata/<name>.golden, or rewrites it with -update.
 func golden(t testing.TB, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run the tests with -update to write it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got):\n%s", path, diff)
-	}
+	testenv.Golden(t, filepath.Join("testdata", name+".golden"), got, *update)
 }
 
 // repoRoot is the repository's top directory.

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // WriteFile writes content to path, creating its directories, or fails the
@@ -27,5 +29,22 @@ func WantIn(t testing.TB, what, text string, want ...string) {
 		if !strings.Contains(text, w) {
 			t.Errorf("%s lacks %q:\n%s", what, w, text)
 		}
+	}
+}
+
+// Golden compares got with the file at path, or with update writes got
+// there instead; a missing file says to run the tests with -update.
+func Golden(t testing.TB, path, got string, update bool) {
+	t.Helper()
+	if update {
+		WriteFile(t, path, got)
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run the tests with -update to write it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s differs (-want +got):\n%s", path, diff)
 	}
 }
