@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +9,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/landform-dev/landform/internal/testenv"
 )
 
 // controllerDeployment creates a Deployment as the chart does.
@@ -134,22 +135,7 @@ func TestNotInstalled(t *testing.T) {
 func TestConnectionErrors(t *testing.T) {
 	dir := t.TempDir()
 	unreachable := filepath.Join(dir, "unreachable")
-	if err := os.WriteFile(unreachable, []byte(`apiVersion: v1
-kind: Config
-clusters:
-- name: nowhere
-  cluster:
-    server: https://127.0.0.1:1
-contexts:
-- name: nowhere
-  context: {cluster: nowhere, user: nobody}
-current-context: nowhere
-users:
-- name: nobody
-  user: {token: not-a-token}
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testenv.UnreachableKubeconfig(t, unreachable)
 	for _, tt := range []struct {
 		golden string
 		args   []string

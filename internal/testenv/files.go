@@ -48,3 +48,23 @@ func Golden(t testing.TB, path, got string, update bool) {
 		t.Errorf("%s differs (-want +got):\n%s", path, diff)
 	}
 }
+
+// UnreachableKubeconfig writes to path a kubeconfig whose API server
+// nothing listens on (127.0.0.1:1), with a token that is no token: for
+// tests of what a client says when it cannot reach its cluster.
+func UnreachableKubeconfig(t testing.TB, path string) {
+	t.Helper()
+	WriteFile(t, path, `apiVersion: v1
+kind: Config
+clusters:
+- name: nowhere
+  cluster: {server: "https://127.0.0.1:1"}
+contexts:
+- name: nowhere
+  context: {cluster: nowhere, user: nobody}
+current-context: nowhere
+users:
+- name: nobody
+  user: {token: not-a-token}
+`)
+}

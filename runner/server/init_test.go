@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/landform-dev/landform/internal/testenv"
 	"github.com/landform-dev/landform/runner"
 )
 
@@ -75,25 +75,7 @@ func TestDefaultBackend(t *testing.T) {
 	tb := modulesTarball(t, 0)
 
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters:
-- name: nowhere
-  cluster:
-    server: https://127.0.0.1:1
-contexts:
-- name: nowhere
-  context:
-    cluster: nowhere
-    user: nobody
-current-context: nowhere
-users:
-- name: nobody
-  user:
-    token: not-a-token
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testenv.UnreachableKubeconfig(t, kubeconfig)
 	spec := workspaceSpec(t, tb, "basic", map[string]any{"name": "k", "dir": t.TempDir()}, "")
 	spec.CustomBackend = ""
 	spec.BackendConfig = map[string]string{
