@@ -257,7 +257,13 @@ func run(o options) error {
 	if b.ctrl, err = b.startController(work, "controller-1.log"); err != nil {
 		return err
 	}
-	defer func() { b.ctrl.stop() }()
+	defer func() {
+		b.ctrl.stop()
+		// Local runners are detached: they outlive their controller on
+		// purpose (until --idle-exit, 6 h), and the bench is done with
+		// them.
+		testenv.KillLocalRunners(work)
+	}()
 
 	if err := b.overhead(ctx, &r.Overhead, overheadCase{module: module, ns: "bench-one", prefix: "one", rev: revOne}); err != nil {
 		return fmt.Errorf("overhead: %w", err)
