@@ -105,7 +105,7 @@ func (s Store) limit() int {
 }
 
 // Keep copies obj's state Secret, as it is now, into a new version, unless
-// there is no state, the state holds nothing (holdsNothing), or the newest
+// there is no state, the state holds nothing (facts.empty), or the newest
 // version holds the same bytes; then it removes the versions beyond the
 // limit. why and revision say what follows.
 func (s Store) Keep(ctx context.Context, obj *v1alpha1.Terraform, why, revision string) (*Version, error) {
@@ -114,11 +114,15 @@ func (s Store) Keep(ctx context.Context, obj *v1alpha1.Terraform, why, revision 
 	}
 	var state corev1.Secret
 	err := s.reader().Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: names.StateSecret(obj)}, &state)
-	if apierrors.IsNotFound(err) || err == nil && holdsNothing(state.Data[tfstate.DataKey]) {
+	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading state Secret %s: %w", names.StateSecret(obj), err)
+	}
+	held := readFacts(state.Data[tfstate.DataKey])
+	if held.empty {
+		return nil, nil
 	}
 	versions, err := List(ctx, s.reader(), obj)
 	if err != nil {
@@ -133,7 +137,7 @@ func (s Store) Keep(ctx context.Context, obj *v1alpha1.Terraform, why, revision 
 		next = versions[0].Index + 1
 	}
 	v := Version{Index: next, Serial: -1, Digest: digest, KeptAt: time.Now().UTC().Truncate(time.Second), Why: why, Revision: revision}
-	v.Serial, v.Lineage = identify(state.Data[tfstate.DataKey])
+	v.Serial, v.Lineage = held.serial, held.lineage
 	v.Secret = Name(obj, next)
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: v.Secret, Labels: labels(obj), Annotations: annotations(v)},
@@ -244,44 +248,39 @@ func parse(name string, a map[string]string) (Version, bool) {
 	return v, true
 }
 
-// identify reads a state's serial and lineage (tfstate.ReadIdentity);
-// -1 and "" for a state it cannot read.
-func identify(gzipped []byte) (int64, string) {
-	raw, err := tfstate.Decompress(gzipped)
-	if err != nil {
-		return -1, ""
-	}
-	id, err := tfstate.ReadIdentity(raw)
-	if err != nil {
-		return -1, ""
-	}
-	return id.Serial, id.Lineage
+// facts is what Keep reads of a state (gzip'd JSON, as the backend keeps
+// it), decoded once: its serial and lineage (-1 and "" for a state it
+// cannot read, such as an encrypted one), and whether it holds nothing.
+type facts struct {
+	serial  int64
+	lineage string
+	// empty: no state, or one with neither resources nor outputs, what
+	// the backend writes when a new object's first plan creates its
+	// workspace. Keeping it would cost a Secret write and a list per new
+	// object (measured by `make bench`: one of about 10 Secret writes per
+	// object), and restoring it would only make Landform forget every
+	// resource. An encrypted or unreadable state is not empty: what it
+	// holds cannot be told.
+	empty bool
 }
 
-// holdsNothing reports whether a state (gzip'd JSON, as the backend keeps
-// it) is empty or has neither resources nor outputs: what the backend
-// writes when a new object's first plan creates its workspace. Keeping it
-// costs a Secret write and a list per new object (measured by `make
-// bench`: one of about 10 Secret writes per object) and restoring it
-// would only make Landform forget every resource. An encrypted or
-// unreadable state is kept: what it holds cannot be told.
-func holdsNothing(gzipped []byte) bool {
-	if len(gzipped) == 0 {
-		return true
-	}
+func readFacts(gzipped []byte) facts {
+	f := facts{serial: -1, empty: len(gzipped) == 0}
 	raw, err := tfstate.Decompress(gzipped)
-	if err != nil {
-		return false
+	if f.empty || err != nil {
+		return f
 	}
 	var st struct {
-		Lineage   string                     `json:"lineage"`
+		tfstate.Identity
 		Resources []json.RawMessage          `json:"resources"`
 		Outputs   map[string]json.RawMessage `json:"outputs"`
 	}
 	if json.Unmarshal(raw, &st) != nil || st.Lineage == "" {
-		return false
+		return f
 	}
-	return len(st.Resources) == 0 && len(st.Outputs) == 0
+	f.serial, f.lineage = st.Serial, st.Lineage
+	f.empty = len(st.Resources) == 0 && len(st.Outputs) == 0
+	return f
 }
 
 // digestOf is the sha256 of a Secret's data, keys in order.
