@@ -14,7 +14,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/landform-dev/landform/internal/version.Version=$(VERSION)
 
 .PHONY: dev all tools generate chart-sync generate-check build vet test test-unit test-integration bench demo e2e e2e-kind clean \
-	cluster-tools cluster-up cluster-down images e2e-cluster demo-cluster bench-cluster
+	cluster-tools cluster-up cluster-down images e2e-cluster demo-cluster bench-cluster bench-cluster-peer
 
 all: build
 
@@ -150,6 +150,16 @@ bench-cluster:
 	hack/cluster-deps.sh
 	hack/tools.sh tofu_static terraform_static helm flux_crds
 	BENCH_CLUSTER_N=$(BENCH_CLUSTER_N) VERSION=$(VERSION) e2e/cluster/bench.sh
+
+BENCH_PEER_N ?= 200
+## bench-cluster-peer: Landform beside tofu-controller on the cluster of `make cluster-up`, BENCH_PEER_N
+## objects each (default 200), one after the other; tofu-controller built from TOFU_CONTROLLER_SRC (a
+## checkout of its source) and installed with its own chart. Writes
+## docs/benchmarks-cluster-tofu-controller.json and renders docs/benchmarks.md (by hand, not in CI).
+bench-cluster-peer:
+	hack/cluster-deps.sh
+	hack/tools.sh tofu_static terraform_static helm flux_crds
+	BENCH_PEER_N=$(BENCH_PEER_N) VERSION=$(VERSION) TOFU_CONTROLLER_SRC=$(TOFU_CONTROLLER_SRC) e2e/cluster/bench-peer.sh
 
 clean:
 	rm -rf bin

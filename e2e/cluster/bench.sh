@@ -39,8 +39,7 @@ fi
 kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 # The runner namespaces the installation has (other work's among them:
 # install_landform sets the list), and the bench's.
-namespaces=$(kubectl get serviceaccounts -A -l app.kubernetes.io/component=runner,app.kubernetes.io/instance=landform \
-	-o jsonpath='{range .items[*]}{.metadata.namespace}{"\n"}{end}')
+namespaces=$(landform_runner_namespaces)
 if ! grep -qx "$ns" <<<"$namespaces" || [ "${BENCH_CLUSTER_IMAGES:-1}" != 0 ]; then
 	# shellcheck disable=SC2046 # one namespace per word
 	log "installing Landform's chart (runner namespaces $(printf '%s\n' $namespaces "$ns" | sort -u | paste -sd ' '))"

@@ -36,8 +36,9 @@ components=(containerd etcd kube-apiserver kube-controller-manager kube-schedule
 
 # What e2e/cluster/platform.sh runs beside the cluster, as host processes
 # on the node's address: the git server, the stand-in cloud, the engine
-# release mirror and Flux's controllers. cluster-down stops them first.
-platform=(e2e-gitserver landform-cloud e2e-enginemirror source-controller kustomize-controller helm-controller)
+# release mirror and Flux's controllers; and the pod-name DNS stand-in that
+# e2e/cluster/bench-peer.sh starts. cluster-down stops them first.
+platform=(e2e-gitserver landform-cloud e2e-enginemirror source-controller kustomize-controller helm-controller e2e-poddns)
 platform_dir=$dir/platform
 platform_env=$dir/platform.env
 git_port=9080
@@ -122,6 +123,14 @@ install_landform() {
 		"${engine_values[@]}" \
 		--set-string "podAnnotations.landform\.dev/image-digest=${digest//:/-}" \
 		--wait --timeout 5m
+}
+
+# landform_runner_namespaces: the runner namespaces the installation has
+# (other work's among them, which an upgrade must keep), one per line.
+landform_runner_namespaces() {
+	"$bin/kubectl" --kubeconfig "$kubeconfig" get serviceaccounts -A \
+		-l app.kubernetes.io/component=runner,app.kubernetes.io/instance=landform \
+		-o jsonpath='{range .items[*]}{.metadata.namespace}{"\n"}{end}'
 }
 
 # prepare_platform: the images of `make images` built and imported into the

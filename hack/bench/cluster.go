@@ -49,6 +49,9 @@ type clusterOptions struct {
 	cgroupRoot string
 	// idle is the window measured before the samples, with nothing to do.
 	idle time.Duration
+	// peer, when set, is the controller measured beside Landform at n
+	// objects instead of the usual run (cluster_peer.go).
+	peer peerOptions
 }
 
 // The raw engine's Pod: the runner image's shell runs tofu on the module
@@ -90,6 +93,8 @@ type clusterBench struct {
 	ctrl        clusterController
 	bestEffort  string // the BestEffort Pods' cgroup
 	runnerImage string
+	// peer is the controller measured instead of Landform (nil: Landform).
+	peer *peerOptions
 }
 
 // clusterController is the chart's controller Pod, as measured.
@@ -99,6 +104,7 @@ type clusterController struct {
 	metricsURL string
 	args       []string
 	restarts   int32
+	container  string // the controller's container: manager, or the peer's
 }
 
 func runCluster(o options, co clusterOptions) error {
@@ -160,6 +166,9 @@ func runCluster(o options, co clusterOptions) error {
 	defer cb.shims.stop()
 	cb.tr.start(ctx, cb.c, co.ns)
 	cb.tl.start(ctx, cb.c)
+	if co.peer.name != "" {
+		return cb.compare(ctx, r)
+	}
 
 	log("cleaning up what an earlier run left in %s", co.ns)
 	if err := cb.cleanup(ctx); err != nil {
@@ -262,7 +271,7 @@ func (cb *clusterBench) findController(ctx context.Context) error {
 		return err
 	}
 	cb.ctrl = clusterController{pod: pod, cgroup: cgroup, metricsURL: "http://" + pod.Status.PodIP + ":" + port + "/metrics",
-		args: ctr.Args, restarts: status.RestartCount}
+		args: ctr.Args, restarts: status.RestartCount, container: ctr.Name}
 	cb.runnerImage = args["runner-image"]
 	if _, _, err := runnerStarts(cb.ctrl.metricsURL, "pod"); err != nil {
 		return fmt.Errorf("reading the controller's metrics at %s: %w", cb.ctrl.metricsURL, err)
@@ -278,7 +287,7 @@ func (cb *clusterBench) checkController(ctx context.Context) error {
 		return fmt.Errorf("the controller Pod measured, %s: %w", cb.ctrl.pod.Name, err)
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.Name == "manager" && cs.RestartCount != cb.ctrl.restarts {
+		if cs.Name == cb.ctrl.container && cs.RestartCount != cb.ctrl.restarts {
 			return fmt.Errorf("the controller restarted during the run (restart count %d, was %d)", cs.RestartCount, cb.ctrl.restarts)
 		}
 	}
@@ -846,41 +855,61 @@ func (cb *clusterBench) createTerraform(ctx context.Context, ns, name string) er
 // scale creates N objects at once and waits until all are Ready, then
 // until their runner Pods are gone.
 func (cb *clusterBench) scale(ctx context.Context, r *ClusterReport) error {
-	n := cb.co.n
+	if err := cb.scaleInto(ctx, &r.Scale, cb.co.n, r.Machine.Cores); err != nil {
+		return err
+	}
+	r.Machine.OthersCPUs = r.Scale.Others
+	return nil
+}
+
+// scaleInto measures n objects created at once into s: Landform's, or the
+// peer's when cb measures one (cluster_peer.go). What only Landform tells
+// (its runner start metric, its runs and their phases) is left out for the
+// peer.
+func (cb *clusterBench) scaleInto(ctx context.Context, s *ClusterScale, n, cores int) error {
 	if err := cb.settle(ctx); err != nil {
 		return err
 	}
-	s := &r.Scale
+	landform := cb.peer == nil
+	create := cb.createTerraform
+	if !landform {
+		create = cb.createPeerObject
+	}
 	s.N, s.LoadStart = n, loadAvg()
 	keys := make([]string, n)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("%s/obj-%s-%04d", cb.co.ns, cb.tok, i)
 	}
 	created0, _, others0 := cb.tl.podCounts()
-	sum0, count0, err := runnerStarts(cb.ctrl.metricsURL, "pod")
-	if err != nil {
-		return err
+	var sum0, count0 float64
+	if landform {
+		var err error
+		if sum0, count0, err = runnerStarts(cb.ctrl.metricsURL, "pod"); err != nil {
+			return err
+		}
 	}
 	before, err := cb.snap(ctx, true)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	created, err := createAll(ctx, keys, cb.createTerraform)
+	created, err := createAll(ctx, keys, create)
 	if err != nil {
 		return err
 	}
-	log("created %d objects in %.1fs", n, time.Since(start).Seconds())
+	log("%s: created %d objects in %.1fs", cb.controllerName(), n, time.Since(start).Seconds())
 	done, err := waitAll(ctx, cb.tr, keys, cb.rev, "Ready")
 	if err != nil {
 		return fmt.Errorf("%d of %d objects Ready: %w", len(done), n, err)
 	}
 	lat, last := latencies(done, func(k string) time.Time { return created[k] })
-	var times []sampleTimes
-	for _, k := range keys {
-		times = append(times, cb.landformTimes(k, created[k], done[k], time.Time{}, 0))
+	if landform {
+		var times []sampleTimes
+		for _, k := range keys {
+			times = append(times, cb.landformTimes(k, created[k], done[k], time.Time{}, 0))
+		}
+		s.Phases = phaseStats(scalePhases, times)
 	}
-	s.Phases = phaseStats(scalePhases, times)
 	if err := cb.tl.waitNoPods(ctx); err != nil {
 		return err
 	}
@@ -888,9 +917,19 @@ func (cb *clusterBench) scale(ctx context.Context, r *ClusterReport) error {
 	if err != nil {
 		return err
 	}
-	sum1, count1, err := runnerStarts(cb.ctrl.metricsURL, "pod")
-	if err != nil {
-		return err
+	if landform {
+		sum1, count1, err := runnerStarts(cb.ctrl.metricsURL, "pod")
+		if err != nil {
+			return err
+		}
+		if c := count1 - count0; c > 0 {
+			s.RunnerStartMeanSeconds = (sum1 - sum0) / c
+		}
+		runs := cb.tr.runsSince(start)
+		s.RunsStarted, s.RunsByAction = len(runs), map[string]int{}
+		for _, run := range runs {
+			s.RunsByAction[run.action]++
+		}
 	}
 	w := after.sub(before)
 	w.writes["terraforms"] -= n // the harness's creates
@@ -900,24 +939,15 @@ func (cb *clusterBench) scale(ctx context.Context, r *ClusterReport) error {
 	s.P50Seconds, s.P95Seconds, s.MaxSeconds = percentile(lat, 50), percentile(lat, 95), percentile(lat, 100)
 	s.CPU = w.cpu
 	s.CPUPerObject = w.cpu.Total() / float64(n)
-	s.CPUBound = w.cpu.Total() / float64(r.Machine.Cores)
+	s.CPUBound = w.cpu.Total() / float64(cores)
 	s.RunnerPods, s.MaxPodsAtOnce, s.OtherPods = created1-created0, maxLive, others1-others0
-	if c := count1 - count0; c > 0 {
-		s.RunnerStartMeanSeconds = (sum1 - sum0) / c
-	}
-	runs := cb.tr.runsSince(start)
-	s.RunsStarted, s.RunsByAction = len(runs), map[string]int{}
-	for _, run := range runs {
-		s.RunsByAction[run.action]++
-	}
 	s.APIWritesByRes = w.writes
 	s.APIWrites = sum(w.writes)
 	s.APIWritesPerObject = float64(s.APIWrites) / float64(n)
 	s.MachineBusy = w.busy
 	s.Others = w.busy - w.cpu.Total() - w.harness
 	s.LoadEnd = loadAvg()
-	r.Machine.OthersCPUs = s.Others
-	log("%d objects: all Ready in %.1fs (p50 %.1fs, p95 %.1fs), runner Pods gone at %.1fs; %.1f CPU-s", n, s.AllReadySeconds, s.P50Seconds, s.P95Seconds,
-		s.AllGoneSeconds, w.cpu.Total())
+	log("%s, %d objects: all Ready in %.1fs (p50 %.1fs, p95 %.1fs), runner Pods gone at %.1fs; %.1f CPU-s", cb.controllerName(), n,
+		s.AllReadySeconds, s.P50Seconds, s.P95Seconds, s.AllGoneSeconds, w.cpu.Total())
 	return nil
 }

@@ -102,6 +102,11 @@ func main() {
 	flag.StringVar(&co.containerd, "cluster-containerd", "/run/landform-cluster/containerd/containerd.sock", "the cluster's containerd socket, which names its shims")
 	flag.StringVar(&co.cgroupRoot, "cgroup-root", "/sys/fs/cgroup", "where the cgroup hierarchies are mounted")
 	flag.DurationVar(&co.idle, "cluster-idle", 10*time.Second, "the idle window measured before the cluster's samples")
+	flag.StringVar(&co.peer.name, "cluster-peer", "", "measure -cluster-n objects of Landform and then of this controller (tofu-controller), "+
+		"installed by e2e/cluster/bench-peer.sh, instead of the usual run (`make bench-cluster-peer`): writes <-out-json without .json>-cluster-<peer>.json")
+	flag.StringVar(&co.peer.ns, "cluster-peer-namespace", "bench-peer", "the peer's objects' namespace, of the bench's own: it deletes its objects")
+	flag.StringVar(&co.peer.controllerNS, "cluster-peer-controller-namespace", "tofu-system", "the peer chart's release namespace")
+	flag.StringVar(&co.peer.source, "cluster-peer-source", "", "what the peer was built from, for the report")
 	renderFrom := flag.String("render", "", "only render this default run's JSON report (and its scale runs beside it) again as -out-md, "+
 		"after applying -notes to them (after a change to the report's text or the notes)")
 	flag.Parse()
@@ -415,7 +420,19 @@ func render(main, md, notesPath string, rewrite bool) error {
 		}
 	}
 	var mb bytes.Buffer
-	if err := r.writeMarkdownWith(&mb, cluster, runs...); err != nil {
+	peer, err := readComparison(main, "tofu-controller")
+	if err != nil {
+		return err
+	}
+	if peer != nil {
+		peer.applyNotes(notes)
+		if rewrite {
+			if err := writeReportFile(comparisonPath(main, peer.Peer.Name), peer); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.writeMarkdownWith(&mb, cluster, peer, runs...); err != nil {
 		return err
 	}
 	if err := os.WriteFile(md, mb.Bytes(), 0o644); err != nil {

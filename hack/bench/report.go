@@ -337,12 +337,12 @@ type printer func(format string, a ...any)
 // writeMarkdown renders r as docs/benchmarks.md, with the scale runs kept
 // beside it (docs/benchmarks-<N>.json) in their own section.
 func (r *Report) writeMarkdown(w io.Writer, scaleRuns ...*Report) error {
-	return r.writeMarkdownWith(w, nil, scaleRuns...)
+	return r.writeMarkdownWith(w, nil, nil, scaleRuns...)
 }
 
 // writeMarkdownWith is writeMarkdown with `make bench-cluster`'s run, if
 // any, in a section of its own.
-func (r *Report) writeMarkdownWith(w io.Writer, cluster *ClusterReport, scaleRuns ...*Report) error {
+func (r *Report) writeMarkdownWith(w io.Writer, cluster *ClusterReport, peer *ClusterComparison, scaleRuns ...*Report) error {
 	var b strings.Builder
 	p := printer(func(format string, a ...any) { fmt.Fprintf(&b, format, a...) })
 	p("# Benchmarks\n\n")
@@ -479,6 +479,9 @@ func (r *Report) writeMarkdownWith(w io.Writer, cluster *ClusterReport, scaleRun
 
 	if cluster != nil {
 		cluster.writeMarkdown(p)
+		if peer != nil {
+			peer.writeMarkdown(p)
+		}
 	}
 
 	var missing []string

@@ -9,6 +9,8 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -114,12 +116,56 @@ func (t *tracker) terraform(obj *infrav1.Terraform) {
 	}
 	if conditions.IsTrue(obj, meta.ReadyCondition) && obj.Status.ObservedGeneration == obj.Generation &&
 		obj.Status.Run == nil && obj.Status.LastAppliedRevision != "" {
-		if t.settled[key] == nil {
-			t.settled[key] = map[string]time.Time{}
+		t.settle(key, obj.Status.LastAppliedRevision, now)
+	}
+	t.notify()
+}
+
+// settle records that key was settled at revision at now, unless it was
+// before. The caller holds t.mu.
+func (t *tracker) settle(key, revision string, now time.Time) {
+	if t.settled[key] == nil {
+		t.settled[key] = map[string]time.Time{}
+	}
+	if _, seen := t.settled[key][revision]; !seen {
+		t.settled[key][revision] = now
+	}
+}
+
+// startPeer watches a peer controller's objects of kind gvk, read as
+// unstructured, and Secrets in namespace ns until ctx ends. A peer's
+// object is settled as Landform's is, by the same Flux conventions: Ready
+// at its generation with status.lastAppliedRevision.
+func (t *tracker) startPeer(ctx context.Context, c client.WithWatch, ns string, gvk schema.GroupVersionKind) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	go watchAll(ctx, c, list, ns, func(typ watch.EventType, o client.Object) {
+		if u, ok := o.(*unstructured.Unstructured); ok && (typ == watch.Added || typ == watch.Modified) {
+			t.peerObject(u)
 		}
-		if _, seen := t.settled[key][obj.Status.LastAppliedRevision]; !seen {
-			t.settled[key][obj.Status.LastAppliedRevision] = now
+	})
+	go watchAll(ctx, c, &corev1.SecretList{}, ns, func(typ watch.EventType, o client.Object) {
+		if typ == watch.Added || typ == watch.Modified {
+			t.secret(o.(*corev1.Secret))
 		}
+	})
+}
+
+func (t *tracker) peerObject(u *unstructured.Unstructured) {
+	now := time.Now()
+	generation, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	revision, _, _ := unstructured.NestedString(u.Object, "status", "lastAppliedRevision")
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	ready := false
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == meta.ReadyCondition && m["status"] == string(metav1.ConditionTrue) {
+			ready = true
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if ready && generation == u.GetGeneration() && revision != "" {
+		t.settle(u.GetNamespace()+"/"+u.GetName(), revision, now)
 	}
 	t.notify()
 }

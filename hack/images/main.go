@@ -2,7 +2,7 @@
 // image tarballs (go-containerregistry), from the one list of their content
 // in images.yaml, and imports them into a containerd (`make images`).
 //
-//	go run . [--root DIR] [--out DIR] [--address SOCKET] [--version V] [NAME...]
+//	go run . [--root DIR] [--out DIR] [--address SOCKET] [--version V] [--spec FILE] [NAME...]
 //
 // Every binary in an image is static: Go programs are built with
 // CGO_ENABLED=0, and files taken from bin/ or the machine are checked.
@@ -107,6 +107,7 @@ func run() error {
 	out := flag.String("out", "", "where the tarballs go (default ROOT/bin/images)")
 	address := flag.String("address", "", "containerd socket to import the images into (namespace k8s.io); empty: build only")
 	version := flag.String("version", "dev", "Landform version stamped into its binaries")
+	specFile := flag.String("spec", "", "the list of images (default ROOT/hack/images/images.yaml); e2e/cluster/bench-peer.sh passes its own for a peer's images")
 	flag.Parse()
 
 	b := &builder{root: *root, version: *version, built: map[string]string{}}
@@ -117,7 +118,10 @@ func run() error {
 	if err := os.MkdirAll(filepath.Join(b.out, "files"), 0o755); err != nil {
 		return err
 	}
-	spec, err := Load(filepath.Join(*root, "hack", "images", "images.yaml"))
+	if *specFile == "" {
+		*specFile = filepath.Join(*root, "hack", "images", "images.yaml")
+	}
+	spec, err := Load(*specFile)
 	if err != nil {
 		return err
 	}
@@ -130,7 +134,7 @@ func run() error {
 	for _, n := range names {
 		img, ok := spec.image(n)
 		if !ok {
-			return fmt.Errorf("no image %q in images.yaml", n)
+			return fmt.Errorf("no image %q in %s", n, *specFile)
 		}
 		start := time.Now()
 		file, err := b.build(spec, img)
