@@ -38,6 +38,11 @@ for f in cmd/manager/main.go cmd/runner/main.go go.mod charts/tofu-controller/Ch
 	[ -f "$src/$f" ] || die "$src has no $f: TOFU_CONTROLLER_SRC must be tofu-controller's repository"
 done
 version=$(awk '$1 == "appVersion:" {gsub(/"/, "", $2); print $2}' "$src/charts/tofu-controller/Chart.yaml")
+# What was built, for the report: the checkout's commit where it is one.
+built="tofu-controller $version"
+if commit=$(git -C "$src" rev-parse --short=8 HEAD 2>/dev/null); then
+	built="$built, commit $commit$(git -C "$src" diff --quiet HEAD 2>/dev/null || echo ' with local changes')"
+fi
 peer_ns=bench-peer
 ip=$(node_ip)
 work=$dir/peer
@@ -127,4 +132,4 @@ log "measuring Landform, then tofu-controller (BENCH_PEER_N=${BENCH_PEER_N:-200}
 # shellcheck disable=SC2086 # word splitting of the extra flags is intended
 go run ./hack/bench -cluster -cluster-dir "$dir" -cluster-namespace bench-cluster -cluster-containerd "$containerd_sock" \
 	-cluster-n "${BENCH_PEER_N:-200}" -cluster-peer tofu-controller -cluster-peer-namespace "$peer_ns" \
-	-cluster-peer-source "tofu-controller $version ($src)" ${BENCH_FLAGS:-}
+	-cluster-peer-source "$built" ${BENCH_FLAGS:-}
