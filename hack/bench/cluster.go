@@ -219,26 +219,9 @@ func clusterReportPath(main string) string {
 // findController finds the chart's controller Pod, its container's
 // cgroup, its metrics address and its flags.
 func (cb *clusterBench) findController(ctx context.Context) error {
-	var dep appsv1.Deployment
-	if err := cb.c.Get(ctx, client.ObjectKey{Namespace: cb.co.controllerNS, Name: "landform-controller"}, &dep); err != nil {
-		return fmt.Errorf("the chart's controller Deployment: %w", err)
-	}
-	var pods corev1.PodList
-	if err := cb.c.List(ctx, &pods, client.InNamespace(cb.co.controllerNS), client.MatchingLabels(dep.Spec.Selector.MatchLabels)); err != nil {
+	pod, err := cb.deploymentPod(ctx, cb.co.controllerNS, "landform-controller")
+	if err != nil {
 		return err
-	}
-	var pod *corev1.Pod
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
-			if pod != nil {
-				return fmt.Errorf("more than one controller Pod runs in %s (a rollout?): measure one", cb.co.controllerNS)
-			}
-			pod = p
-		}
-	}
-	if pod == nil {
-		return fmt.Errorf("no controller Pod runs in %s", cb.co.controllerNS)
 	}
 	var ctr *corev1.Container
 	for i := range pod.Spec.Containers {
@@ -277,6 +260,32 @@ func (cb *clusterBench) findController(ctx context.Context) error {
 		return fmt.Errorf("reading the controller's metrics at %s: %w", cb.ctrl.metricsURL, err)
 	}
 	return nil
+}
+
+// deploymentPod is the one running Pod of Deployment ns/name: a
+// controller as its chart installs it.
+func (cb *clusterBench) deploymentPod(ctx context.Context, ns, name string) (*corev1.Pod, error) {
+	var dep appsv1.Deployment
+	if err := cb.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &dep); err != nil {
+		return nil, fmt.Errorf("the chart's Deployment %s/%s: %w", ns, name, err)
+	}
+	var pods corev1.PodList
+	if err := cb.c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels(dep.Spec.Selector.MatchLabels)); err != nil {
+		return nil, err
+	}
+	var pod *corev1.Pod
+	for i := range pods.Items {
+		if p := &pods.Items[i]; p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
+			if pod != nil {
+				return nil, fmt.Errorf("more than one Pod of %s runs in %s (a rollout?): measure one", name, ns)
+			}
+			pod = p
+		}
+	}
+	if pod == nil {
+		return nil, fmt.Errorf("no Pod of %s runs in %s", name, ns)
+	}
+	return pod, nil
 }
 
 // checkController fails when the controller measured was replaced or

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -179,25 +178,9 @@ func (cb *clusterBench) forPeer(ctx context.Context, setup *PeerSetup) (*cluster
 // container's cgroup, as findController does Landform's.
 func (cb *clusterBench) findPeerController(ctx context.Context, setup *PeerSetup) error {
 	po := cb.peer
-	var dep appsv1.Deployment
-	if err := cb.c.Get(ctx, client.ObjectKey{Namespace: po.controllerNS, Name: po.name}, &dep); err != nil {
-		return fmt.Errorf("%s's Deployment (e2e/cluster/bench-peer.sh installs it): %w", po.name, err)
-	}
-	var pods corev1.PodList
-	if err := cb.c.List(ctx, &pods, client.InNamespace(po.controllerNS), client.MatchingLabels(dep.Spec.Selector.MatchLabels)); err != nil {
-		return err
-	}
-	var pod *corev1.Pod
-	for i := range pods.Items {
-		if p := &pods.Items[i]; p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
-			if pod != nil {
-				return fmt.Errorf("more than one %s Pod runs in %s (a rollout?): measure one", po.name, po.controllerNS)
-			}
-			pod = p
-		}
-	}
-	if pod == nil {
-		return fmt.Errorf("no %s Pod runs in %s", po.name, po.controllerNS)
+	pod, err := cb.deploymentPod(ctx, po.controllerNS, po.name)
+	if err != nil {
+		return fmt.Errorf("%w (e2e/cluster/bench-peer.sh installs %s)", err, po.name)
 	}
 	var status *corev1.ContainerStatus
 	for i := range pod.Status.ContainerStatuses {
