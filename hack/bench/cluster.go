@@ -223,20 +223,9 @@ func (cb *clusterBench) findController(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var ctr *corev1.Container
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == "manager" {
-			ctr = &pod.Spec.Containers[i]
-		}
-	}
-	if ctr == nil || len(pod.Status.ContainerStatuses) == 0 {
+	ctr, status := containerOf(pod, "manager")
+	if ctr == nil || status == nil {
 		return fmt.Errorf("controller Pod %s has no manager container running", pod.Name)
-	}
-	var status corev1.ContainerStatus
-	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.Name == ctr.Name {
-			status = cs
-		}
 	}
 	args := controllerFlags(ctr.Args)
 	if args["runner"] != "pod" {
@@ -286,6 +275,24 @@ func (cb *clusterBench) deploymentPod(ctx context.Context, ns, name string) (*co
 		return nil, fmt.Errorf("no Pod of %s runs in %s", name, ns)
 	}
 	return pod, nil
+}
+
+// containerOf is the Pod's container name and its status; nil for
+// either that the Pod does not have.
+func containerOf(pod *corev1.Pod, name string) (*corev1.Container, *corev1.ContainerStatus) {
+	var ctr *corev1.Container
+	var status *corev1.ContainerStatus
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			ctr = &pod.Spec.Containers[i]
+		}
+	}
+	for i := range pod.Status.ContainerStatuses {
+		if pod.Status.ContainerStatuses[i].Name == name {
+			status = &pod.Status.ContainerStatuses[i]
+		}
+	}
+	return ctr, status
 }
 
 // checkController fails when the controller measured was replaced or

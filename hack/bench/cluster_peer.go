@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -182,32 +181,30 @@ func (cb *clusterBench) findPeerController(ctx context.Context, setup *PeerSetup
 	if err != nil {
 		return fmt.Errorf("%w (e2e/cluster/bench-peer.sh installs %s)", err, po.name)
 	}
-	var status *corev1.ContainerStatus
-	for i := range pod.Status.ContainerStatuses {
-		if cs := &pod.Status.ContainerStatuses[i]; cs.Name == po.name {
-			status = cs
-		}
-	}
-	if status == nil || status.ContainerID == "" {
+	ctr, status := containerOf(pod, po.name)
+	if ctr == nil || status == nil || status.ContainerID == "" {
 		return fmt.Errorf("%s Pod %s has no %s container running", po.name, pod.Name, po.name)
 	}
 	cgroup, err := containerCgroup(cb.co.cgroupRoot, string(pod.UID), status.ContainerID)
 	if err != nil {
 		return err
 	}
-	*setup = PeerSetup{Name: po.name, Source: po.source, ControllerImage: status.Image + " (" + status.ImageID + ")", Namespace: po.ns}
-	for _, ctr := range pod.Spec.Containers {
-		if ctr.Name == po.name {
-			setup.ControllerArgs = ctr.Args
-			for _, e := range ctr.Env {
-				if e.Name == "RUNNER_POD_IMAGE" {
-					setup.RunnerImage = e.Value
-				}
-			}
+	*setup = PeerSetup{Name: po.name, Source: po.source, ControllerImage: status.Image + " (" + status.ImageID + ")", Namespace: po.ns,
+		ControllerArgs: ctr.Args}
+	for _, e := range ctr.Env {
+		if e.Name == "RUNNER_POD_IMAGE" {
+			setup.RunnerImage = e.Value
 		}
 	}
 	cb.ctrl = clusterController{pod: pod, cgroup: cgroup, args: setup.ControllerArgs, restarts: status.RestartCount, container: po.name}
 	return nil
+}
+
+// listOf is an empty list of kind gvk, read as unstructured.
+func listOf(gvk schema.GroupVersionKind) *unstructured.UnstructuredList {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	return list
 }
 
 // createPeerObject creates the peer's equivalent of createTerraform's
@@ -233,8 +230,7 @@ func (cb *clusterBench) createPeerObject(ctx context.Context, ns, name string) e
 // finalizers once they are being deleted (nothing is destroyed: their
 // module made nothing outside the cluster), then what cleanup deletes.
 func (cb *clusterBench) cleanupPeer(ctx context.Context) error {
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(tofuControllerGVK.GroupVersion().WithKind(tofuControllerGVK.Kind + "List"))
+	list := listOf(tofuControllerGVK)
 	if err := cb.c.List(ctx, list, client.InNamespace(cb.co.ns)); err != nil {
 		return fmt.Errorf("listing %s's objects (are its CRDs installed?): %w", cb.peer.name, err)
 	}
@@ -249,8 +245,7 @@ func (cb *clusterBench) cleanupPeer(ctx context.Context) error {
 		}
 	}
 	if err := testenv.Poll(ctx, 5*time.Minute, 200*time.Millisecond, cb.peer.name+"'s objects to go", func() (bool, string, error) {
-		left := &unstructured.UnstructuredList{}
-		left.SetGroupVersionKind(list.GroupVersionKind())
+		left := listOf(tofuControllerGVK)
 		if err := cb.c.List(ctx, left, client.InNamespace(cb.co.ns)); err != nil {
 			return false, "", err
 		}

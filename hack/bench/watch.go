@@ -60,6 +60,11 @@ func (t *tracker) start(ctx context.Context, c client.WithWatch, ns string) {
 			t.terraform(o.(*infrav1.Terraform))
 		}
 	})
+	t.watchSecrets(ctx, c, ns)
+}
+
+// watchSecrets watches Secrets in ns for the outputs Secrets.
+func (t *tracker) watchSecrets(ctx context.Context, c client.WithWatch, ns string) {
 	go watchAll(ctx, c, &corev1.SecretList{}, ns, func(typ watch.EventType, o client.Object) {
 		if typ == watch.Added || typ == watch.Modified {
 			t.secret(o.(*corev1.Secret))
@@ -137,31 +142,19 @@ func (t *tracker) settle(key, revision string, now time.Time) {
 // object is settled as Landform's is, by the same Flux conventions: Ready
 // at its generation with status.lastAppliedRevision.
 func (t *tracker) startPeer(ctx context.Context, c client.WithWatch, ns string, gvk schema.GroupVersionKind) {
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	go watchAll(ctx, c, list, ns, func(typ watch.EventType, o client.Object) {
+	go watchAll(ctx, c, listOf(gvk), ns, func(typ watch.EventType, o client.Object) {
 		if u, ok := o.(*unstructured.Unstructured); ok && (typ == watch.Added || typ == watch.Modified) {
 			t.peerObject(u)
 		}
 	})
-	go watchAll(ctx, c, &corev1.SecretList{}, ns, func(typ watch.EventType, o client.Object) {
-		if typ == watch.Added || typ == watch.Modified {
-			t.secret(o.(*corev1.Secret))
-		}
-	})
+	t.watchSecrets(ctx, c, ns)
 }
 
 func (t *tracker) peerObject(u *unstructured.Unstructured) {
 	now := time.Now()
 	generation, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
 	revision, _, _ := unstructured.NestedString(u.Object, "status", "lastAppliedRevision")
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	ready := false
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == meta.ReadyCondition && m["status"] == string(metav1.ConditionTrue) {
-			ready = true
-		}
-	}
+	ready := conditions.IsTrue(conditions.UnstructuredGetter(u), meta.ReadyCondition)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if ready && generation == u.GetGeneration() && revision != "" {
