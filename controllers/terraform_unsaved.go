@@ -63,8 +63,10 @@ func (r *TerraformReconciler) pushUnsaved(ctx context.Context, obj *infrav1.Terr
 		i := locked.Info
 		return r.lockHeld(ctx, obj, map[string]string{"id": i.ID, "who": i.Who, "operation": i.Operation, "created": i.Created.UTC().Format(time.RFC3339)})
 	case tfstate.IsRefused(err):
-		msg := fmt.Sprintf("%s cannot be written to the backend: %v; nothing runs until a person decides: `landform state push %s --force` writes it over the backend's state, deleting the Secret discards it",
-			what, err, obj.Name)
+		msg := fmt.Sprintf("%s cannot be written to the backend: %v; nothing runs until a person decides which state is right: "+
+			"compare them first (their serials and lineages are above; `kubectl get secret -n %s %s -o jsonpath='{.data.tfstate}' | base64 -d` shows what the kept one holds); "+
+			"only if it holds what that run did, `landform state push %s --force` writes it over the backend's state, and the next plan starts from it; deleting the Secret discards it",
+			what, err, obj.Namespace, secret, obj.Name)
 		if conditions.GetReason(obj, meta.ReadyCondition) != infrav1.StateUnsavedReason {
 			r.event(obj, obj.Status.LastAttemptedRevision, corev1.EventTypeWarning, infrav1.StateUnsavedReason, "%s", msg)
 		}

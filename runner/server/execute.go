@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/landform-dev/landform/runner"
@@ -22,6 +23,9 @@ func (s *Server) execute(ctx context.Context, r *run, planPath string) (*runner.
 	ws, err := s.requireWorkspace()
 	if err != nil {
 		return nil, nil, err
+	}
+	for _, f := range ws.shippedStates {
+		r.log(fmt.Sprintf("Landform ignored %s, shipped in the module's artifact: only a state the engine writes during a run is taken for one it could not save.", f))
 	}
 	spec := r.spec
 	eng, err := s.engineFor(ctx, spec.GetEngine())

@@ -22,7 +22,9 @@ import (
 
 // erroredStateFile is where the engine writes, in its working directory,
 // the state of an apply or destroy it could not write to the backend. The
-// runner keeps it as runner.KeptStateFile in its work directory.
+// runner keeps it as runner.KeptStateFile in its work directory. One the
+// module's tarball holds is removed when it is extracted
+// (removeShippedStates), so any found in the tree is the engine's.
 const erroredStateFile = "errored.tfstate"
 
 // persistBackoff spaces the runner's attempts to write a kept state: from

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -269,5 +270,66 @@ func TestWithoutPersistErrors(t *testing.T) {
 	plain := errors.New("not an exit")
 	if err := withoutPersistErrors(plain); err != plain {
 		t.Fatalf("another failure: %v", err)
+	}
+}
+
+// A module whose artifact ships an errored.tfstate (a person's failed local
+// apply, committed) of another lineage: the runner drops it when it
+// extracts the tarball and says so, without its content, so the apply
+// succeeds and writes its own state, and nothing is kept unsaved.
+func TestRunnerIgnoresAShippedErroredState(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t, 4*time.Minute)
+	k := newKubeState(t, "shipped-errored")
+	r := startRunner(t)
+	const shippedLineage = "0badf00d-5151-4e0e-8ed0-000000000000"
+	shipped := `{"version":4,"terraform_version":"1.8.0","serial":41,"lineage":"` + shippedLineage + `","outputs":{},` +
+		`"resources":[{"mode":"managed","type":"terraform_data","name":"shipped","provider":"provider[\"terraform.io/builtin/terraform\"]",` +
+		`"instances":[{"schema_version":0,"attributes":{"id":"shipped-id","input":null,"output":null,"triggers_replace":null}}]}],"check_results":null}` + "\n"
+	tb := buildTarball(t, map[string][]byte{"counted/" + erroredStateFile: []byte(shipped)})
+	effects := filepath.Join(t.TempDir(), "effects")
+	spec := k.useBackend(workspaceSpec(t, tb, "counted", map[string]any{"effects": effects, "seconds": 0}, ""))
+	upload(t, ctx, r.client, spec, tb)
+	plan := planFor(t, ctx, r.client)
+
+	id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.RunApply, PlanFile: plan.PlanFile, LockFile: plan.LockFile})
+	var persist persistEvents
+	l := newLogs()
+	res, err := r.client.WatchRun(ctx, id, 0, func(_ int64, line string) { l.add(line) }, runner.OnStatePersist(persist.add))
+	if err != nil {
+		t.Fatalf("apply: %v\n%s", err, l.text())
+	}
+	if o := outputsByName(res.Outputs)["effects"]; o == nil {
+		t.Fatalf("outputs %v", res.Outputs)
+	}
+	if events := persist.all(); len(events) != 0 {
+		t.Fatalf("the run sent an unsaved state: %+v", events)
+	}
+	if _, err := os.Stat(filepath.Join(r.server.workDir, runner.KeptStateFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the runner keeps a state: %v", err)
+	}
+	if n := countCreates(t, effects); n != 1 {
+		t.Fatalf("creates %d, want 1", n)
+	}
+	stored, err := tfstate.Decompress(k.state(t, ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var state struct {
+		Lineage   string `json:"lineage"`
+		Resources []struct{ Type, Name string }
+	}
+	if err := json.Unmarshal(stored, &state); err != nil {
+		t.Fatal(err)
+	}
+	if state.Lineage == shippedLineage || len(state.Resources) != 1 || state.Resources[0].Type != "terraform_data" || state.Resources[0].Name != "this" {
+		t.Fatalf("the state Secret holds:\n%s\nwant the apply's own state, with terraform_data.this only", stored)
+	}
+	if info := k.lock(t); info != nil {
+		t.Fatalf("the lock outlived the run: %+v", info)
+	}
+	logText := l.text()
+	if !strings.Contains(logText, "counted/"+erroredStateFile) || strings.Contains(logText, shippedLineage) || strings.Contains(logText, "shipped-id") {
+		t.Fatalf("the run log does not name the ignored file, or shows its content:\n%s", logText)
 	}
 }

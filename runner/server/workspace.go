@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -57,6 +58,10 @@ type workspace struct {
 	importsPath string
 	// secrets are values never to echo in an error: the spec's env.
 	secrets []string
+	// shippedStates are the errored.tfstate files the tarball held,
+	// removed when it was extracted (removeShippedStates); every run
+	// says so.
+	shippedStates []string
 
 	// configKey identifies everything init depends on; a new key means
 	// init again.
@@ -90,12 +95,13 @@ func (s *Server) UploadWorkspace(stream runnerpb.Runner_UploadWorkspaceServer) (
 	}
 
 	root := ""
+	var shipped []string
 	if s.ws != nil && s.ws.digest == spec.TarballDigest {
 		// Same content: skip the transfer. Returning now ends the
 		// stream; the client stops sending.
-		root = s.ws.root
+		root, shipped = s.ws.root, s.ws.shippedStates
 	} else {
-		if root, err = s.receiveTarball(stream, spec); err != nil {
+		if root, shipped, err = s.receiveTarball(stream, spec); err != nil {
 			return err
 		}
 	}
@@ -118,6 +124,7 @@ func (s *Server) UploadWorkspace(stream runnerpb.Runner_UploadWorkspaceServer) (
 		// Only the vars changed: init and the engine handle still hold.
 		ws.initialised, ws.engine, ws.tf = s.ws.initialised, s.ws.engine, s.ws.tf
 	}
+	ws.shippedStates = shipped
 	s.ws = ws
 	return stream.SendAndClose(&runnerpb.UploadWorkspaceResponse{TarballDigest: spec.TarballDigest})
 }
@@ -156,11 +163,12 @@ func checkModulePath(p string) error {
 }
 
 // receiveTarball streams the tarball to a temp file while hashing it,
-// verifies the digest and extracts it into a new directory.
-func (s *Server) receiveTarball(stream runnerpb.Runner_UploadWorkspaceServer, spec *runnerpb.WorkspaceSpec) (string, error) {
+// verifies the digest and extracts it into a new directory, without the
+// errored.tfstate files it holds (removeShippedStates), which it returns.
+func (s *Server) receiveTarball(stream runnerpb.Runner_UploadWorkspaceServer, spec *runnerpb.WorkspaceSpec) (string, []string, error) {
 	tmp, err := os.CreateTemp(s.tmpDir, "tarball-*.tar.gz")
 	if err != nil {
-		return "", internalError("create tarball file", err)
+		return "", nil, internalError("create tarball file", err)
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
@@ -168,32 +176,72 @@ func (s *Server) receiveTarball(stream runnerpb.Runner_UploadWorkspaceServer, sp
 	h := sha256.New()
 	size, err := copyChunks(io.MultiWriter(tmp, h), stream)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	got := "sha256:" + hex.EncodeToString(h.Sum(nil))
 	if got != spec.TarballDigest {
-		return "", newError(codes.InvalidArgument, runner.ReasonDigestMismatch,
+		return "", nil, newError(codes.InvalidArgument, runner.ReasonDigestMismatch,
 			fmt.Sprintf("tarball digest is %s, the spec says %s", got, spec.TarballDigest),
 			map[string]string{"expected": spec.TarballDigest, "actual": got})
 	}
 	if spec.TarballSize > 0 && size != spec.TarballSize {
-		return "", newError(codes.InvalidArgument, runner.ReasonDigestMismatch,
+		return "", nil, newError(codes.InvalidArgument, runner.ReasonDigestMismatch,
 			fmt.Sprintf("tarball has %d bytes, the spec says %d", size, spec.TarballSize), nil)
 	}
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		return "", internalError("read tarball", err)
+		return "", nil, internalError("read tarball", err)
 	}
 	root, err := os.MkdirTemp(s.workDir, "src-")
 	if err != nil {
-		return "", internalError("create source dir", err)
+		return "", nil, internalError("create source dir", err)
 	}
 	// No size cap: the digest is verified, and modules with vendored
 	// providers or assets are legitimately large.
 	if err := tar.Untar(tmp, root, tar.WithMaxUntarSize(-1)); err != nil {
 		os.RemoveAll(root)
-		return "", newError(codes.InvalidArgument, runner.ReasonInvalidConfiguration, "extract tarball: "+err.Error(), nil)
+		return "", nil, newError(codes.InvalidArgument, runner.ReasonInvalidConfiguration, "extract tarball: "+err.Error(), nil)
 	}
-	return root, nil
+	shipped, err := removeShippedStates(root)
+	if err != nil {
+		os.RemoveAll(root)
+		return "", nil, internalError("remove the tarball's "+erroredStateFile, err)
+	}
+	for _, f := range shipped {
+		s.log.Info("removed an errored.tfstate shipped in the tarball", "file", f)
+	}
+	return root, shipped, nil
+}
+
+// removeShippedStates removes every errored.tfstate in root, a tarball
+// just extracted, and returns their paths in it. saveErroredState takes
+// that file, after every apply and destroy, for the state the engine could
+// not write: one committed with the module (a person's failed local apply)
+// would end every run STATE_UNSAVED, or replace the state the apply wrote.
+// No engine ran in this tree yet, so none is a state to save; one the
+// engine writes later is moved to runner.KeptStateFile as its run ends.
+// The whole tree: another upload of this tarball may name another module.
+func removeShippedStates(root string) ([]string, error) {
+	var removed []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == root || d.Name() != erroredStateFile {
+			return err
+		}
+		// Whatever it is: a directory would fail every read of the
+		// file, a symlink would read another file.
+		if err := os.RemoveAll(p); err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		removed = append(removed, filepath.ToSlash(rel))
+		if d.IsDir() {
+			return fs.SkipDir
+		}
+		return nil
+	})
+	return removed, err
 }
 
 // copyChunks writes the chunks of an upload stream to w until the client
