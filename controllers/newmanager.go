@@ -64,6 +64,8 @@ type Config struct {
 	ArtifactCache source.PruneOptions
 	// DownloadTimeout bounds one artifact download (0: the default).
 	DownloadTimeout time.Duration
+	// ArtifactLimits bound one artifact's download and extracted files.
+	ArtifactLimits source.SizeLimits
 	// KeptArtifactMaxSize: see TerraformReconciler.
 	KeptArtifactMaxSize int64
 	// StateHistory: see TerraformReconciler.
@@ -184,6 +186,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, c Config) (ctrl.Manager, 
 	}
 	fetcher := source.NewFetcher(filepath.Join(c.WorkDir, "artifacts"))
 	fetcher.DownloadTimeout = c.DownloadTimeout
+	fetcher.Limits = c.ArtifactLimits
 	if err := mgr.Add(&source.Pruner{Fetcher: fetcher, Options: c.ArtifactCache, Log: log.WithName("artifact-cache")}); err != nil {
 		return nil, err
 	}

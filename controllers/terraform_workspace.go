@@ -93,6 +93,10 @@ func (r *TerraformReconciler) fetchArtifact(ctx context.Context, obj *infrav1.Te
 		return r.keptForDestroy(ctx, obj, err)
 	case errors.Is(err, source.ErrDigestMismatch):
 		return nil, "", "", retry(infrav1.DigestMismatchReason, "artifact of %s %s/%s revision %s was rejected: %v", ref.Kind, ns, ref.Name, a.Revision, err)
+	case errors.Is(err, source.ErrArtifactTooLarge):
+		// The same revision will not shrink: Stalled until the source
+		// publishes another one (its watch wakes the object).
+		return nil, "", "", stalling(infrav1.ArtifactFailedReason, "%v", err)
 	case err != nil:
 		return nil, "", "", retry(infrav1.ArtifactFailedReason, "downloading the artifact of %s %s/%s: %v", ref.Kind, ns, ref.Name, err)
 	}

@@ -46,6 +46,8 @@ type flags struct {
 	artifactMaxAge          time.Duration
 	artifactMaxSize         int64
 	downloadTimeout         time.Duration
+	downloadMaxSize         int64
+	extractedMaxSize        int64
 	keptArtifactMaxSize     int64
 	stateHistory            int
 	engines                 [2]engineFlags
@@ -148,6 +150,10 @@ func bindFlags(fs *pflag.FlagSet) *flags {
 	fs.DurationVar(&f.artifactMaxAge, "artifact-cache-max-age", 24*time.Hour, "remove cached artifacts no run used for this long (0: no age bound)")
 	fs.Int64Var(&f.artifactMaxSize, "artifact-cache-max-size", 2<<30, "bytes the artifact cache may hold; the least recently used artifacts go first (0: no size bound; artifacts used within the last hour are always kept)")
 	fs.DurationVar(&f.downloadTimeout, "artifact-download-timeout", source.DefaultDownloadTimeout, "bound on downloading one artifact, retries included")
+	// Bounds on one artifact in the cache every tenant shares, generous so
+	// that a source vendoring providers fits: see source.SizeLimits.
+	fs.Int64Var(&f.downloadMaxSize, "artifact-download-max-size", source.DefaultMaxDownloadSize, "bytes of the largest artifact tarball downloaded; a larger one fails with reason ArtifactFailed (0 or negative: no bound)")
+	fs.Int64Var(&f.extractedMaxSize, "artifact-extracted-max-size", source.DefaultMaxExtractedSize, "bytes the files of one artifact may add up to once extracted; a larger one fails with reason ArtifactFailed and nothing of it is extracted (0 or negative: no bound)")
 	fs.Int64Var(&f.keptArtifactMaxSize, "kept-artifact-max-size", keptartifact.DefaultMaxSize, "bytes of the largest applied artifact kept (in Secrets owned by the Terraform object) to destroy with after its source is gone; a larger one is not kept (negative: keep none)")
 	fs.IntVar(&f.stateHistory, "state-history", statehistory.DefaultLimit, "versions of each object's state kept before its applies and destroys, for landform state history and landform state restore (0: none)")
 	tf, tofu := &f.engines[0], &f.engines[1]

@@ -76,6 +76,7 @@ func run(f *flags) error {
 		WorkDir:                  f.workDir,
 		ArtifactCache:            source.PruneOptions{MaxAge: f.artifactMaxAge, MaxSize: f.artifactMaxSize},
 		DownloadTimeout:          f.downloadTimeout,
+		ArtifactLimits:           source.SizeLimits{Download: artifactBound(f.downloadMaxSize), Extracted: artifactBound(f.extractedMaxSize)},
 		KeptArtifactMaxSize:      f.keptArtifactMaxSize,
 		StateHistory:             stateHistory(f.stateHistory),
 		Engines:                  engineSources,
@@ -95,6 +96,16 @@ func run(f *flags) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// artifactBound maps --artifact-download-max-size and
+// --artifact-extracted-max-size (0 or negative: no bound) onto
+// source.SizeLimits (0: the default, negative: no bound).
+func artifactBound(n int64) int64 {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
 
 // stateHistory maps --state-history (0: none) onto Config.StateHistory

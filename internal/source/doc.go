@@ -16,6 +16,10 @@ var (
 	ErrSourceNotReady = errors.New("source not ready")
 	// ErrDigestMismatch: the downloaded bytes are not the advertised artifact.
 	ErrDigestMismatch = errors.New("artifact digest mismatch")
+	// ErrArtifactTooLarge: the artifact is over a bound of SizeLimits. The
+	// bytes of a digest never change: retrying cannot help, another
+	// revision or a larger bound can.
+	ErrArtifactTooLarge = errors.New("artifact too large")
 	// ErrInvalidPath: spec.path escapes the artifact or is not a directory in it.
 	ErrInvalidPath = errors.New("invalid module path")
 )

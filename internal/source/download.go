@@ -51,7 +51,8 @@ func (t transientError) Error() string { return t.err.Error() }
 func (t transientError) Unwrap() error { return t.err }
 
 // downloadOnce makes one attempt: it writes to a temporary file next to dst,
-// hashing while writing, and renames it to dst only when the digest matches.
+// hashing while writing, and renames it to dst only when the digest matches
+// and the body is within the download bound.
 func (f *Fetcher) downloadOnce(ctx context.Context, u *url.URL, d digest.Digest, dst string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -78,6 +79,11 @@ func (f *Fetcher) downloadOnce(ctx context.Context, u *url.URL, d digest.Digest,
 		// revision after publishing a newer one.
 		return fmt.Errorf("%s answered %s", u.Redacted(), resp.Status)
 	}
+	// Not retried: the bytes of a digest are no smaller the next time.
+	limit := f.Limits.download()
+	if limit >= 0 && resp.ContentLength > limit {
+		return downloadTooLarge(fmt.Sprintf("%s declares %s (Content-Length),", u.Redacted(), sizeString(resp.ContentLength)), limit)
+	}
 
 	// The digest in the name lets Prune tell whose lock guards it.
 	tmp, err := os.CreateTemp(filepath.Dir(dst), tmpPrefix+d.Encoded()+"-*.tar.gz")
@@ -86,7 +92,12 @@ func (f *Fetcher) downloadOnce(ctx context.Context, u *url.URL, d digest.Digest,
 	}
 	defer os.Remove(tmp.Name()) // no-op after the rename
 	verifier := d.Verifier()
-	_, err = io.Copy(io.MultiWriter(tmp, verifier), resp.Body)
+	body := io.Reader(resp.Body)
+	if limit >= 0 {
+		// One byte more than the bound tells a body at the bound from one over it.
+		body = io.LimitReader(resp.Body, limit+1)
+	}
+	n, err := io.Copy(io.MultiWriter(tmp, verifier), body)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -95,6 +106,9 @@ func (f *Fetcher) downloadOnce(ctx context.Context, u *url.URL, d digest.Digest,
 			return ctx.Err()
 		}
 		return transientError{fmt.Errorf("reading %s: %w", u.Redacted(), err)}
+	}
+	if limit >= 0 && n > limit {
+		return downloadTooLarge(u.Redacted()+" sent", limit)
 	}
 	if !verifier.Verified() {
 		return ErrDigestMismatch

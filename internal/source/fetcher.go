@@ -52,6 +52,9 @@ type Fetcher struct {
 	// other Fetch of that digest waits for it. DefaultDownloadTimeout when
 	// zero or negative.
 	DownloadTimeout time.Duration
+	// Limits bound each artifact's download and extracted files; the
+	// defaults when zero.
+	Limits SizeLimits
 
 	locks keyedMutex
 }
@@ -59,8 +62,8 @@ type Fetcher struct {
 // DefaultDownloadTimeout is the download deadline of a Fetcher that sets none.
 const DefaultDownloadTimeout = 5 * time.Minute
 
-// NewFetcher returns a Fetcher caching under dir with three retries and
-// DefaultDownloadTimeout.
+// NewFetcher returns a Fetcher caching under dir with three retries,
+// DefaultDownloadTimeout and the default size limits.
 func NewFetcher(dir string) *Fetcher {
 	return &Fetcher{
 		Dir:             dir,
@@ -78,9 +81,11 @@ func NewFetcher(dir string) *Fetcher {
 // waiting when its own ctx ends.
 // The tarball is verified against a.Digest before it enters the cache or is
 // extracted; a mismatch fails with ErrDigestMismatch and leaves nothing
-// behind. Symlinks in the tarball are not extracted (source-controller does
-// not put any in the artifacts it builds), so nothing in the tree can point
-// outside it.
+// behind. An artifact over Limits fails with ErrArtifactTooLarge and leaves
+// no tree behind (a tarball within the download bound stays, verified).
+// Symlinks in the tarball are not extracted (source-controller does not put
+// any in the artifacts it builds), so nothing in the tree can point outside
+// it.
 func (f *Fetcher) Fetch(ctx context.Context, a Artifact) (tarball, dir string, err error) {
 	d, err := digest.Parse(a.Digest)
 	if err != nil {
@@ -108,7 +113,7 @@ func (f *Fetcher) Fetch(ctx context.Context, a Artifact) (tarball, dir string, e
 		}
 	}
 	if !exists(dir) {
-		if err := extract(tarball, dir); err != nil {
+		if err := f.extract(tarball, dir); err != nil {
 			return "", "", fmt.Errorf("extracting the artifact of %s (revision %s): %w", a, a.Revision, err)
 		}
 	}
@@ -140,8 +145,9 @@ func (f *Fetcher) downloadWithDeadline(ctx context.Context, a Artifact, d digest
 }
 
 // extract unpacks tarball into dir through a temporary directory, so that a
-// crash mid-way never leaves a partial tree under the final name.
-func extract(tarball, dir string) error {
+// crash or a refusal mid-way never leaves a partial tree under the final
+// name.
+func (f *Fetcher) extract(tarball, dir string) error {
 	tmp, err := os.MkdirTemp(filepath.Dir(dir), tmpPrefix+filepath.Base(dir)+"-")
 	if err != nil {
 		return err
@@ -152,10 +158,10 @@ func extract(tarball, dir string) error {
 		return err
 	}
 	defer file.Close()
-	// No size cap: a module's size is the user's business, and the digest
-	// already proved these are the bytes source-controller published.
-	if err := tar.Untar(file, tmp, tar.WithMaxUntarSize(tar.UnlimitedUntarSize), tar.WithSkipSymlinks()); err != nil {
-		return err
+	// The digest proves these are the bytes the source published, not that
+	// they are reasonable: the cache is shared, so their size is bounded.
+	if err := tar.Untar(file, tmp, tar.WithMaxUntarSize(f.Limits.untarLimit()), tar.WithSkipSymlinks()); err != nil {
+		return extractTooLarge(err, f.Limits.extracted())
 	}
 	return os.Rename(tmp, dir)
 }

@@ -63,6 +63,8 @@ type artifactServer struct {
 	// stall, when set, makes each request send half the body and then wait
 	// for stall to close or the client to go away.
 	stall chan struct{}
+	// noLength, when set, sends the body without a Content-Length (chunked).
+	noLength bool
 }
 
 func newArtifactServer(t *testing.T) *artifactServer {
@@ -94,6 +96,11 @@ func newArtifactServer(t *testing.T) *artifactServer {
 			case <-r.Context().Done():
 			}
 			return
+		}
+		if s.noLength {
+			w.(http.Flusher).Flush() // headers go before the length is known
+		} else {
+			w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 		}
 		_, _ = w.Write(b)
 	}))

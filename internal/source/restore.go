@@ -79,7 +79,7 @@ func (f *Fetcher) paths(d digest.Digest) (tarball, dir string) {
 // The caller holds the digest's lock.
 func (f *Fetcher) ready(tarball, dir string) error {
 	if !exists(dir) {
-		if err := extract(tarball, dir); err != nil {
+		if err := f.extract(tarball, dir); err != nil {
 			return fmt.Errorf("extracting: %w", err)
 		}
 	}
