@@ -34,6 +34,7 @@ func (r *TerraformReconciler) recordPlan(ctx context.Context, obj *infrav1.Terra
 			lockFile:      out.LockFile,
 			stateDigest:   res.StateDigest,
 			changesDigest: res.ChangesDigest,
+			applied:       obj.Status.LastAppliedPlan,
 		}),
 		Revision:     rev,
 		InputsDigest: run.InputsDigest,

@@ -22,6 +22,13 @@ type planMaterial struct {
 	stateDigest string
 	// changesDigest covers the planned changes (not the plan file bytes).
 	changesDigest string
+	// applied is the id of the plan last applied before this one
+	// (status.lastAppliedPlan). A state restored to what it was before
+	// an apply, or drift back to it, plans the same changes from the
+	// same state again: without it that plan would have the id of the
+	// one applied, and the approval that named it would apply it a
+	// second time, unseen. An approval is used once.
+	applied string
 }
 
 // planID names a plan after the revision it was made from and a digest of
@@ -29,12 +36,17 @@ type planMaterial struct {
 // and inputs that plans the same changes keeps its id, and with it its
 // approval; a plan after an apply, or after any input changed (a
 // workspace, a variable, the engine version, the dependency lock), gets a
-// new one, and needs its own approval.
+// new one, and needs its own approval. A plan never has the id of a plan
+// applied before it (planMaterial.applied).
 func planID(revision string, m planMaterial) string {
 	h := sha256.New()
 	lock := sha256.Sum256(m.lockFile)
 	fmt.Fprintf(h, "inputs=%s\nengine=%s\nlock=%s\nstate=%s\nchanges=%s\n",
 		m.inputsDigest, m.engine, hex.EncodeToString(lock[:]), m.stateDigest, strings.ToLower(m.changesDigest))
+	if m.applied != "" {
+		// Only then: an object that never applied keeps the ids it had.
+		fmt.Fprintf(h, "after=%s\n", m.applied)
+	}
 	return "plan-" + shortRevision(revision) + "-" + short(hex.EncodeToString(h.Sum(nil)))
 }
 

@@ -212,9 +212,16 @@ func TestPlanID(t *testing.T) {
 		"lock":    func(m *planMaterial) { m.lockFile = []byte("provider \"y\" {}") },
 		"state":   func(m *planMaterial) { m.stateDigest = "state after an apply" },
 		"changes": func(m *planMaterial) { m.changesDigest = "5" + m.changesDigest[1:] },
+		"applied": func(m *planMaterial) { m.applied = id },
 	} {
 		other := m
 		change(&other)
 		g.Expect(planID("main@sha1:0A1B2C3D4E5F60718293a4b5c6d7e8f901234567", other)).NotTo(Equal(id), "another %s, another id", name)
 	}
+
+	// The same state and changes again after plan id was applied (a
+	// state restored, drift back): another id, so id's approval is spent.
+	after := m
+	after.applied = id
+	g.Expect(planID("main@sha1:0A1B2C3D4E5F60718293a4b5c6d7e8f901234567", after)).NotTo(Equal(id))
 }
