@@ -71,7 +71,7 @@ func unsavedKept(g Gomega, tf *infrav1.Terraform) bool {
 	return true
 }
 
-// A state an apply could not save, kept in Secret tfstate-unsaved-<name>-0
+// A state an apply could not save, kept in Secret tfunsaved-<name>-0
 // while the backend still holds the state from before that apply, goes
 // into the backend before the next run: the plan knows the resource and
 // creates nothing (from the backend's old state it would create it again).

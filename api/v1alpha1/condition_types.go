@@ -167,10 +167,17 @@ const (
 	// save to the backend (an event).
 	StatePersistedReason = "StatePersisted"
 	// StateUnsavedReason: a state the engine could not save is kept in
-	// Secret tfstate-unsaved-<name>-0 and not written yet: nothing plans
+	// Secret tfunsaved-<name>-0 and not written yet: nothing plans
 	// before it is written, which Landform does before the next run
 	// unless the backend refuses it; then `landform state push` decides.
 	StateUnsavedReason = "StateUnsaved"
+	// StateOwnedElsewhereReason: the state this object's backend settings
+	// resolve to (its state Secret or Lease) belongs to another live
+	// Terraform object, or is a kept copy of another object's state.
+	// Nothing runs, and deleting this object neither destroys nor deletes
+	// that state; give it its own state (spec.backendConfig.secretSuffix
+	// or spec.workspace), or delete the owner first.
+	StateOwnedElsewhereReason = "StateOwnedElsewhere"
 )
 
 // Annotations and labels.
@@ -185,6 +192,14 @@ const (
 	ManagedByValue = "landform"
 	// OwnerNameLabel names the Terraform object owning a Secret.
 	OwnerNameLabel = "infra.landform.dev/terraform"
+	// OwnerUIDLabel holds the UID of the Terraform object that owns a
+	// state Secret, its Lease or a kept state version: what is deleted or
+	// written for an object is found by it, never by a name alone.
+	OwnerUIDLabel = "infra.landform.dev/owner-uid"
+	// OwnerAnnotation holds the full name of the object OwnerUIDLabel
+	// names (a label value may be cut), so a second claimant can say who
+	// owns the state and whether that owner still lives.
+	OwnerAnnotation = "infra.landform.dev/owner"
 	// RunLabel holds the run id on a runner Pod, so that a restarted
 	// controller finds the Pod serving the run recorded in status.run.
 	RunLabel = "infra.landform.dev/run"

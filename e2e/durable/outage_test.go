@@ -124,7 +124,7 @@ func TestAPIServerOutageMidApplyKeepsTheState(t *testing.T) {
 
 // As above, and the runner is killed while it holds the unsaved state and
 // the API server is away: the controller got the state from the runner
-// and keeps it in Secret tfstate-unsaved-<name>-0 once the API server
+// and keeps it in Secret tfunsaved-<name>-0 once the API server
 // answers; the run is lost, and before the next run plans, the controller
 // writes the kept state to the backend. The create ran once.
 func TestRunnerKilledWithAnUnsavedStateNextRunWritesIt(t *testing.T) {

@@ -266,7 +266,26 @@ func (s Store) apply(ctx context.Context, secret *corev1ac.SecretApplyConfigurat
 	return s.Client.Apply(ctx, secret, client.FieldOwner(s.Layout.FieldOwner), client.ForceOwnership)
 }
 
-// getMeta reads the index's metadata; nil when it does not exist.
+// ours reports whether a Secret is one of owner's chunks: its controller
+// reference names owner's UID, as every chunk's has since chunks were
+// written. A Secret under a chunk's name that is not ours (another
+// object's, a state the engine's backend named so) is never read as a
+// blob, written over or deleted.
+func ours(owner *v1alpha1.Terraform, m *metav1.ObjectMeta) bool {
+	ref := metav1.GetControllerOfNoCopy(m)
+	return ref != nil && ref.UID == owner.UID
+}
+
+// NotOwnedError is a Secret under one of owner's chunk names that is not
+// owner's: Write refuses to write over it.
+type NotOwnedError struct{ Namespace, Name string }
+
+func (e *NotOwnedError) Error() string {
+	return fmt.Sprintf("Secret %s/%s exists and belongs to something else: refusing to write over it", e.Namespace, e.Name)
+}
+
+// getMeta reads the index's metadata; nil when it does not exist, and a
+// *NotOwnedError when it is not owner's.
 func (s Store) getMeta(ctx context.Context, owner *v1alpha1.Terraform) (*metav1.PartialObjectMetadata, error) {
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
@@ -277,6 +296,9 @@ func (s Store) getMeta(ctx context.Context, owner *v1alpha1.Terraform) (*metav1.
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading %s Secret %s/%s: %w", s.Layout.What, owner.Namespace, name, err)
+	}
+	if !ours(owner, &m.ObjectMeta) {
+		return nil, &NotOwnedError{Namespace: owner.Namespace, Name: name}
 	}
 	return m, nil
 }
@@ -313,6 +335,10 @@ func (s Store) index(owner *v1alpha1.Terraform, m *metav1.ObjectMeta) (*Blob, in
 // alone: neither the bytes nor their digest are read.
 func (s Store) Stat(ctx context.Context, owner *v1alpha1.Terraform) (*Blob, error) {
 	m, err := s.getMeta(ctx, owner)
+	var foreign *NotOwnedError
+	if errors.As(err, &foreign) {
+		return nil, fail(ErrNotFound, "%v", err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -336,6 +362,9 @@ func (s Store) Read(ctx context.Context, owner *v1alpha1.Terraform, want digest.
 	}
 	var meta *metav1.ObjectMeta
 	if first != nil {
+		if !ours(owner, &first.ObjectMeta) {
+			return nil, fail(ErrNotFound, "%v", &NotOwnedError{Namespace: owner.Namespace, Name: first.Name})
+		}
 		meta = &first.ObjectMeta
 	}
 	b, n, err := s.index(owner, meta)
@@ -356,6 +385,9 @@ func (s Store) Read(ctx context.Context, owner *v1alpha1.Terraform, want digest.
 		name := s.Layout.ChunkName(owner.Name, i)
 		if c == nil {
 			return b, fail(ErrNotFound, "chunk %d of %d (Secret %s) is missing", i, n, name)
+		}
+		if !ours(owner, &c.ObjectMeta) {
+			return b, fail(ErrNotFound, "chunk %d of %d: %v", i, n, &NotOwnedError{Namespace: owner.Namespace, Name: name})
 		}
 		// A chunk of another blob means a Write is under way or was cut short.
 		if c.Annotations[s.Layout.DigestAnnotation] != recorded || c.Annotations[s.Layout.ChunkAnnotation] != strconv.Itoa(i) {
@@ -416,6 +448,9 @@ func (s Store) deleteChunks(ctx context.Context, owner *v1alpha1.Terraform, from
 	}
 	var doomed []int
 	for _, m := range list.Items {
+		if !ours(owner, &m.ObjectMeta) {
+			continue
+		}
 		if i, ok := s.Layout.ChunkIndex(owner.Name, m.Name); ok && i >= from {
 			doomed = append(doomed, i)
 		}

@@ -455,3 +455,37 @@ func TestLongOwnerName(t *testing.T) {
 		t.Error("a chunk of another layout taken for one of this")
 	}
 }
+
+// A Secret under one of owner's chunk names that owner does not own (the
+// state Secret the engine's backend named so, another object's Secret)
+// is never read as owner's blob, written over or deleted.
+func TestASecretNotOwnedIsLeftAlone(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	owner := env.Terraform(t, ns, "app")
+	store := Store{Client: env.Client, Layout: blobs}
+	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: blobs.ChunkName(owner.Name, 0),
+		Labels:      map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue, v1alpha1.OwnerNameLabel: owner.Name},
+		Annotations: map[string]string{blobs.DigestAnnotation: "sha256:00", blobs.ChunksAnnotation: "1"}},
+		Data: map[string][]byte{blobs.DataKey: []byte("someone else's")}}
+	if err := env.Client.Create(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Stat(ctx, owner); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Stat: %v, want ErrNotFound", err)
+	}
+	if _, err := store.Read(ctx, owner, ""); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Read: %v, want ErrNotFound", err)
+	}
+	var notOwned *NotOwnedError
+	if _, err := store.Write(ctx, owner, Blob{Data: []byte("mine")}); !errors.As(err, &notOwned) {
+		t.Errorf("Write: %v, want a NotOwnedError", err)
+	}
+	if err := store.Delete(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	got := secrets(t, blobs, owner)
+	if s, ok := got[foreign.Name]; !ok || string(s.Data[blobs.DataKey]) != "someone else's" {
+		t.Fatalf("the Secret not owned was changed or deleted: %v", names(got))
+	}
+}

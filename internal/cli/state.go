@@ -29,7 +29,7 @@ func (a *app) stateCommand() *cobra.Command {
 		Short: "Work with the state of a Terraform object: its kept versions, a state an apply could not save",
 		Long: "The controller keeps the state of each object as it is before every apply\n" +
 			"and destroy (the last --state-history versions, 3 by default), in Secrets\n" +
-			"<state Secret>-v<n> beside the state Secret, as encrypted as the state itself:\n" +
+			"tfhistory-<name>-<n> beside the state Secret, as encrypted as the state itself:\n" +
 			"history lists them, restore writes one back. push writes a state an apply\n" +
 			"could not save, when the controller cannot.",
 	}
@@ -121,7 +121,8 @@ func (a *app) runRestore(ctx context.Context, name string, wantSerial int64, wan
 		return err
 	}
 	who := whoAmI(ctx, kube)
-	store := statehistory.Store{Client: s.c}
+	// Pruned to the controller's depth, recorded on the versions it kept.
+	store := statehistory.Store{Client: s.c, Limit: statehistory.RecordedLimit(versions)}
 	if _, err := store.Restore(ctx, kube.CoordinationV1().Leases(obj.Namespace), obj, *chosen, who); err != nil {
 		var locked *statelock.LockedError
 		if errors.As(err, &locked) {

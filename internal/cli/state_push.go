@@ -28,7 +28,7 @@ func (a *app) statePushCommand() *cobra.Command {
 		Short: "Write a state an apply could not save into the object's backend",
 		Long: "When the engine cannot write the state at the end of an apply or destroy (the\n" +
 			"API server was away), Landform keeps that state: its runner retries writing it\n" +
-			"until the run's deadline, and a copy waits in Secret tfstate-unsaved-NAME-0,\n" +
+			"until the run's deadline, and a copy waits in Secret tfunsaved-NAME-0,\n" +
 			"which the controller writes into the backend before the next run. This\n" +
 			"command does the same by hand, for when the controller cannot: the backend\n" +
 			"holds a state of another lineage or a newer serial (someone wrote it since),\n" +

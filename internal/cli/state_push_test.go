@@ -70,8 +70,8 @@ func TestStatePush(t *testing.T) {
 	}
 	r = run(t, "", "state", "push", "-n", ns, "app")
 	testenv.WantIn(t, "state push over a newer state", r.transcript(),
-		"Unsaved state of state-push/app (Secret tfstate-unsaved-app-0)", "run-0123456789abcdef", "serial 4 of lineage L",
-		"the backend holds a newer state (serial 5)", "landform state push app --force", "delete Secret state-push/tfstate-unsaved-app-0")
+		"Unsaved state of state-push/app (Secret tfunsaved-app-0)", "run-0123456789abcdef", "serial 4 of lineage L",
+		"the backend holds a newer state (serial 5)", "landform state push app --force", "delete Secret state-push/tfunsaved-app-0")
 	if r.err == nil || backendState(t, obj) != string(newer) {
 		t.Fatalf("wrote over a newer state:\n%s", r.transcript())
 	}
@@ -103,7 +103,7 @@ func TestStatePush(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("forced:\n%s", r.transcript())
 	}
-	testenv.WantIn(t, "state push --force", r.stdout, "Wrote it to Secret tfstate-default-app, over serial 5 of lineage L, and deleted Secret tfstate-unsaved-app-0")
+	testenv.WantIn(t, "state push --force", r.stdout, "Wrote it to Secret tfstate-default-app, over serial 5 of lineage L, and deleted Secret tfunsaved-app-0")
 	if got := backendState(t, obj); got != string(kept) {
 		t.Fatalf("the backend holds %s, want the kept state", got)
 	}

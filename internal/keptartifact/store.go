@@ -69,6 +69,9 @@ const (
 // the source's ("<algorithm>:<hex>"), whichever algorithm it uses.
 var layout = chunkstore.Layout{Kind: "tfartifact", What: "artifact", Type: SecretType, DataKey: dataKey, FieldOwner: fieldOwner}.AnnotatedAs(annPrefix)
 
+// ChunkName names chunk i of owner's kept artifact Secrets (tfartifact-<name>-<i>).
+func ChunkName(owner *v1alpha1.Terraform, i int) string { return layout.ChunkName(owner.Name, i) }
+
 func (s Store) chunks() chunkstore.Store { return chunkstore.Store{Client: s.Client, Layout: layout} }
 
 // Limit is the largest artifact kept, in bytes; negative when none is.

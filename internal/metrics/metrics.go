@@ -35,7 +35,7 @@ var (
 		"placement", 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120)
 
 	stateUnsaved = objectGauge("landform_state_unsaved",
-		"1 while a Terraform object has a state its engine could not write to the backend and Landform has not written yet (kept by its runner or in Secret tfstate-unsaved-<name>-0).")
+		"1 while a Terraform object has a state its engine could not write to the backend and Landform has not written yet (kept by its runner or in Secret tfunsaved-<name>-0).")
 
 	// perObject are the series of one Terraform object, dropped with it.
 	perObject = []*prometheus.GaugeVec{pendingPlans, drifted, stateUnsaved}

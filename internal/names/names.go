@@ -28,7 +28,8 @@ const (
 	// Role: a DNS subdomain.
 	MaxName = 253
 	// MaxDNSLabel is the longest DNS label: a runner Pod's name, which is
-	// its hostname, and the state identity's name.
+	// its hostname. The state identity keeps to it too, so that the names
+	// it always had stay.
 	MaxDNSLabel = 63
 
 	// hashLen is how many hex digits of the SHA-256 Fit appends. Eight,
@@ -91,9 +92,14 @@ func StateSecret(obj *v1alpha1.Terraform) string {
 func StateLease(obj *v1alpha1.Terraform) string { return statelock.LeaseName(StateSecret(obj)) }
 
 // StateIdentity names obj's state ServiceAccount, Role and RoleBinding:
-// landform-state-<name> with dots made dashes, a DNS label.
+// landform-state-<name>, cut and hashed by Fit beyond 63 characters (as
+// it always was). Dots stay: ServiceAccount, Role and RoleBinding names
+// may hold them, and making them dashes gave db.prod and db-prod one
+// identity, each object's runs re-pointing the other's Role at its own
+// state. An object with a dot in its name gets a new identity; the old
+// one goes with the object (its owner reference).
 func StateIdentity(obj *v1alpha1.Terraform) string {
-	return Fit(StateIdentityPrefix+strings.ReplaceAll(obj.Name, ".", "-"), MaxDNSLabel, obj.Name)
+	return Fit(StateIdentityPrefix+obj.Name, MaxDNSLabel, obj.Name)
 }
 
 // RunnerPodPrefix starts the names of the runner Pods of the object named

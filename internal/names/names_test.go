@@ -129,7 +129,10 @@ func TestObjectNames(t *testing.T) {
 				t.Errorf("%d characters, workspace %q: %s %q: %v", len(n), ws, what, v, errs)
 			}
 		}
-		for what, v := range map[string]string{"state identity": names.StateIdentity(obj), "runner Pod name": subdomains["runner Pod name"]} {
+		if len(names.StateIdentity(obj)) > names.MaxDNSLabel {
+			t.Errorf("%d characters: state identity %q is longer than it ever was", len(n), names.StateIdentity(obj))
+		}
+		for what, v := range map[string]string{"runner Pod name": subdomains["runner Pod name"]} {
 			if errs := validation.IsDNS1123Label(v); len(errs) > 0 {
 				t.Errorf("%d characters: %s %q is not a DNS label (a hostname): %v", len(n), what, v, errs)
 			}
@@ -169,15 +172,17 @@ func TestObjectNames(t *testing.T) {
 	}
 }
 
-// The state identity's names are those Landform gave before this package:
-// an existing object keeps its ServiceAccount, Role and RoleBinding.
+// The state identity's names are those Landform gave before this package
+// (an existing object keeps its ServiceAccount, Role and RoleBinding),
+// except for names with dots, which once shared one with dashes.
 func TestStateIdentity(t *testing.T) {
 	tests := []struct{ name, want string }{
 		{"db", "landform-state-db"},
-		{"db.prod", "landform-state-db-prod"},
+		{"db.prod", "landform-state-db.prod"},
+		{"db-prod", "landform-state-db-prod"},
 		{name(48, 'z'), "landform-state-" + name(48, 'z')},
 		{"landform-state-identity-of-a-name-with-55-characters-x", "landform-state-landform-state-identity-of-a-name-with-251fc033"},
-		{"db.prod-" + strings.Repeat("x", 50), "landform-state-db-prod-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx-5467db7c"},
+		{"db.prod-" + strings.Repeat("x", 50), "landform-state-db.prod-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx-5467db7c"},
 		{strings.Repeat("a", 63), "landform-state-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-7d3e74a0"},
 		{strings.Repeat("b", 64), "landform-state-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb-a0fab137"},
 		{strings.Repeat("c", 200), "landform-state-ccccccccccccccccccccccccccccccccccccccc-5e39abe8"},

@@ -9,6 +9,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/chunkstore"
 )
 
@@ -83,5 +84,8 @@ var layout = chunkstore.Layout{
 	DigestHex:        true,
 	FieldOwner:       fieldOwner,
 }
+
+// ChunkName names chunk i of owner's plan Secrets (tfplan-<name>-<i>).
+func ChunkName(owner *v1alpha1.Terraform, i int) string { return layout.ChunkName(owner.Name, i) }
 
 func (s Store) chunks() chunkstore.Store { return chunkstore.Store{Client: s.Client, Layout: layout} }

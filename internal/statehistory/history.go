@@ -4,14 +4,22 @@
 // it is before every apply and destroy, `landform state history` lists the
 // versions and `landform state restore` writes one back.
 //
-// A version is a Secret <state Secret>-v<n> in the object's namespace,
+// A version is a Secret tfhistory-<object>-<n> in the object's namespace,
 // holding the state Secret's data byte for byte (gzip'd JSON as the
 // kubernetes backend writes it: an OpenTofu encrypted state stays exactly
-// as encrypted), labelled as the object's and annotated with its serial
-// and lineage when the state is plain. n grows by one per version; beyond
-// the limit the oldest go. Versions carry no owner reference, like the
-// state Secret itself: deletionPolicy Orphan keeps them with the state,
-// Delete removes them with it.
+// as encrypted), labelled with the object's name and UID and annotated
+// with its serial and lineage when the state is plain. n grows by one per
+// version; beyond the limit the oldest go. Versions carry no owner
+// reference, like the state Secret itself: deletionPolicy Orphan keeps
+// them with the state, Delete removes them with it.
+//
+// Versions were once named <state Secret>-v<n>, which is also the state
+// Secret of an object named <name>-v<n>. Keep and DeleteAll move such a
+// version to its new name first (adopt), so that the old name is free for
+// that object; a version whose bytes are no longer what was kept (another
+// object took the name for its state) is let go, never moved or deleted.
+// Pruning and DeleteAll delete only versions labelled with the object's
+// own UID.
 package statehistory
 
 import (
@@ -55,6 +63,10 @@ const (
 	annRun      = annPrefix + "run"
 	annRevision = annPrefix + "revision"
 	annReason   = annPrefix + "kept-because"
+	// annLimit records on each version how many the controller keeps
+	// (--state-history), so that `landform state restore` prunes to the
+	// controller's depth, not to a default of its own.
+	annLimit = annPrefix + "history-limit"
 )
 
 // ErrNotFound: no such version, or no state to keep.
@@ -77,6 +89,14 @@ type Version struct {
 	Why string
 	// Revision is the source revision of the run that followed.
 	Revision string
+	// Limit is how many versions the writer of this one kept; 0 when not
+	// recorded.
+	Limit int
+
+	// uid is the owner UID it is labelled with; legacy is true while it
+	// carries the name Landform once gave versions.
+	uid    string
+	legacy bool
 }
 
 // Store keeps versions with Client, reading them with Reader (Client when
@@ -124,7 +144,7 @@ func (s Store) Keep(ctx context.Context, obj *v1alpha1.Terraform, why, revision 
 	if held.empty {
 		return nil, nil
 	}
-	versions, err := List(ctx, s.reader(), obj)
+	versions, err := s.adopt(ctx, obj)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +156,7 @@ func (s Store) Keep(ctx context.Context, obj *v1alpha1.Terraform, why, revision 
 	if len(versions) > 0 {
 		next = versions[0].Index + 1
 	}
-	v := Version{Index: next, Serial: -1, Digest: digest, KeptAt: time.Now().UTC().Truncate(time.Second), Why: why, Revision: revision}
+	v := Version{Index: next, Serial: -1, Digest: digest, KeptAt: time.Now().UTC().Truncate(time.Second), Why: why, Revision: revision, Limit: s.limit(), uid: string(obj.UID)}
 	v.Serial, v.Lineage = held.serial, held.lineage
 	v.Secret = Name(obj, next)
 	secret := &corev1.Secret{
@@ -150,9 +170,13 @@ func (s Store) Keep(ctx context.Context, obj *v1alpha1.Terraform, why, revision 
 	return &v, s.prune(ctx, obj, append([]Version{v}, versions...))
 }
 
-// prune deletes the versions beyond the limit, newest first as given.
+// prune deletes the versions beyond the limit, newest first as given,
+// that carry obj's UID.
 func (s Store) prune(ctx context.Context, obj *v1alpha1.Terraform, versions []Version) error {
 	for _, v := range versions[min(len(versions), s.limit()):] {
+		if v.uid != string(obj.UID) {
+			continue
+		}
 		if err := s.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: v.Secret}}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("removing state version %d: %w", v.Index, err)
 		}
@@ -160,13 +184,17 @@ func (s Store) prune(ctx context.Context, obj *v1alpha1.Terraform, versions []Ve
 	return nil
 }
 
-// DeleteAll removes every version of obj's state.
+// DeleteAll removes every version of obj's state (those labelled with its
+// UID, after adopt).
 func (s Store) DeleteAll(ctx context.Context, obj *v1alpha1.Terraform) error {
-	versions, err := List(ctx, s.reader(), obj)
+	versions, err := s.adopt(ctx, obj)
 	if err != nil {
 		return err
 	}
 	for _, v := range versions {
+		if v.uid != string(obj.UID) {
+			continue
+		}
 		if err := s.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: v.Secret}}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("removing state version %d: %w", v.Index, err)
 		}
@@ -184,12 +212,34 @@ func List(ctx context.Context, c client.Reader, obj *v1alpha1.Terraform) ([]Vers
 	var out []Version
 	for _, m := range list.Items {
 		v, ok := parse(m.Name, m.Annotations)
-		if ok && m.Name == Name(obj, v.Index) {
-			out = append(out, v)
+		if !ok {
+			continue
 		}
+		v.uid = m.Labels[v1alpha1.OwnerUIDLabel]
+		if v.uid != "" && v.uid != string(obj.UID) && m.Labels[v1alpha1.OwnerNameLabel] != names.Label(obj.Name) {
+			continue
+		}
+		switch m.Name {
+		case Name(obj, v.Index):
+		case legacyName(obj, v.Index):
+			v.legacy = true
+		default:
+			continue
+		}
+		out = append(out, v)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Index > out[j].Index })
 	return out, nil
+}
+
+// RecordedLimit is the limit the newest of versions was kept under (the
+// controller's --state-history), for a Store outside the controller; when
+// none is recorded, one that prunes nothing.
+func RecordedLimit(versions []Version) int {
+	if len(versions) > 0 && versions[0].Limit > 0 {
+		return versions[0].Limit
+	}
+	return len(versions) + 1
 }
 
 // Data returns the state Secret data a version holds, verified against the
@@ -209,15 +259,102 @@ func Data(ctx context.Context, c client.Reader, obj *v1alpha1.Terraform, v Versi
 	return secret.Data, nil
 }
 
-// Name is the Secret of obj's version n.
+// Name is the Secret of obj's version n: tfhistory-<object>-<n>, the
+// object's name cut and hashed by names.Prefixed when too long. Injective:
+// n has no '-', and no other name Landform derives starts with
+// "tfhistory-" (internal/names' tests check every pair).
 func Name(obj *v1alpha1.Terraform, n int) string {
+	return names.Prefixed(secretPrefix, obj.Name, names.MaxName-maxIndexLen) + "-" + strconv.Itoa(n)
+}
+
+const (
+	secretPrefix = "tfhistory-"
+	// maxIndexLen leaves room for "-<n>" up to nine digits.
+	maxIndexLen = 10
+)
+
+// legacyName is the name versions had before Name: <state Secret>-v<n>.
+func legacyName(obj *v1alpha1.Terraform, n int) string {
 	return names.StateSecret(obj) + "-v" + strconv.Itoa(n)
 }
 
 func labels(obj *v1alpha1.Terraform) map[string]string {
 	l := owned.Labels(obj)
 	l[Label] = names.Label(obj.Name)
+	l[v1alpha1.OwnerUIDLabel] = string(obj.UID)
 	return l
+}
+
+// adopt lists obj's versions and makes each one obj's under its current
+// name: a version under its legacy name is copied to Name and the old
+// Secret deleted; one labelled with an earlier object of the same name
+// (deleted with deletionPolicy Orphan) is labelled with obj's UID. A
+// legacy-named version whose bytes are no longer those kept has become
+// another object's state Secret (an object named <name>-v<n> took it):
+// it is released, not moved, and no longer listed.
+func (s Store) adopt(ctx context.Context, obj *v1alpha1.Terraform) ([]Version, error) {
+	versions, err := List(ctx, s.reader(), obj)
+	if err != nil {
+		return nil, err
+	}
+	out := versions[:0]
+	for _, v := range versions {
+		if !v.legacy && v.uid == string(obj.UID) {
+			out = append(out, v)
+			continue
+		}
+		var old corev1.Secret
+		err := s.reader().Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: v.Secret}, &old)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading state version %d: %w", v.Index, err)
+		}
+		if digestOf(old.Data) != v.Digest {
+			if err := s.release(ctx, &old); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		v.uid = string(obj.UID)
+		if !v.legacy {
+			patch := client.MergeFrom(old.DeepCopy())
+			old.Labels[v1alpha1.OwnerUIDLabel] = v.uid
+			if err := s.Client.Patch(ctx, &old, patch); err != nil {
+				return nil, fmt.Errorf("adopting state version %d: %w", v.Index, err)
+			}
+			out = append(out, v)
+			continue
+		}
+		moved := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: Name(obj, v.Index), Labels: labels(obj), Annotations: old.Annotations},
+			Type:       old.Type,
+			Data:       old.Data,
+		}
+		if err := s.Client.Create(ctx, moved); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("moving state version %d to Secret %s: %w", v.Index, moved.Name, err)
+		}
+		if err := s.Client.Delete(ctx, &old, client.Preconditions{UID: &old.UID, ResourceVersion: &old.ResourceVersion}); client.IgnoreNotFound(err) != nil {
+			return nil, fmt.Errorf("removing state version %d's old Secret %s: %w", v.Index, old.Name, err)
+		}
+		v.Secret, v.legacy = moved.Name, false
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// release drops the version labels from a Secret that is a version no
+// more, so that the object whose state it has become may claim it.
+func (s Store) release(ctx context.Context, secret *corev1.Secret) error {
+	patch := client.MergeFrom(secret.DeepCopy())
+	for _, l := range []string{Label, v1alpha1.OwnerUIDLabel, v1alpha1.OwnerNameLabel, v1alpha1.ManagedByLabel} {
+		delete(secret.Labels, l)
+	}
+	if err := s.Client.Patch(ctx, secret, patch); err != nil {
+		return fmt.Errorf("releasing Secret %s, no longer a kept state version: %w", secret.Name, err)
+	}
+	return nil
 }
 
 func annotations(v Version) map[string]string {
@@ -227,6 +364,9 @@ func annotations(v Version) map[string]string {
 		annKeptAt:   v.KeptAt.Format(time.RFC3339),
 		annReason:   v.Why,
 		annRevision: v.Revision,
+	}
+	if v.Limit > 0 {
+		a[annLimit] = strconv.Itoa(v.Limit)
 	}
 	if v.Serial >= 0 {
 		a[annSerial] = strconv.FormatInt(v.Serial, 10)
@@ -245,6 +385,7 @@ func parse(name string, a map[string]string) (Version, bool) {
 		v.Serial = s
 	}
 	v.KeptAt, _ = time.Parse(time.RFC3339, a[annKeptAt])
+	v.Limit, _ = strconv.Atoi(a[annLimit])
 	return v, true
 }
 

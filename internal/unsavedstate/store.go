@@ -1,6 +1,6 @@
 // Package unsavedstate keeps a state the engine could not write to the
 // backend (its errored.tfstate), in Secrets of the object's namespace
-// (tfstate-unsaved-<name>-<i>, owned by the object), until it is written:
+// (tfunsaved-<name>-<i>, owned by the object), until it is written:
 // the runner hands it over while it still retries, so that it outlives a
 // runner that dies or gives up. Push writes it to the kubernetes
 // backend's state Secret under the state lock, as the runner does; the
@@ -48,11 +48,22 @@ const (
 	fieldOwner = "landform-unsavedstate"
 )
 
-var layout = chunkstore.Layout{Kind: "tfstate-unsaved", What: "unsaved state", Type: SecretType, DataKey: dataKey, FieldOwner: fieldOwner}.AnnotatedAs(annPrefix)
+var layout = chunkstore.Layout{Kind: "tfunsaved", What: "unsaved state", Type: SecretType, DataKey: dataKey, FieldOwner: fieldOwner}.AnnotatedAs(annPrefix)
+
+// legacyLayout is where unsaved states were kept before:
+// tfstate-unsaved-<name>-<i>, which is also what the kubernetes backend
+// names the state of an object in a workspace "unsaved…". A state kept
+// there before an upgrade is still found, pushed and forgotten; nothing is
+// written there any more, and chunkstore touches only Secrets the object
+// owns.
+var legacyLayout = func() chunkstore.Layout { l := layout; l.Kind = "tfstate-unsaved"; return l }()
 
 // SecretName is the Secret that holds owner's unsaved state (its first
 // chunk, the only one of a state under 512 KiB).
 func SecretName(owner *v1alpha1.Terraform) string { return layout.ChunkName(owner.Name, 0) }
+
+// ChunkName names chunk i of owner's unsaved state.
+func ChunkName(owner *v1alpha1.Terraform, i int) string { return layout.ChunkName(owner.Name, i) }
 
 // Store keeps one unsaved state per Terraform object. Give it a client
 // that reads Secrets from the API server.
@@ -61,6 +72,21 @@ type Store struct {
 }
 
 func (s Store) chunks() chunkstore.Store { return chunkstore.Store{Client: s.Client, Layout: layout} }
+
+// held returns the store holding owner's unsaved state, the current
+// layout's or else the legacy one's, and its index; a nil index when none
+// is kept.
+func (s Store) held(ctx context.Context, owner *v1alpha1.Terraform) (chunkstore.Store, *chunkstore.Blob, error) {
+	for _, l := range []chunkstore.Layout{layout, legacyLayout} {
+		cs := chunkstore.Store{Client: s.Client, Layout: l}
+		b, err := cs.Stat(ctx, owner)
+		if errors.Is(err, chunkstore.ErrNotFound) {
+			continue
+		}
+		return cs, b, err
+	}
+	return chunkstore.Store{}, nil, nil
+}
 
 // State is a kept unsaved state.
 type State struct {
@@ -84,17 +110,19 @@ func (s Store) Keep(ctx context.Context, owner *v1alpha1.Terraform, run string, 
 		ann[annSerial] = strconv.FormatInt(id.Serial, 10)
 		ann[annLineage] = id.Lineage
 	}
-	return s.chunks().Write(ctx, owner, chunkstore.Blob{Data: data, Labels: map[string]string{Label: "true"}, Annotations: ann})
+	d, err := s.chunks().Write(ctx, owner, chunkstore.Blob{Data: data, Labels: map[string]string{Label: "true"}, Annotations: ann})
+	if err != nil {
+		return "", err
+	}
+	// One kept per object: an older one under the legacy name goes.
+	return d, chunkstore.Store{Client: s.Client, Layout: legacyLayout}.Delete(ctx, owner)
 }
 
 // Stat returns owner's unsaved state without its bytes; nil when none is
 // kept.
 func (s Store) Stat(ctx context.Context, owner *v1alpha1.Terraform) (*State, error) {
-	b, err := s.chunks().Stat(ctx, owner)
-	if errors.Is(err, chunkstore.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
+	_, b, err := s.held(ctx, owner)
+	if b == nil || err != nil {
 		return nil, err
 	}
 	return stateOf(b), nil
@@ -104,12 +132,13 @@ func (s Store) Stat(ctx context.Context, owner *v1alpha1.Terraform) (*State, err
 // its index records; nil when none is kept. A set of chunks that does not
 // hold one intact state is an error: it may be a Keep cut short.
 func (s Store) Read(ctx context.Context, owner *v1alpha1.Terraform) (*State, error) {
-	if st, err := s.Stat(ctx, owner); st == nil || err != nil {
+	cs, index, err := s.held(ctx, owner)
+	if index == nil || err != nil {
 		return nil, err
 	}
-	b, err := s.chunks().Read(ctx, owner, "")
+	b, err := cs.Read(ctx, owner, "")
 	if err != nil {
-		return nil, fmt.Errorf("reading the unsaved state of %s/%s (Secret %s): %w", owner.Namespace, owner.Name, SecretName(owner), err)
+		return nil, fmt.Errorf("reading the unsaved state of %s/%s (Secret %s): %w", owner.Namespace, owner.Name, cs.Layout.ChunkName(owner.Name, 0), err)
 	}
 	st := stateOf(b)
 	st.Data = b.Data
@@ -127,14 +156,14 @@ func stateOf(b *chunkstore.Blob) *State {
 // Forget deletes owner's unsaved state if it is the one of digest d (a
 // newer one stays). It succeeds when none is kept.
 func (s Store) Forget(ctx context.Context, owner *v1alpha1.Terraform, d digest.Digest) error {
-	st, err := s.Stat(ctx, owner)
-	if st == nil || err != nil {
+	cs, b, err := s.held(ctx, owner)
+	if b == nil || err != nil {
 		return err
 	}
-	if st.Digest != d {
+	if b.Digest != d {
 		return nil
 	}
-	return s.chunks().Delete(ctx, owner)
+	return cs.Delete(ctx, owner)
 }
 
 // Backend is the kubernetes backend's state of an object: its Secret and

@@ -8,9 +8,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/landform-dev/landform/internal/chunkstore"
 	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/internal/testenv"
@@ -96,5 +99,57 @@ func TestPushKeptState(t *testing.T) {
 	}
 	if info, err := statelock.Read(ctx, backend.Leases, statelock.LeaseName(stateSecret)); info != nil || err != nil {
 		t.Fatalf("the lock outlived the push: %+v, %v", info, err)
+	}
+}
+
+// An unsaved state kept under the name Landform used before
+// (tfstate-unsaved-<name>-<i>, which the kubernetes backend also gives the
+// state of an object in a workspace "unsaved…") is still found, pushed and
+// forgotten after an upgrade; a new one is kept as tfunsaved-<name>-<i>
+// and replaces it. A state Secret under the old name is not the object's.
+func TestUnsavedStateKeptUnderItsOldName(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	owner := env.Terraform(t, ns, "app")
+	store := Store{Client: env.Client}
+	legacy := chunkstore.Store{Client: env.Client, Layout: legacyLayout}
+	if _, err := legacy.Write(ctx, owner, chunkstore.Blob{Data: stateFile("L", 2), Labels: map[string]string{Label: "true"}}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Read(ctx, owner)
+	if err != nil || st == nil || string(st.Data) != string(stateFile("L", 2)) {
+		t.Fatalf("the state kept under the old name: %+v, %v", st, err)
+	}
+	if SecretName(owner) != "tfunsaved-app-0" {
+		t.Errorf("SecretName = %q", SecretName(owner))
+	}
+	if _, err := store.Keep(ctx, owner, "run-2", stateFile("L", 3), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var old corev1.Secret
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tfstate-unsaved-app-0"}, &old); !apierrors.IsNotFound(err) {
+		t.Errorf("the one kept under the old name stays: %v", err)
+	}
+	st, err = store.Read(ctx, owner)
+	if err != nil || st == nil || st.Identity.Serial != 3 {
+		t.Fatalf("the newer state: %+v, %v", st, err)
+	}
+	if err := store.Forget(ctx, owner, st.Digest); err != nil {
+		t.Fatal(err)
+	}
+
+	// Object app-0 in workspace "unsaved" has this state Secret.
+	state := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tfstate-unsaved-app-0"}, Data: map[string][]byte{tfstate.DataKey: tfstate.Compress(stateFile("M", 7))}}
+	if err := env.Client.Create(ctx, state); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := store.Stat(ctx, owner); st != nil || err != nil {
+		t.Fatalf("another object's state taken for app's unsaved state: %+v, %v", st, err)
+	}
+	if _, err := store.Keep(ctx, owner, "run-3", stateFile("L", 4), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(state), state); err != nil {
+		t.Fatalf("another object's state deleted: %v", err)
 	}
 }
