@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/custody"
 	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/runner"
@@ -32,13 +34,19 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *obje
 	if err != nil {
 		return err
 	}
+	owner, err := r.ownsState(ctx, obj)
+	if err != nil {
+		return err
+	}
 	// A state an apply could not save goes to the backend before the
 	// destroy plans from it, or Orphan keeps it; its Secret would go with
 	// the object.
-	if err := r.pushUnsaved(ctx, obj); err != nil {
-		return err
+	if owner {
+		if err := r.pushUnsaved(ctx, obj); err != nil {
+			return err
+		}
 	}
-	if obj.GetDeletionPolicy() == infrav1.DeletionPolicyDelete {
+	if owner && obj.GetDeletionPolicy() == infrav1.DeletionPolicyDelete {
 		hasState, err := r.hasState(ctx, obj)
 		if err != nil {
 			return err
@@ -88,6 +96,26 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *obje
 	}
 	controllerutil.RemoveFinalizer(obj, infrav1.Finalizer)
 	return nil
+}
+
+// ownsState reports whether obj owns its state, so that its deletion may
+// destroy and delete it: a state another live object owns is neither
+// (an event says whose it is and that it stays).
+func (r *TerraformReconciler) ownsState(ctx context.Context, obj *infrav1.Terraform) (bool, error) {
+	if customBackend(obj) != "" {
+		return true, nil
+	}
+	err := r.custody().Check(ctx, obj)
+	var elsewhere *custody.OwnedElsewhereError
+	if errors.As(err, &elsewhere) {
+		r.event(obj, "", corev1.EventTypeNormal, infrav1.StateOwnedElsewhereReason,
+			"deletion destroys nothing and keeps %s %s: it is the state of Terraform %s, not of this object", elsewhere.Kind, elsewhere.Name, elsewhere.Owner)
+		return false, nil
+	}
+	if err != nil {
+		return false, retry(infrav1.DestroyFailedReason, "checking who owns the state before deleting it: %v", err)
+	}
+	return true, nil
 }
 
 // settleRun deals with the run in flight when the object is deleted. With

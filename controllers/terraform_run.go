@@ -38,6 +38,11 @@ func (r *TerraformReconciler) startRun(ctx context.Context, patcher *objectPatch
 		req.Reuse.Stop()
 		return err
 	}
+	if err := r.claimState(ctx, obj); err != nil {
+		// One state, one owner: refused before anything plans.
+		req.Reuse.Stop()
+		return err
+	}
 	if err := r.pushUnsaved(ctx, obj); err != nil {
 		// Never a run from the backend's state while a newer one waits.
 		req.Reuse.Stop()

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,7 +11,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/custody"
 	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/owned"
 	"github.com/landform-dev/landform/internal/statelock"
@@ -134,21 +135,49 @@ func (r *TerraformReconciler) ensureStateIdentity(ctx context.Context, obj *infr
 	}
 
 	// The state outlives the object (deletionPolicy Orphan keeps it; a
-	// destroyed state is kept too): no owner reference.
-	stateLabels := statelock.LeaseLabels(obj.GetWorkspace(), names.SecretSuffix(obj))
-	state := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
-		Namespace: obj.Namespace, Name: secret, Labels: stateLabels,
-		Annotations: map[string]string{"encoding": "gzip"},
-	}}
-	if err := r.Client.Create(ctx, state); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating the state Secret %s: %w", secret, err)
-	}
-	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: lease, Labels: stateLabels}}
-	if err := r.Client.Create(ctx, l); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating the state Lease %s: %w", lease, err)
+	// destroyed state is kept too): no owner reference, its owner's UID
+	// in a label instead (internal/custody).
+	if err := r.claimState(ctx, obj); err != nil {
+		return err
 	}
 	r.stateIdentities.Store(key, struct{}{})
 	return nil
+}
+
+// custody decides who owns a state (internal/custody).
+func (r *TerraformReconciler) custody() custody.Keeper {
+	return custody.Keeper{Client: r.Client, Reader: r.APIReader, Objects: r.Client}
+}
+
+// claimState makes obj the owner of its state Secret and Lease, creating
+// them when missing, before anything runs: a state another live object
+// owns stalls with StateOwnedElsewhere, naming the owner. Remembered like
+// the state identity, until a run fails.
+func (r *TerraformReconciler) claimState(ctx context.Context, obj *infrav1.Terraform) error {
+	if customBackend(obj) != "" {
+		return nil
+	}
+	key := claimKeyPrefix + stateIdentityKey(obj)
+	if _, done := r.stateIdentities.Load(key); done {
+		return nil
+	}
+	if err := r.custody().Claim(ctx, obj); err != nil {
+		return stateCustodyError(err)
+	}
+	r.stateIdentities.Store(key, struct{}{})
+	return nil
+}
+
+const claimKeyPrefix = "claim/"
+
+// stateCustodyError is a stalling StateOwnedElsewhere for a state that is
+// another object's, a retry otherwise.
+func stateCustodyError(err error) error {
+	var owned *custody.OwnedElsewhereError
+	if errors.As(err, &owned) {
+		return stalling(infrav1.StateOwnedElsewhereReason, "%v", err)
+	}
+	return retry(infrav1.StateOwnedElsewhereReason, "checking who owns the state: %v", err)
 }
 
 // stateIdentityKey names what ensureStateIdentity remembers: the object,
@@ -168,6 +197,7 @@ const deletingKeySuffix = "/deleting"
 // create its state Secret and Lease again.
 func (r *TerraformReconciler) forgetStateIdentity(obj *infrav1.Terraform) {
 	r.stateIdentities.Delete(stateIdentityKey(obj))
+	r.stateIdentities.Delete(claimKeyPrefix + stateIdentityKey(obj))
 }
 
 // deleteStateIdentity deletes obj's state ServiceAccount, Role and
@@ -182,8 +212,10 @@ func (r *TerraformReconciler) deleteStateIdentity(ctx context.Context, obj *infr
 	}
 	// Both what was remembered while it lived and while it was deleted.
 	key := stateIdentityKey(obj)
-	r.stateIdentities.Delete(key)
-	r.stateIdentities.Delete(strings.TrimSuffix(key, deletingKeySuffix))
+	for _, k := range []string{key, strings.TrimSuffix(key, deletingKeySuffix)} {
+		r.stateIdentities.Delete(k)
+		r.stateIdentities.Delete(claimKeyPrefix + k)
+	}
 	return nil
 }
 

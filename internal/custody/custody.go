@@ -1,0 +1,251 @@
+// Package custody decides who owns a Terraform object's state on the
+// default (kubernetes) backend, and records it: one state, one owner.
+//
+// The engine's backend names a state Secret tfstate-<workspace>-<suffix>,
+// a name two objects can both resolve to (a secretSuffix naming another
+// object's state, workspace "x-y" with object "a" and workspace "x" with
+// object "y-a", a kept copy Landform once named <state>-v<n>). Names alone
+// cannot keep states apart, so ownership is recorded on the state itself:
+// the state Secret and its Lease carry the owner's UID (OwnerUIDLabel) and
+// full name (OwnerAnnotation). An object claims its state before any run
+// (Claim); a state another live object owns, or a Secret that holds a kept
+// copy of another object's state, is refused with an *OwnedElsewhereError
+// before anything plans, and deletion neither destroys nor deletes a state
+// its object does not own (Check).
+//
+// A state without an owner, written before ownership was recorded or by
+// `landform migrate`, is adopted, by the oldest live object resolving to
+// it: after an upgrade, the object that always had the state keeps it,
+// whichever of the two reconciles first. A state whose recorded owner is
+// gone (deletionPolicy Orphan kept it) is adopted by the next claimant.
+package custody
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/names"
+	"github.com/landform-dev/landform/internal/statelock"
+)
+
+// keptCopyLabels mark Secrets that hold a copy of some object's state
+// (internal/statehistory, internal/unsavedstate): such a Secret is never
+// anyone's live state. Spelled here rather than imported: those packages
+// use this one.
+var keptCopyLabels = []string{"infra.landform.dev/state-history", "infra.landform.dev/unsaved-state"}
+
+// Keeper claims and checks states. Reader reads the state Secret and Lease
+// uncached (the controller's API reader): a claim decided on a stale read
+// could hand one state to two objects. Objects lists and reads Terraform
+// objects (the manager's cache is enough: their UIDs do not change).
+type Keeper struct {
+	Client  client.Client
+	Reader  client.Reader
+	Objects client.Reader
+}
+
+// OwnedElsewhereError is a state obj may not use: its Secret (or Lease)
+// Name belongs to Owner, or is a kept copy of Owner's state.
+type OwnedElsewhereError struct {
+	// Kind and Name are what was found: "Secret tfstate-default-db".
+	Kind, Name string
+	// Owner is the object owning it, "<namespace>/<name>".
+	Owner string
+	// KeptCopy: Name holds a kept version or unsaved state of Owner's,
+	// not a live state.
+	KeptCopy bool
+}
+
+func (e *OwnedElsewhereError) Error() string {
+	if e.KeptCopy {
+		return fmt.Sprintf("%s %s holds a kept copy of Terraform %s's state, not a state of its own: give this object another state (spec.backendConfig.secretSuffix or spec.workspace)", e.Kind, e.Name, e.Owner)
+	}
+	return fmt.Sprintf("%s %s is the state of Terraform %s: one state has one owner; give this object its own state (spec.backendConfig.secretSuffix or spec.workspace), or delete %s first", e.Kind, e.Name, e.Owner, e.Owner)
+}
+
+// Labels are the ownership labels Claim puts on obj's state Secret and
+// Lease, besides the backend's own.
+func Labels(obj *v1alpha1.Terraform) map[string]string {
+	return map[string]string{
+		v1alpha1.OwnerUIDLabel:  string(obj.UID),
+		v1alpha1.OwnerNameLabel: names.Label(obj.Name),
+	}
+}
+
+// Claim makes obj the owner of its state Secret and Lease: it creates them
+// when missing (the Secret empty, which the backend reads as no state),
+// adopts them when nobody owns them, and refuses them with an
+// *OwnedElsewhereError when another live object does.
+func (k Keeper) Claim(ctx context.Context, obj *v1alpha1.Terraform) error {
+	secret := names.StateSecret(obj)
+	labels := statelock.LeaseLabels(obj.GetWorkspace(), names.SecretSuffix(obj))
+	for key, v := range Labels(obj) {
+		labels[key] = v
+	}
+	annotations := map[string]string{v1alpha1.OwnerAnnotation: obj.Name}
+	for _, o := range []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: secret, Labels: labels,
+			Annotations: map[string]string{"encoding": "gzip", v1alpha1.OwnerAnnotation: obj.Name}}},
+		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: statelock.LeaseName(secret), Labels: labels,
+			Annotations: annotations}},
+	} {
+		if err := k.claim(ctx, obj, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (k Keeper) claim(ctx context.Context, obj *v1alpha1.Terraform, o client.Object) error {
+	kind := kindOf(o)
+	err := k.Client.Create(ctx, o)
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the state %s %s: %w", kind, o.GetName(), err)
+	}
+	found := &metav1.PartialObjectMetadata{}
+	found.SetGroupVersionKind(gvkOf(o))
+	if err := k.Reader.Get(ctx, client.ObjectKeyFromObject(o), found); err != nil {
+		return fmt.Errorf("reading the state %s %s: %w", kind, o.GetName(), err)
+	}
+	adopt, err := k.decide(ctx, obj, kind, found)
+	if err != nil || !adopt {
+		return err
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"labels":          Labels(obj),
+		"annotations":     map[string]string{v1alpha1.OwnerAnnotation: obj.Name},
+		"resourceVersion": found.ResourceVersion,
+	}})
+	if err := k.Client.Patch(ctx, found, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("recording Terraform %s as the owner of the state %s %s: %w", obj.Name, kind, o.GetName(), err)
+	}
+	return nil
+}
+
+// Check returns an *OwnedElsewhereError when obj's state Secret belongs to
+// another object, nil when it is obj's, has no other claimant, or does not
+// exist. It writes nothing: deletion asks it before destroying or deleting
+// a state.
+func (k Keeper) Check(ctx context.Context, obj *v1alpha1.Terraform) error {
+	found := &metav1.PartialObjectMetadata{}
+	found.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	err := k.Reader.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: names.StateSecret(obj)}, found)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the state Secret %s: %w", names.StateSecret(obj), err)
+	}
+	_, err = k.decide(ctx, obj, "Secret", found)
+	return err
+}
+
+// decide says whether obj may take found (adopt: it has no owner label of
+// obj's yet), or who owns it instead.
+func (k Keeper) decide(ctx context.Context, obj *v1alpha1.Terraform, kind string, found *metav1.PartialObjectMetadata) (adopt bool, err error) {
+	for _, l := range keptCopyLabels {
+		if v := found.Labels[l]; v != "" {
+			owner := found.Labels[v1alpha1.OwnerNameLabel]
+			if owner == "" {
+				owner = v
+			}
+			return false, &OwnedElsewhereError{Kind: kind, Name: found.Name, Owner: obj.Namespace + "/" + owner, KeptCopy: true}
+		}
+	}
+	uid := found.Labels[v1alpha1.OwnerUIDLabel]
+	if uid == string(obj.UID) {
+		return false, nil
+	}
+	if uid != "" {
+		owner, err := k.object(ctx, obj.Namespace, found.Annotations[v1alpha1.OwnerAnnotation])
+		if err != nil {
+			return false, err
+		}
+		if owner != nil && string(owner.UID) == uid {
+			return false, &OwnedElsewhereError{Kind: kind, Name: found.Name, Owner: obj.Namespace + "/" + owner.Name}
+		}
+		// Its owner is gone (deletionPolicy Orphan kept the state).
+		return true, nil
+	}
+	// Nobody recorded: the oldest live object resolving to this state.
+	first, err := k.firstClaimant(ctx, obj)
+	if err != nil {
+		return false, err
+	}
+	if first != nil && first.UID != obj.UID {
+		return false, &OwnedElsewhereError{Kind: kind, Name: found.Name, Owner: obj.Namespace + "/" + first.Name}
+	}
+	return true, nil
+}
+
+func (k Keeper) object(ctx context.Context, namespace, name string) (*v1alpha1.Terraform, error) {
+	if name == "" {
+		return nil, nil
+	}
+	o := &v1alpha1.Terraform{}
+	err := k.Objects.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, o)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading Terraform %s/%s, the recorded owner of a state: %w", namespace, name, err)
+	}
+	return o, nil
+}
+
+// firstClaimant is the oldest live object of obj's namespace whose state
+// is obj's (obj itself included), by creation time, then name.
+func (k Keeper) firstClaimant(ctx context.Context, obj *v1alpha1.Terraform) (*v1alpha1.Terraform, error) {
+	var list v1alpha1.TerraformList
+	if err := k.Objects.List(ctx, &list, client.InNamespace(obj.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing the Terraform objects of namespace %s: %w", obj.Namespace, err)
+	}
+	state := names.StateSecret(obj)
+	var claimants []*v1alpha1.Terraform
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.Spec.BackendConfig != nil && o.Spec.BackendConfig.CustomConfiguration != "" {
+			continue
+		}
+		if o.UID != obj.UID && names.StateSecret(o) == state {
+			claimants = append(claimants, o)
+		}
+	}
+	claimants = append(claimants, obj)
+	sort.SliceStable(claimants, func(i, j int) bool {
+		a, b := claimants[i].CreationTimestamp, claimants[j].CreationTimestamp
+		if !a.Equal(&b) {
+			return a.Before(&b)
+		}
+		return claimants[i].Name < claimants[j].Name
+	})
+	return claimants[0], nil
+}
+
+func kindOf(o client.Object) string {
+	if _, ok := o.(*coordinationv1.Lease); ok {
+		return "Lease"
+	}
+	return "Secret"
+}
+
+func gvkOf(o client.Object) schema.GroupVersionKind {
+	if _, ok := o.(*coordinationv1.Lease); ok {
+		return coordinationv1.SchemeGroupVersion.WithKind("Lease")
+	}
+	return corev1.SchemeGroupVersion.WithKind("Secret")
+}

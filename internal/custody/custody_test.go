@@ -1,0 +1,143 @@
+package custody
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+func object(name, uid string, age time.Duration, suffix string) *v1alpha1.Terraform {
+	o := &v1alpha1.Terraform{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "team", Name: name, UID: types.UID(uid),
+		CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(-age)),
+	}}
+	if suffix != "" {
+		o.Spec.BackendConfig = &v1alpha1.BackendConfig{SecretSuffix: suffix}
+	}
+	return o
+}
+
+func keeper(t *testing.T, objs ...client.Object) (Keeper, client.Client) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	return Keeper{Client: c, Reader: c, Objects: c}, c
+}
+
+func stateSecret(t *testing.T, c client.Client, name string) *corev1.Secret {
+	t.Helper()
+	var s corev1.Secret
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: name}, &s); err != nil {
+		t.Fatal(err)
+	}
+	return &s
+}
+
+func TestClaimCreatesTheStateLabelledWithItsOwner(t *testing.T) {
+	g := NewWithT(t)
+	db := object("db", "uid-db", 0, "")
+	k, c := keeper(t, db)
+	g.Expect(k.Claim(context.Background(), db)).To(Succeed())
+	g.Expect(k.Claim(context.Background(), db)).To(Succeed(), "a second claim by the owner is a no-op")
+
+	s := stateSecret(t, c, "tfstate-default-db")
+	g.Expect(s.Labels).To(HaveKeyWithValue(v1alpha1.OwnerUIDLabel, "uid-db"))
+	g.Expect(s.Labels).To(HaveKeyWithValue("tfstateSecretSuffix", "db"))
+	g.Expect(s.Annotations).To(HaveKeyWithValue(v1alpha1.OwnerAnnotation, "db"))
+	var l coordinationv1.Lease
+	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "lock-tfstate-default-db"}, &l)).To(Succeed())
+	g.Expect(l.Labels).To(HaveKeyWithValue(v1alpha1.OwnerUIDLabel, "uid-db"))
+}
+
+func TestASecondClaimantIsRefused(t *testing.T) {
+	g := NewWithT(t)
+	db := object("db", "uid-db", time.Hour, "")
+	preview := object("db-preview", "uid-preview", 0, "db")
+	k, c := keeper(t, db, preview)
+	g.Expect(k.Claim(context.Background(), db)).To(Succeed())
+
+	err := k.Claim(context.Background(), preview)
+	var owned *OwnedElsewhereError
+	g.Expect(errors.As(err, &owned)).To(BeTrue(), "got %v", err)
+	g.Expect(owned.Owner).To(Equal("team/db"))
+	g.Expect(err.Error()).To(ContainSubstring("Secret tfstate-default-db is the state of Terraform team/db"))
+	g.Expect(k.Check(context.Background(), preview)).To(MatchError(owned), "deletion sees the same owner")
+	g.Expect(k.Check(context.Background(), db)).To(Succeed())
+	g.Expect(stateSecret(t, c, "tfstate-default-db").Labels).To(HaveKeyWithValue(v1alpha1.OwnerUIDLabel, "uid-db"), "the owner is unchanged")
+}
+
+func TestAnUnownedStateGoesToTheOldestClaimant(t *testing.T) {
+	// A state written before ownership was recorded: after the upgrade
+	// the object that always had it keeps it, whichever claims first.
+	legacy := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "tfstate-default-db",
+		Labels: map[string]string{"tfstate": "true", "tfstateSecretSuffix": "db"}}}
+	db := object("db", "uid-db", time.Hour, "")
+	late := object("late", "uid-late", 0, "db")
+
+	g := NewWithT(t)
+	k, c := keeper(t, legacy, db, late)
+	err := k.Claim(context.Background(), late)
+	var owned *OwnedElsewhereError
+	g.Expect(errors.As(err, &owned)).To(BeTrue(), "got %v", err)
+	g.Expect(owned.Owner).To(Equal("team/db"))
+	g.Expect(stateSecret(t, c, "tfstate-default-db").Labels).NotTo(HaveKey(v1alpha1.OwnerUIDLabel), "the late object adopts nothing")
+
+	g.Expect(k.Claim(context.Background(), db)).To(Succeed())
+	s := stateSecret(t, c, "tfstate-default-db")
+	g.Expect(s.Labels).To(HaveKeyWithValue(v1alpha1.OwnerUIDLabel, "uid-db"), "adopted by its object")
+	g.Expect(s.Labels).To(HaveKeyWithValue("tfstate", "true"), "the backend's labels stay")
+}
+
+func TestAStateWhoseOwnerIsGoneIsAdopted(t *testing.T) {
+	// deletionPolicy Orphan kept it; the object is made again (a new UID).
+	orphaned := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "tfstate-default-db",
+		Labels:      map[string]string{v1alpha1.OwnerUIDLabel: "uid-old"},
+		Annotations: map[string]string{v1alpha1.OwnerAnnotation: "db"}}}
+	db := object("db", "uid-new", 0, "")
+	g := NewWithT(t)
+	k, c := keeper(t, orphaned, db)
+	g.Expect(k.Claim(context.Background(), db)).To(Succeed())
+	g.Expect(stateSecret(t, c, "tfstate-default-db").Labels).To(HaveKeyWithValue(v1alpha1.OwnerUIDLabel, "uid-new"))
+}
+
+func TestAKeptCopyIsNoState(t *testing.T) {
+	for label, value := range map[string]string{
+		"infra.landform.dev/state-history": "hx",
+		"infra.landform.dev/unsaved-state": "true",
+	} {
+		t.Run(label, func(t *testing.T) {
+			// hx's version 1 kept under the name Landform used before:
+			// the state Secret of an object named hx-v1.
+			kept := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "tfstate-default-hx-v1",
+				Labels: map[string]string{label: value, v1alpha1.OwnerNameLabel: "hx"}}}
+			hxv1 := object("hx-v1", "uid-hxv1", 0, "")
+			g := NewWithT(t)
+			k, c := keeper(t, kept, hxv1)
+			err := k.Claim(context.Background(), hxv1)
+			var owned *OwnedElsewhereError
+			g.Expect(errors.As(err, &owned)).To(BeTrue(), "got %v", err)
+			g.Expect(owned.KeptCopy).To(BeTrue())
+			g.Expect(owned.Owner).To(Equal("team/hx"))
+			g.Expect(stateSecret(t, c, "tfstate-default-hx-v1").Labels).NotTo(HaveKey(v1alpha1.OwnerUIDLabel))
+		})
+	}
+}
