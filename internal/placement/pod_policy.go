@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/names"
 )
 
 // PodPolicy is what the operator lets Terraform authors choose for their
@@ -92,6 +93,17 @@ func (p *Pod) serviceAccountName(obj *infrav1.Terraform) string {
 func (p *Pod) checkServiceAccountAllowed(obj *infrav1.Terraform) error {
 	def := p.serviceAccountName(&infrav1.Terraform{})
 	name := obj.Spec.ServiceAccountName
+	if strings.HasPrefix(name, names.StateIdentityPrefix) {
+		// Also refused by the CRD; checked here for objects admitted
+		// before that rule. A state identity's token, mounted, would let
+		// the module read and write that state past the runner's lock.
+		return &Error{
+			Reason:   infrav1.RunnerServiceAccountNotAllowedReason,
+			Stalling: true,
+			Message: fmt.Sprintf("spec.serviceAccountName %q is not allowed: names starting with %s are the state identities of Terraform objects, which runners reach only through the controller's token; "+
+				"remove spec.serviceAccountName (or name a ServiceAccount of your own)", name, names.StateIdentityPrefix),
+		}
+	}
 	if !p.Policy.EnforceDefaultServiceAccount || name == "" || name == def {
 		return nil
 	}

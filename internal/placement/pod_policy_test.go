@@ -94,6 +94,12 @@ func TestPodPolicyCheck(t *testing.T) {
 			says:   []string{`"landform-runner" is not allowed`, "ServiceAccount tenant"},
 		},
 		{name: "other account not enforced", policy: PodPolicy{AllowedImages: locked.AllowedImages}, obj: &infrav1.Terraform{Spec: infrav1.TerraformSpec{ServiceAccountName: "deployer"}}},
+		{
+			name: "another object's state identity, not enforced", policy: PodPolicy{},
+			obj:    &infrav1.Terraform{Spec: infrav1.TerraformSpec{ServiceAccountName: "landform-state-other"}},
+			reason: infrav1.RunnerServiceAccountNotAllowedReason,
+			says:   []string{`spec.serviceAccountName "landform-state-other" is not allowed`, "state identities of Terraform objects", "remove spec.serviceAccountName"},
+		},
 		{name: "allowed image", policy: locked, obj: withTemplate(infrav1.RunnerPodSpec{Image: "ghcr.io/acme/runner:v2"})},
 		{name: "allowed image by repository", policy: locked, obj: withTemplate(infrav1.RunnerPodSpec{Image: "registry.example/runner@sha256:0123"})},
 		{name: "the controller's own image", policy: locked, obj: withTemplate(infrav1.RunnerPodSpec{Image: "ghcr.io/landform-dev/landform-runner:v1"})},
