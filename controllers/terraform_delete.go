@@ -129,10 +129,26 @@ func (r *TerraformReconciler) settleRun(ctx context.Context, obj *infrav1.Terraf
 		return false, nil
 	}
 	if obj.GetDeletionPolicy() == infrav1.DeletionPolicyOrphan {
-		r.runs.Abandon(client.ObjectKeyFromObject(obj))
-		obj.Status.Run = nil
-		r.event(obj, run.Revision, corev1.EventTypeNormal, infrav1.DeletingReason,
-			"interrupting %s run %s: deletionPolicy Orphan keeps the resources as the run leaves them", run.Action, run.ID)
+		key := client.ObjectKeyFromObject(obj)
+		if run.Action == runPlan {
+			// A plan writes no state: nothing to wait for.
+			r.runs.Abandon(key)
+			obj.Status.Run = nil
+			r.event(obj, run.Revision, corev1.EventTypeNormal, infrav1.DeletingReason,
+				"interrupting %s run %s: deletionPolicy Orphan keeps the resources", run.Action, run.ID)
+			return false, nil
+		}
+		// An apply or destroy is interrupted, then waited for: the state
+		// it writes last, or the one it could not save, reaches the
+		// backend before the state identity goes (pushUnsaved follows).
+		if r.runs.Interrupt(key, run.ID) {
+			r.event(obj, run.Revision, corev1.EventTypeNormal, infrav1.DeletingReason,
+				"interrupting %s run %s: deletionPolicy Orphan keeps the resources as the run leaves them, once it wrote its state", run.Action, run.ID)
+		}
+		if c, err := r.inspectRun(ctx, obj); c == nil {
+			return false, err
+		}
+		// Collected, however it ended: the resources stay as it left them.
 		return false, nil
 	}
 	c, err := r.inspectRun(ctx, obj)

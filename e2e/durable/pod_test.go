@@ -10,11 +10,13 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/fakekubelet"
+	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/internal/testenv"
 )
@@ -192,4 +194,44 @@ func TestRunnerPodKilledMidApplyReleasesItsLock(t *testing.T) {
 	g.Expect(after.Lineage).To(Equal(before.Lineage), "the same state")
 	g.Expect(after.Serial).To(BeNumerically(">", before.Serial), "the state's serial only grew")
 	g.Eventually(func(g Gomega) { g.Expect(runnerPods(g, ns)).To(BeEmpty()) }, time.Minute, 250*time.Millisecond).Should(Succeed(), "the runner Pods are removed")
+}
+
+// deletionPolicy Orphan while a runner Pod applies: the run is
+// interrupted, and the object waits for it. Terraform stops the create
+// and writes the resource it began (tainted) through the state identity,
+// which must still be there; only then do the identity and the finalizer
+// go. The state keeps what the apply created, no lock is left and no
+// unsaved state waits: re-creating the object later finds the resource.
+func TestOrphanMidPodApplyKeepsWhatTheApplyWrote(t *testing.T) {
+	g := NewWithT(t)
+	ns := runnerNamespace(t)
+	suite.Publish(t, ns, map[string]string{"main.tf": slowModule})
+	startKubelet(t)
+	startController(t, pods, t.TempDir())
+	effects := filepath.Join(t.TempDir(), "effects")
+	tf := slowTerraform(ns, "orphanmid", effects, 30)
+	tf.Spec.DeletionPolicy = infrav1.DeletionPolicyOrphan
+	g.Expect(suite.Env.Client.Create(context.Background(), tf)).To(Succeed())
+	logOnFailure(t, tf)
+
+	g.Eventually(func() int { return began(effects) }, 2*time.Minute, 100*time.Millisecond).Should(Equal(1), "the create has begun")
+	g.Expect(get(g, tf).Status.Run.Action).To(Equal("apply"))
+	g.Expect(suite.Env.Client.Delete(context.Background(), tf)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(suite.Env.Client.Get(context.Background(), client.ObjectKeyFromObject(tf), &infrav1.Terraform{}))
+	}, 2*time.Minute, 250*time.Millisecond).Should(BeTrue(), "the object goes once its run ended")
+
+	_, finished := creates(effects)
+	g.Expect(finished).To(Equal(0), "the create was interrupted, not waited out")
+	st := readState(g, tf)
+	var types []string
+	for _, r := range st.Resources {
+		types = append(types, r.Type+"."+r.Name)
+	}
+	g.Expect(types).To(ContainElement("terraform_data.this"), "the state holds the resource the interrupted apply began")
+	noLock(g, tf)
+	var unsaved corev1.SecretList
+	g.Expect(suite.Env.Client.List(context.Background(), &unsaved, client.InNamespace(ns), client.HasLabels{"infra.landform.dev/unsaved-state"})).To(Succeed())
+	g.Expect(unsaved.Items).To(BeEmpty(), "nothing left unsaved")
+	g.Expect(apierrors.IsNotFound(suite.Env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: names.StateIdentity(tf)}, &corev1.ServiceAccount{}))).To(BeTrue(), "the state identity went after the run")
 }

@@ -107,6 +107,8 @@ type Handle struct {
 	reused bool
 	// persist is what the run reported of a state it could not save.
 	persist StatePersist
+	// interrupted: Interrupt asked the runner to stop the run.
+	interrupted bool
 }
 
 // StatePersist is what a run reported of a state its engine could not
@@ -302,6 +304,38 @@ func (t *Tracker) Abandon(key types.NamespacedName) {
 	if h := t.runs[key]; h != nil {
 		t.abandonLocked(h)
 	}
+}
+
+// Interrupt asks the run id of key to stop gracefully (CancelRun:
+// terraform finishes the operations in flight and writes its state) and
+// goes on following it: its end, a state it could not save and its log
+// are collected like any run's. deletionPolicy Orphan uses it for an
+// apply or destroy, so that the state the interrupted run writes last
+// reaches the backend before the object lets go of its state identity;
+// Abandon would stop keeping that state at once. A run not on a runner
+// yet has written nothing: it is abandoned. It reports whether it asked
+// (false: no such run here, or asked before).
+func (t *Tracker) Interrupt(key types.NamespacedName, id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h := t.runs[key]
+	if h == nil || h.id != id || h.interrupted {
+		return false
+	}
+	h.interrupted = true
+	rn := h.rn
+	if rn == nil {
+		t.abandonLocked(h)
+		return true
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cancelRunTimeout)
+		defer cancel()
+		if err := rn.Client.CancelRun(ctx, id); err != nil {
+			t.cfg.Log.Info("interrupting the run: its runner did not take the cancel; the run ends at its deadline", "terraform", key.String(), "run", id, "error", err.Error())
+		}
+	}()
+	return true
 }
 
 func (t *Tracker) abandonLocked(h *Handle) {
