@@ -55,6 +55,52 @@ func isDataKind(kind string) bool { return kind == "Secret" || kind == "ConfigMa
 // errFieldNotSet is a field that is absent, null or empty.
 var errFieldNotSet = errors.New("not set")
 
+// errSecretInput is the refusal of a Secret's fields (refuseSecretInput).
+var errSecretInput = errors.New("a Secret's fields are never read (status.inputs would keep them in plain text)")
+
+// secretsResource is what the API server serves Secrets as.
+var secretsResource = schema.GroupResource{Resource: "secrets"}
+
+// refuseSecretInput stalls an input that is a Secret, however its kind is
+// spelled: values read from fields are kept in status.inputs, which anyone
+// who may read Terraform objects reads, and are not redacted from the
+// runner's log. The CRD refuses kind: Secret with fields, but not secret,
+// Secrets or apiVersion /v1, which the API server's REST mapper resolves
+// to Secrets all the same (a kind by its resource names, case aside), so
+// the mapper decides, before anything is read or watched.
+func (r *TerraformReconciler) refuseSecretInput(obj *infrav1.Terraform, in inputRef) error {
+	resource, err := r.inputResource(in)
+	if err != nil {
+		return r.inputAccessError(obj, in, err)
+	}
+	if resource == secretsResource {
+		return stalling(infrav1.InvalidInputPathReason,
+			"input %s: %w; use kind: Secret with varsKeys instead (an import's idFrom: kind: Secret with key)", in, errSecretInput)
+	}
+	return nil
+}
+
+// inputResource is the resource the API server serves in's kind as:
+// the kind as spelled, or else the kind taken for a resource name
+// (secret, Secrets). Empty when it serves neither: reading the object
+// says so.
+func (r *TerraformReconciler) inputResource(in inputRef) (schema.GroupResource, error) {
+	mapper := r.RESTMapper()
+	gvk := in.gvk()
+	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err == nil {
+		return m.Resource.GroupResource(), nil
+	}
+	if !apimeta.IsNoMatchError(err) {
+		return schema.GroupResource{}, err
+	}
+	gvr, err := mapper.ResourceFor(gvk.GroupVersion().WithResource(gvk.Kind))
+	if apimeta.IsNoMatchError(err) {
+		return schema.GroupResource{}, nil
+	}
+	return gvr.GroupResource(), err
+}
+
 // readInputObject reads in's object straight from the API server (the
 // cache holds only its metadata), after making sure a watch on its kind
 // wakes the objects that read it. nil for a missing optional object.
@@ -154,8 +200,12 @@ func isEmptyValue(x any) bool {
 
 // objectFieldValues reads in's fields into variables (name to path). A
 // field not set is reported in notSet ("<path> (<name>)") unless in is
-// optional; a path that does not parse stalls until the spec changes.
+// optional; a path that does not parse, or an object that is a Secret,
+// stalls until the spec changes.
 func (r *TerraformReconciler) objectFieldValues(ctx context.Context, obj *infrav1.Terraform, in inputRef, fields []infrav1.FieldVariable) (values map[string]json.RawMessage, notSet []string, err error) {
+	if err := r.refuseSecretInput(obj, in); err != nil {
+		return nil, nil, err
+	}
 	u, err := r.readInputObject(ctx, obj, in)
 	if err != nil || u == nil {
 		return nil, nil, err

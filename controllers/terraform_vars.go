@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"slices"
 	"sort"
@@ -62,6 +63,12 @@ func (r *TerraformReconciler) renderVars(ctx context.Context, obj *infrav1.Terra
 			}
 			in := inputObjectRef(obj, ref.APIVersion, ref.Kind, ref.Namespace, ref.Name, ref.Optional || mode == destroyInputs)
 			fields, waitingFor, err := r.objectFieldValues(ctx, obj, in, ref.Fields)
+			if errors.Is(err, errSecretInput) {
+				// A controller without this refusal may have recorded
+				// the Secret's values: they leave status with the
+				// refusal, not with the next successful plan.
+				forgetInputs(obj, ref.Fields)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -149,6 +156,16 @@ func recordInputs(obj *infrav1.Terraform, fields map[string]json.RawMessage) {
 		recorded = append(recorded, infrav1.Variable{Name: name, Value: &apiextensionsv1.JSON{Raw: fields[name]}})
 	}
 	obj.Status.Inputs = recorded
+}
+
+// forgetInputs drops what status.inputs recorded for fields.
+func forgetInputs(obj *infrav1.Terraform, fields []infrav1.FieldVariable) {
+	obj.Status.Inputs = slices.DeleteFunc(obj.Status.Inputs, func(rec infrav1.Variable) bool {
+		return slices.ContainsFunc(fields, func(f infrav1.FieldVariable) bool { return f.Name == rec.Name })
+	})
+	if len(obj.Status.Inputs) == 0 {
+		obj.Status.Inputs = nil
+	}
 }
 
 // readVarsSource reads a Secret's or ConfigMap's data; nil for a missing

@@ -161,8 +161,11 @@ type TerraformSpec struct {
 	RunnerPodTemplate *RunnerPodTemplate `json:"runnerPodTemplate,omitempty"`
 
 	// ServiceAccountName is the runner Pod's ServiceAccount (pod placement
-	// only). Defaults to landform-runner.
+	// only). Defaults to landform-runner. It may not be a state identity
+	// (landform-state-...): those reach one object's state alone, and only
+	// through the runner's state proxy.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('landform-state-')",message="serviceAccountName may not name a state identity (landform-state-...): runners reach the state through the controller's token, not a mounted one"
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
 	// DisableDriftDetection turns off the periodic drift-check plan.
@@ -264,6 +267,7 @@ type EngineStatus struct {
 // those varsKeys selects), or from fields of any other namespaced object
 // (those fields selects).
 // +kubebuilder:validation:XValidation:rule="self.kind in ['Secret', 'ConfigMap'] ? !has(self.fields) && !has(self.namespace) : has(self.fields) && has(self.apiVersion) && !has(self.varsKeys)",message="a Secret or ConfigMap takes varsKeys (in this object's namespace); any other kind takes apiVersion and fields"
+// +kubebuilder:validation:XValidation:rule="!has(self.fields) || !has(self.apiVersion) || self.apiVersion != 'v1' || !(self.kind.lowerAscii() in ['secret', 'secrets'])",message="a Secret's fields are never read (status.inputs would keep them in plain text); use kind: Secret with varsKeys"
 type VarsReference struct {
 	// APIVersion of the object, e.g. v1 or networking.k8s.io/v1. Required
 	// for kinds other than Secret and ConfigMap.
@@ -304,7 +308,9 @@ type VarsReference struct {
 	VarsKeys []string `json:"varsKeys,omitempty"`
 
 	// Fields map fields of an object other than a Secret or ConfigMap to
-	// variables.
+	// variables. Their values are kept in status.inputs, so a Secret, by
+	// whatever spelling of its kind (secret, Secrets), is refused: read it
+	// with kind: Secret and varsKeys.
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=50
