@@ -45,6 +45,12 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *obje
 		if err := r.pushUnsaved(ctx, obj); err != nil {
 			return err
 		}
+		verdict, err := r.inTerminatingNamespace(ctx, obj, destroyed)
+		if err != nil {
+			return err
+		}
+		// The namespace controller sweeps what is left of the state.
+		owner = verdict != letGo
 	}
 	if owner && obj.GetDeletionPolicy() == infrav1.DeletionPolicyDelete {
 		hasState, err := r.hasState(ctx, obj)
@@ -63,6 +69,9 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *obje
 			if done, err := r.gatedDestroy(ctx, patcher, obj); !done {
 				return err
 			}
+		}
+		if err := r.custody().Release(ctx, obj); err != nil {
+			return retry(infrav1.DestroyFailedReason, "%v", err)
 		}
 		if err := r.deleteSecret(ctx, obj.Namespace, names.StateSecret(obj)); err != nil {
 			return err
@@ -93,6 +102,12 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *obje
 	}
 	if err := r.deleteStateIdentity(ctx, obj); err != nil {
 		return err
+	}
+	if owner && customBackend(obj) == "" {
+		// Orphan keeps the state: no longer guarded by an object.
+		if err := r.custody().Release(ctx, obj); err != nil {
+			return retry(infrav1.DestroyFailedReason, "%v", err)
+		}
 	}
 	controllerutil.RemoveFinalizer(obj, infrav1.Finalizer)
 	return nil

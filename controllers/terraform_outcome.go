@@ -58,6 +58,12 @@ func stalling(reason string, format string, args ...any) error {
 	return newOutcome(stalled, reason, 0, format, args...)
 }
 
+// stalledUntil is a stall that a person ends outside the object's spec
+// and source (releasing a Secret), looked at again after `after`.
+func stalledUntil(reason string, after time.Duration, format string, args ...any) error {
+	return newOutcome(stalled, reason, after, format, args...)
+}
+
 func waiting(reason string, after time.Duration, format string, args ...any) error {
 	return newOutcome(waitingFor, reason, after, format, args...)
 }
@@ -99,8 +105,9 @@ func (o outcome) result(success, retryAfter time.Duration) ctrl.Result {
 	case progressing, waitingFor:
 		return ctrl.Result{RequeueAfter: o.after}
 	case stalled:
-		// A spec or source change triggers the next reconcile.
-		return ctrl.Result{}
+		// A spec or source change triggers the next reconcile; a stall a
+		// person ends outside the spec (stalledUntil) is looked at again.
+		return ctrl.Result{RequeueAfter: o.after}
 	}
 	return ctrl.Result{RequeueAfter: retryAfter}
 }

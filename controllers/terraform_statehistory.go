@@ -3,6 +3,9 @@ package controllers
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/statehistory"
 )
@@ -20,7 +23,13 @@ func (r *TerraformReconciler) keepState(ctx context.Context, obj *infrav1.Terraf
 	if customBackend(obj) != "" {
 		return nil
 	}
-	if _, err := r.stateHistory().Keep(ctx, obj, why, revision); err != nil {
+	_, err := r.stateHistory().Keep(ctx, obj, why, revision)
+	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		// The namespace is being deleted: no Secret can be created in it,
+		// and a version would go with it. The destroy runs without.
+		return nil
+	}
+	if err != nil {
 		return retry(infrav1.ApplyFailedReason, "keeping the current state before the %s: %v", why, err)
 	}
 	return nil

@@ -50,7 +50,8 @@ const (
 	// import's idFrom reads does not exist, or its kind is not served.
 	InputNotFoundReason = "InputNotFound"
 	// InvalidInputPathReason: a varsFrom field's or idFrom's path is not
-	// valid JSONPath.
+	// valid JSONPath, or names a field of a Secret (by any spelling of its
+	// kind), which is never read into status.inputs.
 	InvalidInputPathReason = "InvalidInputPath"
 	// InputForbiddenReason: the controller may not read (get, list and
 	// watch) the kind an input names; grant it (the chart's inputKinds).
@@ -178,6 +179,12 @@ const (
 	// that state; give it its own state (spec.backendConfig.secretSuffix
 	// or spec.workspace), or delete the owner first.
 	StateOwnedElsewhereReason = "StateOwnedElsewhere"
+	// NamespaceTerminatingReason: the object's namespace is being deleted
+	// and its deletion cannot destroy the resources there (no runner Pod
+	// may start in it), or would lose the state the resources need
+	// (deletionPolicy Orphan). The state Secret is kept (StateFinalizer)
+	// until a person saves and releases it; the message says how.
+	NamespaceTerminatingReason = "NamespaceTerminating"
 )
 
 // Annotations and labels.
@@ -186,6 +193,11 @@ const (
 	ApproveAnnotation = "infra.landform.dev/approve"
 	// Finalizer guards destroy on deletion.
 	Finalizer = "infra.landform.dev/finalizer"
+	// StateFinalizer keeps an object's state Secret while the object
+	// lives: deleting the namespace would otherwise sweep the state before
+	// the destroy ran. Removed when deletion destroyed or released the
+	// state, or by a person who saved it.
+	StateFinalizer = "infra.landform.dev/state"
 	// ManagedByLabel marks Secrets Landform owns.
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	// ManagedByValue is ManagedByLabel's value.

@@ -13,6 +13,10 @@
 // before anything plans, and deletion neither destroys nor deletes a state
 // its object does not own (Check).
 //
+// The state Secret also carries StateFinalizer while its owner lives, so
+// that deleting the namespace cannot sweep the state before the destroy
+// ran (or before a person saved it): Release removes it.
+//
 // A state without an owner, written before ownership was recorded or by
 // `landform migrate`, is adopted, by the oldest live object resolving to
 // it: after an upgrade, the object that always had the state keeps it,
@@ -24,6 +28,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -96,7 +101,8 @@ func (k Keeper) Claim(ctx context.Context, obj *v1alpha1.Terraform) error {
 	annotations := map[string]string{v1alpha1.OwnerAnnotation: obj.Name}
 	for _, o := range []client.Object{
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: secret, Labels: labels,
-			Annotations: map[string]string{"encoding": "gzip", v1alpha1.OwnerAnnotation: obj.Name}}},
+			Annotations: map[string]string{"encoding": "gzip", v1alpha1.OwnerAnnotation: obj.Name},
+			Finalizers:  []string{v1alpha1.StateFinalizer}}},
 		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: statelock.LeaseName(secret), Labels: labels,
 			Annotations: annotations}},
 	} {
@@ -113,27 +119,93 @@ func (k Keeper) claim(ctx context.Context, obj *v1alpha1.Terraform, o client.Obj
 	if err == nil {
 		return nil
 	}
-	if !apierrors.IsAlreadyExists(err) {
+	// In a namespace being deleted every create is refused, an existing
+	// state's too: read what is there.
+	if !apierrors.IsAlreadyExists(err) && !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 		return fmt.Errorf("creating the state %s %s: %w", kind, o.GetName(), err)
 	}
 	found := &metav1.PartialObjectMetadata{}
 	found.SetGroupVersionKind(gvkOf(o))
 	if err := k.Reader.Get(ctx, client.ObjectKeyFromObject(o), found); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("creating the state %s %s: its namespace is being deleted", kind, o.GetName())
+		}
 		return fmt.Errorf("reading the state %s %s: %w", kind, o.GetName(), err)
 	}
 	adopt, err := k.decide(ctx, obj, kind, found)
-	if err != nil || !adopt {
+	if err != nil {
 		return err
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"labels":          Labels(obj),
-		"annotations":     map[string]string{v1alpha1.OwnerAnnotation: obj.Name},
-		"resourceVersion": found.ResourceVersion,
-	}})
+	finalizers, protect := withFinalizer(found.Finalizers)
+	if !adopt && (kind != "Secret" || !protect) {
+		return nil
+	}
+	meta := map[string]any{"resourceVersion": found.ResourceVersion}
+	if adopt {
+		meta["labels"] = Labels(obj)
+		meta["annotations"] = map[string]string{v1alpha1.OwnerAnnotation: obj.Name}
+	}
+	if kind == "Secret" && protect {
+		meta["finalizers"] = finalizers
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": meta})
 	if err := k.Client.Patch(ctx, found, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return fmt.Errorf("recording Terraform %s as the owner of the state %s %s: %w", obj.Name, kind, o.GetName(), err)
 	}
 	return nil
+}
+
+// withFinalizer is finalizers with StateFinalizer, and whether it was
+// missing.
+func withFinalizer(finalizers []string) ([]string, bool) {
+	if slices.Contains(finalizers, v1alpha1.StateFinalizer) {
+		return finalizers, false
+	}
+	return append(slices.Clone(finalizers), v1alpha1.StateFinalizer), true
+}
+
+// Protected reports whether obj's state Secret exists and still carries
+// StateFinalizer: nobody let it go.
+func (k Keeper) Protected(ctx context.Context, obj *v1alpha1.Terraform) (bool, error) {
+	found, err := k.stateMeta(ctx, obj)
+	if found == nil || err != nil {
+		return false, err
+	}
+	return slices.Contains(found.Finalizers, v1alpha1.StateFinalizer), nil
+}
+
+// Release removes StateFinalizer from obj's state Secret, which obj owns:
+// its deletion destroyed the state, or keeps it (deletionPolicy Orphan)
+// without guarding it any more.
+func (k Keeper) Release(ctx context.Context, obj *v1alpha1.Terraform) error {
+	found, err := k.stateMeta(ctx, obj)
+	if found == nil || err != nil {
+		return err
+	}
+	if !slices.Contains(found.Finalizers, v1alpha1.StateFinalizer) {
+		return nil
+	}
+	kept := slices.DeleteFunc(slices.Clone(found.Finalizers), func(f string) bool { return f == v1alpha1.StateFinalizer })
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": found.ResourceVersion, "finalizers": kept}})
+	if err := k.Client.Patch(ctx, found, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("releasing the state Secret %s: %w", found.Name, err)
+	}
+	return nil
+}
+
+// stateMeta is the metadata of obj's state Secret; nil when it does not
+// exist.
+func (k Keeper) stateMeta(ctx context.Context, obj *v1alpha1.Terraform) (*metav1.PartialObjectMetadata, error) {
+	found := &metav1.PartialObjectMetadata{}
+	found.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	err := k.Reader.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: names.StateSecret(obj)}, found)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the state Secret %s: %w", names.StateSecret(obj), err)
+	}
+	return found, nil
 }
 
 // Check returns an *OwnedElsewhereError when obj's state Secret belongs to
@@ -141,14 +213,9 @@ func (k Keeper) claim(ctx context.Context, obj *v1alpha1.Terraform, o client.Obj
 // exist. It writes nothing: deletion asks it before destroying or deleting
 // a state.
 func (k Keeper) Check(ctx context.Context, obj *v1alpha1.Terraform) error {
-	found := &metav1.PartialObjectMetadata{}
-	found.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	err := k.Reader.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: names.StateSecret(obj)}, found)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading the state Secret %s: %w", names.StateSecret(obj), err)
+	found, err := k.stateMeta(ctx, obj)
+	if found == nil || err != nil {
+		return err
 	}
 	_, err = k.decide(ctx, obj, "Secret", found)
 	return err

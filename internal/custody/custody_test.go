@@ -141,3 +141,31 @@ func TestAKeptCopyIsNoState(t *testing.T) {
 		})
 	}
 }
+
+// The state Secret is guarded by StateFinalizer while its owner lives
+// (an adopted one too, beside finalizers of others); Release removes
+// only Landform's.
+func TestTheStateIsGuardedUntilReleased(t *testing.T) {
+	g := NewWithT(t)
+	legacy := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "tfstate-default-db",
+		Finalizers: []string{"example.com/backup"}}}
+	db := object("db", "uid-db", 0, "")
+	k, c := keeper(t, legacy, db)
+	protected, err := k.Protected(context.Background(), db)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(protected).To(BeFalse())
+
+	g.Expect(k.Claim(context.Background(), db)).To(Succeed())
+	g.Expect(stateSecret(t, c, "tfstate-default-db").Finalizers).To(ConsistOf("example.com/backup", v1alpha1.StateFinalizer))
+	protected, err = k.Protected(context.Background(), db)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(protected).To(BeTrue())
+
+	g.Expect(k.Release(context.Background(), db)).To(Succeed())
+	g.Expect(stateSecret(t, c, "tfstate-default-db").Finalizers).To(ConsistOf("example.com/backup"))
+
+	fresh := object("fresh", "uid-fresh", 0, "")
+	k, c = keeper(t, fresh)
+	g.Expect(k.Claim(context.Background(), fresh)).To(Succeed())
+	g.Expect(stateSecret(t, c, "tfstate-default-fresh").Finalizers).To(ConsistOf(v1alpha1.StateFinalizer))
+}

@@ -27,14 +27,15 @@ type ControllerManager struct {
 }
 
 // GarbageCollectorArgs are kube-controller-manager's arguments to run only
-// the garbage collector against the API server of kubeconfig, serving
+// the garbage collector and the namespace controller (which empties a
+// namespace being deleted) against the API server of kubeconfig, serving
 // nothing.
 func GarbageCollectorArgs(kubeconfig string) []string {
 	return []string{
 		"--kubeconfig=" + kubeconfig,
 		"--authentication-kubeconfig=" + kubeconfig,
 		"--authorization-kubeconfig=" + kubeconfig,
-		"--controllers=garbage-collector-controller",
+		"--controllers=garbage-collector-controller,namespace-controller",
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--concurrent-gc-syncs=5",
