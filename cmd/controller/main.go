@@ -41,6 +41,11 @@ func main() {
 func run(f *flags) error {
 	log := ctrl.Log.WithName("setup")
 	log.Info("starting landform-controller", "version", version.Version, "runner", f.runnerMode)
+	if f.runnerMode == controllers.RunnerLocal && os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		// This controller serves every namespace; local runners run each
+		// module as this process's user, with its credentials.
+		log.Info("warning: --runner=local is no tenancy boundary: every module runs as this controller's user, with its credentials (every namespace's Secrets) and beside every other run; use --runner=pod where more than one team's namespaces are served (docs/security.md#local-runners)")
+	}
 	// Flux's: --kube-api-qps and --kube-api-burst, or no client-side
 	// throttling when the API server has priority and fairness.
 	cfg := runtimeclient.GetConfigOrDie(f.client)
