@@ -25,6 +25,7 @@ import (
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/engines"
 	"github.com/landform-dev/landform/internal/metrics"
+	"github.com/landform-dev/landform/internal/reachability"
 	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/internal/source"
 )
@@ -112,6 +113,15 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	if kinds.interval <= 0 {
 		kinds.interval = DefaultSourceDiscoveryInterval
 	}
+	back := make(chan event.GenericEvent, 64)
+	probe := &reachability.Probe{
+		Ready: func(ctx context.Context) error { return dc.RESTClient().Get().AbsPath("/readyz").Do(ctx).Error() },
+		Back:  func(ctx context.Context) { r.wakeAll(ctx, back) },
+		Log:   mgr.GetLogger().WithName("reachability"),
+	}
+	if err := mgr.Add(probe); err != nil {
+		return err
+	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.Terraform{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
@@ -130,6 +140,8 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 		WatchesRawSource(ctrlsource.Channel(r.runs.Events(), &handler.EnqueueRequestForObject{})).
 		// A source kind that became served wakes the objects using it.
 		WatchesRawSource(ctrlsource.Channel(kinds.wake, &handler.EnqueueRequestForObject{})).
+		// The API server back after an outage wakes every object.
+		WatchesRawSource(ctrlsource.Channel(back, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)}).
 		Build(r)
 	if err != nil {
@@ -239,4 +251,20 @@ func (r *TerraformReconciler) listRequests(ctx context.Context, opts ...client.L
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&tf)})
 	}
 	return reqs
+}
+
+// wakeAll queues every Terraform object: after an outage of the API
+// server each one is looked at now, not after its backoff.
+func (r *TerraformReconciler) wakeAll(ctx context.Context, to chan<- event.GenericEvent) {
+	var list infrav1.TerraformList
+	if err := r.List(ctx, &list); err != nil {
+		return
+	}
+	for i := range list.Items {
+		select {
+		case to <- event.GenericEvent{Object: &list.Items[i]}:
+		case <-ctx.Done():
+			return
+		}
+	}
 }

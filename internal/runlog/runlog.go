@@ -75,6 +75,7 @@ type Recorder struct {
 	dirty   bool
 	stop    chan struct{}
 	stopped chan struct{}
+	ending  sync.Once
 }
 
 // Start begins a phase's log (replacing the previous one of that phase) and
@@ -106,9 +107,10 @@ func (r *Recorder) Line(s string) {
 }
 
 // End writes the phase's final log with its outcome. Errors writing logs
-// never fail a run: they are returned for the caller to log.
+// never fail a run: they are returned for the caller to log, who may call
+// End again to retry.
 func (r *Recorder) End(ctx context.Context, runErr error) error {
-	close(r.stop)
+	r.ending.Do(func() { close(r.stop) })
 	<-r.stopped
 	state := StateSucceeded
 	if runErr != nil {

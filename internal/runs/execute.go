@@ -266,13 +266,34 @@ func (t *Tracker) watch(interrupt context.Context, h *Handle, rn *placement.Run,
 	return res, err
 }
 
+// endLog writes the run's final log, retrying for up to endLogWithin:
+// a run that ends while the API server is away (a plan that failed on it)
+// keeps its log for a person to read once it is back, instead of losing
+// the lines since the last flush. The result is collected after it; it
+// could not be written to status meanwhile anyway.
 func (t *Tracker) endLog(rec *runlog.Recorder, runErr error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := rec.End(ctx, runErr); err != nil {
-		t.cfg.Log.Error(err, "keeping the run log")
+	end := func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return rec.End(ctx, runErr)
+	}
+	// Once even when this process stops following runs.
+	last := end(context.Background())
+	if last != nil {
+		ctx, cancel := context.WithTimeout(t.ctx, endLogWithin)
+		defer cancel()
+		_ = reconnect.DelayFunc().Until(ctx, false, true, func(ctx context.Context) (bool, error) {
+			last = end(ctx)
+			return last == nil, nil
+		})
+	}
+	if last != nil {
+		t.cfg.Log.Error(last, "keeping the run log")
 	}
 }
+
+// endLogWithin bounds endLog's retries.
+const endLogWithin = 3 * time.Minute
 
 func phaseOf(action string) runlog.Phase {
 	switch action {
