@@ -166,6 +166,11 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 	if err := r.checkNamespaces(obj); err != nil {
 		return ctrl.Result{}, err
 	}
+	// One state, one owner, from the first reconcile of this process on
+	// (an object upgraded over claims its state before its next run).
+	if err := r.claimState(ctx, obj); err != nil {
+		return ctrl.Result{}, err
+	}
 	if s := obj.Spec.WriteOutputsToSecret; s != nil && obj.GetDeletionPolicy() == infrav1.DeletionPolicyOrphan && obj.Generation != obj.Status.ObservedGeneration {
 		// Switched to Orphan: the outputs Secret must outlive the object
 		// from now on, whatever deletes it (a foreground deletion's garbage

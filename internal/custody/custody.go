@@ -115,21 +115,22 @@ func (k Keeper) Claim(ctx context.Context, obj *v1alpha1.Terraform) error {
 
 func (k Keeper) claim(ctx context.Context, obj *v1alpha1.Terraform, o client.Object) error {
 	kind := kindOf(o)
-	err := k.Client.Create(ctx, o)
-	if err == nil {
-		return nil
-	}
-	// In a namespace being deleted every create is refused, an existing
-	// state's too: read what is there.
-	if !apierrors.IsAlreadyExists(err) && !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-		return fmt.Errorf("creating the state %s %s: %w", kind, o.GetName(), err)
-	}
+	// Read first: after a restart every object claims again, and its
+	// state exists.
 	found := &metav1.PartialObjectMetadata{}
 	found.SetGroupVersionKind(gvkOf(o))
-	if err := k.Reader.Get(ctx, client.ObjectKeyFromObject(o), found); err != nil {
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("creating the state %s %s: its namespace is being deleted", kind, o.GetName())
+	err := k.Reader.Get(ctx, client.ObjectKeyFromObject(o), found)
+	if apierrors.IsNotFound(err) {
+		err = k.Client.Create(ctx, o)
+		if err == nil {
+			return nil
 		}
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating the state %s %s: %w", kind, o.GetName(), err)
+		}
+		err = k.Reader.Get(ctx, client.ObjectKeyFromObject(o), found)
+	}
+	if err != nil {
 		return fmt.Errorf("reading the state %s %s: %w", kind, o.GetName(), err)
 	}
 	adopt, err := k.decide(ctx, obj, kind, found)
