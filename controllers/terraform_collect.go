@@ -174,7 +174,7 @@ func (r *TerraformReconciler) runFailed(ctx context.Context, obj *infrav1.Terraf
 	// Whatever failed, the next run applies the state identity and
 	// creates the state Secret and Lease again, in case one of them was
 	// deleted (the identity cannot create what it may use).
-	r.forgetStateIdentity(obj)
+	r.custody.Forget(obj)
 	_, runErr := h.Result()
 	var lost *runs.LostError
 	switch {

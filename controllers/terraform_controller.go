@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -22,6 +21,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/custody"
 	"github.com/landform-dev/landform/internal/placement"
 	"github.com/landform-dev/landform/internal/planstore"
 	"github.com/landform-dev/landform/internal/runs"
@@ -76,9 +76,9 @@ type TerraformReconciler struct {
 	// inputWatches watch the kinds whose fields are inputs
 	// (terraform_inputwatch.go).
 	inputWatches *inputWatches
-	// stateIdentities remembers which objects' state identities are in
-	// place (terraform_stateaccess.go).
-	stateIdentities sync.Map
+	// custody owns the states: who owns each, and the identity runners
+	// reach it with (internal/custody).
+	custody *custody.Keeper
 }
 
 // +kubebuilder:rbac:groups=infra.landform.dev,resources=terraforms,verbs=get;list;watch;update;patch

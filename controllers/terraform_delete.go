@@ -70,7 +70,7 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *obje
 				return err
 			}
 		}
-		if err := r.custody().Release(ctx, obj); err != nil {
+		if err := r.custody.Release(ctx, obj); err != nil {
 			return retry(infrav1.DestroyFailedReason, "%v", err)
 		}
 		if err := r.deleteSecret(ctx, obj.Namespace, names.StateSecret(obj)); err != nil {
@@ -79,8 +79,8 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *obje
 		if err := r.stateHistory().DeleteAll(ctx, obj); err != nil {
 			return retry(infrav1.DestroyFailedReason, "%v", err)
 		}
-		if err := r.deleteStateLease(ctx, obj); err != nil {
-			return err
+		if err := r.custody.DeleteLease(ctx, obj); err != nil {
+			return retry(infrav1.DestroyFailedReason, "%v", err)
 		}
 	}
 	if err := r.Plans.Delete(ctx, obj); err != nil {
@@ -100,12 +100,12 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *obje
 			return err
 		}
 	}
-	if err := r.deleteStateIdentity(ctx, obj); err != nil {
-		return err
+	if err := r.custody.DeleteIdentity(ctx, obj); err != nil {
+		return retry(infrav1.DestroyFailedReason, "%v", err)
 	}
 	if owner && customBackend(obj) == "" {
 		// Orphan keeps the state: no longer guarded by an object.
-		if err := r.custody().Release(ctx, obj); err != nil {
+		if err := r.custody.Release(ctx, obj); err != nil {
 			return retry(infrav1.DestroyFailedReason, "%v", err)
 		}
 	}
@@ -120,7 +120,7 @@ func (r *TerraformReconciler) ownsState(ctx context.Context, obj *infrav1.Terraf
 	if customBackend(obj) != "" {
 		return true, nil
 	}
-	err := r.custody().Check(ctx, obj)
+	err := r.custody.Check(ctx, obj)
 	var elsewhere *custody.OwnedElsewhereError
 	if errors.As(err, &elsewhere) {
 		r.event(obj, "", corev1.EventTypeNormal, infrav1.StateOwnedElsewhereReason,

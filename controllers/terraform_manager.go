@@ -23,6 +23,7 @@ import (
 	ctrlsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/custody"
 	"github.com/landform-dev/landform/internal/engines"
 	"github.com/landform-dev/landform/internal/metrics"
 	"github.com/landform-dev/landform/internal/reachability"
@@ -79,9 +80,10 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 		r.Engines.Resolver = &engines.Resolver{}
 	}
 	r.metrics = helper.NewMetrics(mgr, metrics.Flux(), infrav1.Finalizer)
+	r.custody = &custody.Keeper{Client: r.Client, Reader: r.APIReader, Objects: r.Client, FieldOwner: fieldOwner}
 	r.runs = runs.New(runs.Config{
 		Placer:  r.Placer,
-		Tokens:  stateTokens{r},
+		Tokens:  r.custody,
 		Unsaved: r.unsavedStates(),
 		Client:  r.Client,
 		Slots:   cmp.Or(max(opts.MaxConcurrentRuns, 0), DefaultConcurrentRuns),

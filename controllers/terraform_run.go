@@ -141,20 +141,6 @@ func (ws *workspace) forRunner() *runs.Workspace {
 	}
 }
 
-// stateTokens issue the runs' state tokens (terraform_stateaccess.go).
-type stateTokens struct{ r *TerraformReconciler }
-
-func (t stateTokens) Issue(ctx context.Context, obj *infrav1.Terraform, deadline time.Duration) (string, time.Time, error) {
-	return t.r.stateToken(ctx, obj, deadline)
-}
-
-// Reusable keeps a reused runner's token when it was issued within
-// stateTokenReuseWithin, so that it lives nearly as long as a new one
-// would.
-func (stateTokens) Reusable(validUntil time.Time, deadline time.Duration) bool {
-	return time.Until(validUntil) >= stateTokenLife(deadline)-stateTokenReuseWithin
-}
-
 // nextCheck requeues at the next drift check, so that every path that ends
 // well keeps the object on its interval. The delay is jittered, so that
 // objects planned together (created together, or a new revision for all)

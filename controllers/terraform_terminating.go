@@ -53,7 +53,7 @@ func (r *TerraformReconciler) inTerminatingNamespace(ctx context.Context, obj *i
 	if err != nil || !terminating {
 		return deleteAsUsual, err
 	}
-	protected, err := r.custody().Protected(ctx, obj)
+	protected, err := r.custody.Protected(ctx, obj)
 	if err != nil {
 		return deleteAsUsual, retry(infrav1.NamespaceTerminatingReason, "%v", err)
 	}

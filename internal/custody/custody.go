@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -50,7 +51,9 @@ import (
 // use this one.
 var keptCopyLabels = []string{"infra.landform.dev/state-history", "infra.landform.dev/unsaved-state"}
 
-// Keeper claims and checks states. Reader reads the state Secret and Lease
+// Keeper is the custody of the states of Terraform objects: who owns each
+// (Claim, Check, Protected, Release) and the identity runners reach it
+// with (Issue, Reusable, Forget, DeleteIdentity, DeleteLease). Reader reads the state Secret and Lease
 // uncached (the controller's API reader): a claim decided on a stale read
 // could hand one state to two objects. Objects lists and reads Terraform
 // objects (the manager's cache is enough: their UIDs do not change).
@@ -58,6 +61,11 @@ type Keeper struct {
 	Client  client.Client
 	Reader  client.Reader
 	Objects client.Reader
+	// FieldOwner is the field manager of the state identity's writes.
+	FieldOwner string
+
+	// done remembers what ensureIdentity and ClaimOnce did.
+	done sync.Map
 }
 
 // OwnedElsewhereError is a state obj may not use: its Secret (or Lease)
@@ -92,7 +100,7 @@ func Labels(obj *v1alpha1.Terraform) map[string]string {
 // when missing (the Secret empty, which the backend reads as no state),
 // adopts them when nobody owns them, and refuses them with an
 // *OwnedElsewhereError when another live object does.
-func (k Keeper) Claim(ctx context.Context, obj *v1alpha1.Terraform) error {
+func (k *Keeper) Claim(ctx context.Context, obj *v1alpha1.Terraform) error {
 	secret := names.StateSecret(obj)
 	labels := statelock.LeaseLabels(obj.GetWorkspace(), names.SecretSuffix(obj))
 	for key, v := range Labels(obj) {
@@ -113,7 +121,7 @@ func (k Keeper) Claim(ctx context.Context, obj *v1alpha1.Terraform) error {
 	return nil
 }
 
-func (k Keeper) claim(ctx context.Context, obj *v1alpha1.Terraform, o client.Object) error {
+func (k *Keeper) claim(ctx context.Context, obj *v1alpha1.Terraform, o client.Object) error {
 	kind := kindOf(o)
 	// Read first: after a restart every object claims again, and its
 	// state exists.
@@ -167,7 +175,7 @@ func withFinalizer(finalizers []string) ([]string, bool) {
 
 // Protected reports whether obj's state Secret exists and still carries
 // StateFinalizer: nobody let it go.
-func (k Keeper) Protected(ctx context.Context, obj *v1alpha1.Terraform) (bool, error) {
+func (k *Keeper) Protected(ctx context.Context, obj *v1alpha1.Terraform) (bool, error) {
 	found, err := k.stateMeta(ctx, obj)
 	if found == nil || err != nil {
 		return false, err
@@ -175,28 +183,34 @@ func (k Keeper) Protected(ctx context.Context, obj *v1alpha1.Terraform) (bool, e
 	return slices.Contains(found.Finalizers, v1alpha1.StateFinalizer), nil
 }
 
-// Release removes StateFinalizer from obj's state Secret, which obj owns:
-// its deletion destroyed the state, or keeps it (deletionPolicy Orphan)
-// without guarding it any more.
-func (k Keeper) Release(ctx context.Context, obj *v1alpha1.Terraform) error {
-	found, err := k.stateMeta(ctx, obj)
-	if found == nil || err != nil {
-		return err
+// Release removes StateFinalizer from every state Secret obj owns (its
+// current one, and one it had before spec.workspace or secretSuffix
+// changed): its deletion destroyed the state, or keeps it (deletionPolicy
+// Orphan) without guarding it any more. A state left guarded would hold
+// its namespace's deletion for ever.
+func (k *Keeper) Release(ctx context.Context, obj *v1alpha1.Terraform) error {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	if err := k.Reader.List(ctx, list, client.InNamespace(obj.Namespace), client.MatchingLabels{v1alpha1.OwnerUIDLabel: string(obj.UID)}); err != nil {
+		return fmt.Errorf("listing the state Secrets of %s/%s: %w", obj.Namespace, obj.Name, err)
 	}
-	if !slices.Contains(found.Finalizers, v1alpha1.StateFinalizer) {
-		return nil
-	}
-	kept := slices.DeleteFunc(slices.Clone(found.Finalizers), func(f string) bool { return f == v1alpha1.StateFinalizer })
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": found.ResourceVersion, "finalizers": kept}})
-	if err := k.Client.Patch(ctx, found, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("releasing the state Secret %s: %w", found.Name, err)
+	for i := range list.Items {
+		found := &list.Items[i]
+		if !slices.Contains(found.Finalizers, v1alpha1.StateFinalizer) {
+			continue
+		}
+		kept := slices.DeleteFunc(slices.Clone(found.Finalizers), func(f string) bool { return f == v1alpha1.StateFinalizer })
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": found.ResourceVersion, "finalizers": kept}})
+		if err := k.Client.Patch(ctx, found, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("releasing the state Secret %s: %w", found.Name, err)
+		}
 	}
 	return nil
 }
 
 // stateMeta is the metadata of obj's state Secret; nil when it does not
 // exist.
-func (k Keeper) stateMeta(ctx context.Context, obj *v1alpha1.Terraform) (*metav1.PartialObjectMetadata, error) {
+func (k *Keeper) stateMeta(ctx context.Context, obj *v1alpha1.Terraform) (*metav1.PartialObjectMetadata, error) {
 	found := &metav1.PartialObjectMetadata{}
 	found.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	err := k.Reader.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: names.StateSecret(obj)}, found)
@@ -213,7 +227,7 @@ func (k Keeper) stateMeta(ctx context.Context, obj *v1alpha1.Terraform) (*metav1
 // another object, nil when it is obj's, has no other claimant, or does not
 // exist. It writes nothing: deletion asks it before destroying or deleting
 // a state.
-func (k Keeper) Check(ctx context.Context, obj *v1alpha1.Terraform) error {
+func (k *Keeper) Check(ctx context.Context, obj *v1alpha1.Terraform) error {
 	found, err := k.stateMeta(ctx, obj)
 	if found == nil || err != nil {
 		return err
@@ -224,7 +238,7 @@ func (k Keeper) Check(ctx context.Context, obj *v1alpha1.Terraform) error {
 
 // decide says whether obj may take found (adopt: it has no owner label of
 // obj's yet), or who owns it instead.
-func (k Keeper) decide(ctx context.Context, obj *v1alpha1.Terraform, kind string, found *metav1.PartialObjectMetadata) (adopt bool, err error) {
+func (k *Keeper) decide(ctx context.Context, obj *v1alpha1.Terraform, kind string, found *metav1.PartialObjectMetadata) (adopt bool, err error) {
 	for _, l := range keptCopyLabels {
 		if v := found.Labels[l]; v != "" {
 			owner := found.Labels[v1alpha1.OwnerNameLabel]
@@ -260,7 +274,7 @@ func (k Keeper) decide(ctx context.Context, obj *v1alpha1.Terraform, kind string
 	return true, nil
 }
 
-func (k Keeper) object(ctx context.Context, namespace, name string) (*v1alpha1.Terraform, error) {
+func (k *Keeper) object(ctx context.Context, namespace, name string) (*v1alpha1.Terraform, error) {
 	if name == "" {
 		return nil, nil
 	}
@@ -277,7 +291,7 @@ func (k Keeper) object(ctx context.Context, namespace, name string) (*v1alpha1.T
 
 // firstClaimant is the oldest live object of obj's namespace whose state
 // is obj's (obj itself included), by creation time, then name.
-func (k Keeper) firstClaimant(ctx context.Context, obj *v1alpha1.Terraform) (*v1alpha1.Terraform, error) {
+func (k *Keeper) firstClaimant(ctx context.Context, obj *v1alpha1.Terraform) (*v1alpha1.Terraform, error) {
 	var list v1alpha1.TerraformList
 	if err := k.Objects.List(ctx, &list, client.InNamespace(obj.Namespace)); err != nil {
 		return nil, fmt.Errorf("listing the Terraform objects of namespace %s: %w", obj.Namespace, err)
@@ -286,7 +300,7 @@ func (k Keeper) firstClaimant(ctx context.Context, obj *v1alpha1.Terraform) (*v1
 	var claimants []*v1alpha1.Terraform
 	for i := range list.Items {
 		o := &list.Items[i]
-		if o.Spec.BackendConfig != nil && o.Spec.BackendConfig.CustomConfiguration != "" {
+		if customBackend(o) {
 			continue
 		}
 		if o.UID != obj.UID && names.StateSecret(o) == state {

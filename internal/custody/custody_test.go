@@ -30,7 +30,7 @@ func object(name, uid string, age time.Duration, suffix string) *v1alpha1.Terraf
 	return o
 }
 
-func keeper(t *testing.T, objs ...client.Object) (Keeper, client.Client) {
+func keeper(t *testing.T, objs ...client.Object) (*Keeper, client.Client) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -40,7 +40,7 @@ func keeper(t *testing.T, objs ...client.Object) (Keeper, client.Client) {
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
-	return Keeper{Client: c, Reader: c, Objects: c}, c
+	return &Keeper{Client: c, Reader: c, Objects: c}, c
 }
 
 func stateSecret(t *testing.T, c client.Client, name string) *corev1.Secret {
@@ -161,11 +161,26 @@ func TestTheStateIsGuardedUntilReleased(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(protected).To(BeTrue())
 
+	// db's state before its workspace changed, still guarded.
+	db.Spec.Workspace = "blue"
+	g.Expect(k.Claim(context.Background(), db)).To(Succeed())
+	g.Expect(stateSecret(t, c, "tfstate-blue-db").Finalizers).To(ConsistOf(v1alpha1.StateFinalizer))
+
 	g.Expect(k.Release(context.Background(), db)).To(Succeed())
-	g.Expect(stateSecret(t, c, "tfstate-default-db").Finalizers).To(ConsistOf("example.com/backup"))
+	g.Expect(stateSecret(t, c, "tfstate-default-db").Finalizers).To(ConsistOf("example.com/backup"), "others' finalizers stay")
+	g.Expect(stateSecret(t, c, "tfstate-blue-db").Finalizers).To(BeEmpty(), "every state it owned is released")
 
 	fresh := object("fresh", "uid-fresh", 0, "")
 	k, c = keeper(t, fresh)
 	g.Expect(k.Claim(context.Background(), fresh)).To(Succeed())
 	g.Expect(stateSecret(t, c, "tfstate-default-fresh").Finalizers).To(ConsistOf(v1alpha1.StateFinalizer))
+}
+
+func secretCount(t *testing.T, c client.Client) int {
+	t.Helper()
+	var list corev1.SecretList
+	if err := c.List(context.Background(), &list); err != nil {
+		t.Fatal(err)
+	}
+	return len(list.Items)
 }
