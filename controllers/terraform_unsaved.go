@@ -21,13 +21,13 @@ import (
 )
 
 // unsavedStates keeps the states that applies and destroys could not write
-// to their backend (Secrets tfstate-unsaved-<name>-<i>).
+// to their backend (Secrets tfunsaved-<name>-<i>).
 func (r *TerraformReconciler) unsavedStates() unsavedstate.Store {
 	return unsavedstate.Store{Client: r.Client}
 }
 
 // pushUnsaved writes the state an earlier apply or destroy could not save,
-// kept in Secret tfstate-unsaved-<name>-0, into the backend before any run
+// kept in Secret tfunsaved-<name>-0, into the backend before any run
 // starts (and before a deletion lets go of the state): a plan from the
 // backend's older state would create again what that apply created. It
 // does so as `landform state push` does, under the state lock: a lock
