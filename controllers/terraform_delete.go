@@ -103,11 +103,12 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *obje
 	if err := r.custody.DeleteIdentity(ctx, obj); err != nil {
 		return retry(infrav1.DestroyFailedReason, "%v", err)
 	}
-	if owner && customBackend(obj) == "" {
-		// Orphan keeps the state: no longer guarded by an object.
-		if err := r.custody.Release(ctx, obj); err != nil {
-			return retry(infrav1.DestroyFailedReason, "%v", err)
-		}
+	// Every state this object guards goes unguarded (Orphan keeps its
+	// state; one it stopped using, or left to a person in a namespace
+	// being deleted, must not hold that namespace for ever). Only Secrets
+	// labelled with its own UID.
+	if err := r.custody.Release(ctx, obj); err != nil {
+		return retry(infrav1.DestroyFailedReason, "%v", err)
 	}
 	controllerutil.RemoveFinalizer(obj, infrav1.Finalizer)
 	return nil
