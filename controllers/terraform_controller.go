@@ -166,11 +166,6 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 	if err := r.checkNamespaces(obj); err != nil {
 		return ctrl.Result{}, err
 	}
-	// One state, one owner, from the first reconcile of this process on
-	// (an object upgraded over claims its state before its next run).
-	if err := r.claimState(ctx, obj); err != nil {
-		return ctrl.Result{}, err
-	}
 	if s := obj.Spec.WriteOutputsToSecret; s != nil && obj.GetDeletionPolicy() == infrav1.DeletionPolicyOrphan && obj.Generation != obj.Status.ObservedGeneration {
 		// Switched to Orphan: the outputs Secret must outlive the object
 		// from now on, whatever deletes it (a foreground deletion's garbage
@@ -184,6 +179,13 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 	}
 	ws, err := r.prepareWorkspace(ctx, obj)
 	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// One state, one owner, from the first reconcile of this process on
+	// (an object upgraded over claims its state before its next run);
+	// nothing is made for an object that cannot run yet (dependencies,
+	// artifact, inputs).
+	if err := r.claimState(ctx, obj); err != nil {
 		return ctrl.Result{}, err
 	}
 	obj.Status.LastAttemptedRevision = ws.artifact.Revision
