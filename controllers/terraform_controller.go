@@ -282,9 +282,11 @@ func (r *TerraformReconciler) applyPlan(ctx context.Context, patcher *objectPatc
 	if req.Reuse = idle.For(ws.inputsDigest); req.Reuse != nil {
 		req.Workspace = nil
 	}
-	if err := r.keepState(ctx, obj, "apply of plan "+p.ID, p.Revision); err != nil {
+	// Without the copy the apply does not start: nothing is written that
+	// could not be rolled back.
+	if err := r.custody.KeepVersion(ctx, obj, "apply of plan "+p.ID, p.Revision); err != nil {
 		req.Reuse.Stop()
-		return err
+		return retry(infrav1.ApplyFailedReason, "keeping the current state before the apply of plan %s: %v", p.ID, err)
 	}
 	return r.startRun(ctx, patcher, obj, req)
 }

@@ -70,16 +70,7 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *obje
 				return err
 			}
 		}
-		if err := r.custody.Release(ctx, obj); err != nil {
-			return retry(infrav1.DestroyFailedReason, "%v", err)
-		}
-		if err := r.deleteSecret(ctx, obj.Namespace, names.StateSecret(obj)); err != nil {
-			return err
-		}
-		if err := r.stateHistory().DeleteAll(ctx, obj); err != nil {
-			return retry(infrav1.DestroyFailedReason, "%v", err)
-		}
-		if err := r.custody.DeleteLease(ctx, obj); err != nil {
+		if err := r.custody.DeleteState(ctx, obj); err != nil {
 			return retry(infrav1.DestroyFailedReason, "%v", err)
 		}
 	}
@@ -197,8 +188,8 @@ func (r *TerraformReconciler) startDestroy(ctx context.Context, patcher *objectP
 	if err != nil {
 		return err
 	}
-	if err := r.keepState(ctx, obj, "destroy", ws.artifact.Revision); err != nil {
-		return err
+	if err := r.custody.KeepVersion(ctx, obj, "destroy", ws.artifact.Revision); err != nil {
+		return retry(infrav1.ApplyFailedReason, "keeping the current state before the destroy: %v", err)
 	}
 	req := runs.Request{
 		Run:       infrav1.RunStatus{Action: runDestroy, Revision: ws.artifact.Revision, InputsDigest: ws.inputsDigest, Engine: ws.engine},

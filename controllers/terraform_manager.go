@@ -80,7 +80,7 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 		r.Engines.Resolver = &engines.Resolver{}
 	}
 	r.metrics = helper.NewMetrics(mgr, metrics.Flux(), infrav1.Finalizer)
-	r.custody = &custody.Keeper{Client: r.Client, Reader: r.APIReader, Objects: r.Client, FieldOwner: fieldOwner}
+	r.custody = &custody.Keeper{Client: r.Client, Reader: r.APIReader, Objects: r.Client, FieldOwner: fieldOwner, HistoryLimit: r.StateHistory}
 	r.runs = runs.New(runs.Config{
 		Placer:  r.Placer,
 		Tokens:  r.custody,

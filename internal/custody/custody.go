@@ -52,8 +52,9 @@ import (
 var keptCopyLabels = []string{"infra.landform.dev/state-history", "infra.landform.dev/unsaved-state"}
 
 // Keeper is the custody of the states of Terraform objects: who owns each
-// (Claim, Check, Protected, Release) and the identity runners reach it
-// with (Issue, Reusable, Forget, DeleteIdentity, DeleteLease). Reader reads the state Secret and Lease
+// (Claim, Check, Protected, Release), the identity runners reach it with
+// (Issue, Reusable, Forget, DeleteIdentity, DeleteLease), its kept
+// versions (KeepVersion) and its end (DeleteState). Reader reads the state Secret and Lease
 // uncached (the controller's API reader): a claim decided on a stale read
 // could hand one state to two objects. Objects lists and reads Terraform
 // objects (the manager's cache is enough: their UIDs do not change).
@@ -63,6 +64,9 @@ type Keeper struct {
 	Objects client.Reader
 	// FieldOwner is the field manager of the state identity's writes.
 	FieldOwner string
+	// HistoryLimit is how many versions of a state are kept before its
+	// applies and destroys (statehistory.Store's Limit).
+	HistoryLimit int
 
 	// done remembers what ensureIdentity and ClaimOnce did.
 	done sync.Map
