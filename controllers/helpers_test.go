@@ -89,6 +89,14 @@ func setArtifact(t *testing.T, repo *sourcev1.GitRepository, artifact *meta.Arti
 // newTerraform creates a Terraform object on repo's modules/file.
 func newTerraform(t *testing.T, ns, name string, mutate func(*infrav1.Terraform)) *infrav1.Terraform {
 	t.Helper()
+	tf := fileTerraform(ns, name, mutate)
+	NewWithT(t).Expect(k8sClient.Create(context.Background(), tf)).To(Succeed())
+	return tf
+}
+
+// fileTerraform is the object newTerraform creates, not created yet (for
+// a test that expects the API server to refuse it).
+func fileTerraform(ns, name string, mutate func(*infrav1.Terraform)) *infrav1.Terraform {
 	tf := &infrav1.Terraform{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: infrav1.TerraformSpec{
@@ -102,7 +110,6 @@ func newTerraform(t *testing.T, ns, name string, mutate func(*infrav1.Terraform)
 	if mutate != nil {
 		mutate(tf)
 	}
-	NewWithT(t).Expect(k8sClient.Create(context.Background(), tf)).To(Succeed())
 	return tf
 }
 

@@ -7,12 +7,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"testing"
-	"time"
 
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,19 +53,10 @@ func TestSecretFieldInputsAreRefused(t *testing.T) {
 	}
 	// build is an object on the file module, changed by mutate.
 	build := func(name string, mutate func(*infrav1.Terraform)) *infrav1.Terraform {
-		tf := &infrav1.Terraform{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: infrav1.TerraformSpec{
-				SourceRef:     infrav1.SourceReference{Kind: sourcev1.GitRepositoryKind, Name: "repo"},
-				Path:          "modules/file",
-				Interval:      metav1.Duration{Duration: time.Hour},
-				RetryInterval: &metav1.Duration{Duration: 2 * time.Second},
-				ApprovePlan:   infrav1.ApprovePlanAuto,
-				Vars:          fileVars(path, "public"),
-			},
-		}
-		mutate(tf)
-		return tf
+		return fileTerraform(ns, name, func(tf *infrav1.Terraform) {
+			tf.Spec.Vars = fileVars(path, "public")
+			mutate(tf)
+		})
 	}
 	// create creates it; nil when the CRD refuses it, with the message
 	// that says what to use instead.
