@@ -118,7 +118,7 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	back := make(chan event.GenericEvent, 64)
 	probe := &reachability.Probe{
 		Ready: func(ctx context.Context) error { return dc.RESTClient().Get().AbsPath("/readyz").Do(ctx).Error() },
-		Back:  func(ctx context.Context) { r.wakeAll(ctx, back) },
+		Back:  reachability.WakeAll(r.Client, back),
 		Log:   mgr.GetLogger().WithName("reachability"),
 	}
 	if err := mgr.Add(probe); err != nil {
@@ -253,20 +253,4 @@ func (r *TerraformReconciler) listRequests(ctx context.Context, opts ...client.L
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&tf)})
 	}
 	return reqs
-}
-
-// wakeAll queues every Terraform object: after an outage of the API
-// server each one is looked at now, not after its backoff.
-func (r *TerraformReconciler) wakeAll(ctx context.Context, to chan<- event.GenericEvent) {
-	var list infrav1.TerraformList
-	if err := r.List(ctx, &list); err != nil {
-		return
-	}
-	for i := range list.Items {
-		select {
-		case to <- event.GenericEvent{Object: &list.Items[i]}:
-		case <-ctx.Done():
-			return
-		}
-	}
 }

@@ -17,6 +17,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 )
 
 // DefaultEvery is how often the Probe asks.
@@ -45,14 +50,25 @@ func (p *Probe) Start(ctx context.Context) error {
 	if every <= 0 {
 		every = DefaultEvery
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			p.probe(ctx, every)
+	wait.UntilWithContext(ctx, func(ctx context.Context) { p.probe(ctx, every) }, every)
+	return nil
+}
+
+// WakeAll is a Back that queues every Terraform object objects lists,
+// through to (a channel source of the controller): each is looked at
+// now, not after its backoff.
+func WakeAll(objects client.Reader, to chan<- event.GenericEvent) func(context.Context) {
+	return func(ctx context.Context) {
+		var list v1alpha1.TerraformList
+		if err := objects.List(ctx, &list); err != nil {
+			return
+		}
+		for i := range list.Items {
+			select {
+			case to <- event.GenericEvent{Object: &list.Items[i]}:
+			case <-ctx.Done():
+				return
+			}
 		}
 	}
 }
