@@ -6,9 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/names"
@@ -49,9 +46,12 @@ func (r *TerraformReconciler) inTerminatingNamespace(ctx context.Context, obj *i
 	if customBackend(obj) != "" {
 		return deleteAsUsual, nil
 	}
-	terminating, err := r.namespaceTerminating(ctx, obj.Namespace)
-	if err != nil || !terminating {
-		return deleteAsUsual, err
+	terminating, err := r.custody.NamespaceTerminating(ctx, obj.Namespace)
+	if err != nil {
+		return deleteAsUsual, retry(infrav1.DestroyFailedReason, "%v", err)
+	}
+	if !terminating {
+		return deleteAsUsual, nil
 	}
 	protected, err := r.custody.Protected(ctx, obj)
 	if err != nil {
@@ -89,18 +89,4 @@ func saveAndRelease(obj *infrav1.Terraform) string {
 		"the object then goes, and the saved state can be given to an object in another namespace (docs/state.md#deleting-a-namespace). "+
 		"Delete Terraform objects, and wait for them, before their namespace",
 		obj.Namespace, secret, obj.Name)
-}
-
-// namespaceTerminating reports whether namespace is being deleted.
-func (r *TerraformReconciler) namespaceTerminating(ctx context.Context, namespace string) (bool, error) {
-	ns := &metav1.PartialObjectMetadata{}
-	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	err := r.APIReader.Get(ctx, client.ObjectKey{Name: namespace}, ns)
-	if apierrors.IsNotFound(err) {
-		return true, nil
-	}
-	if err != nil {
-		return false, retry(infrav1.DestroyFailedReason, "reading namespace %s: %v", namespace, err)
-	}
-	return !ns.DeletionTimestamp.IsZero(), nil
 }

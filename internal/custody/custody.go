@@ -110,13 +110,12 @@ func (k *Keeper) Claim(ctx context.Context, obj *v1alpha1.Terraform) error {
 	for key, v := range Labels(obj) {
 		labels[key] = v
 	}
-	annotations := map[string]string{v1alpha1.OwnerAnnotation: obj.Name}
 	for _, o := range []client.Object{
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: secret, Labels: labels,
 			Annotations: map[string]string{"encoding": "gzip", v1alpha1.OwnerAnnotation: obj.Name},
 			Finalizers:  []string{v1alpha1.StateFinalizer}}},
 		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: statelock.LeaseName(secret), Labels: labels,
-			Annotations: annotations}},
+			Annotations: map[string]string{v1alpha1.OwnerAnnotation: obj.Name}}},
 	} {
 		if err := k.claim(ctx, obj, o); err != nil {
 			return err
@@ -126,11 +125,12 @@ func (k *Keeper) Claim(ctx context.Context, obj *v1alpha1.Terraform) error {
 }
 
 func (k *Keeper) claim(ctx context.Context, obj *v1alpha1.Terraform, o client.Object) error {
-	kind := kindOf(o)
+	gvk := gvkOf(o)
+	kind := gvk.Kind
 	// Read first: after a restart every object claims again, and its
 	// state exists.
 	found := &metav1.PartialObjectMetadata{}
-	found.SetGroupVersionKind(gvkOf(o))
+	found.SetGroupVersionKind(gvk)
 	err := k.Reader.Get(ctx, client.ObjectKeyFromObject(o), found)
 	if apierrors.IsNotFound(err) {
 		err = k.Client.Create(ctx, o)
@@ -322,16 +322,26 @@ func (k *Keeper) firstClaimant(ctx context.Context, obj *v1alpha1.Terraform) (*v
 	return claimants[0], nil
 }
 
-func kindOf(o client.Object) string {
-	if _, ok := o.(*coordinationv1.Lease); ok {
-		return "Lease"
-	}
-	return "Secret"
-}
-
+// gvkOf is the kind of the state object o: a Lease, or the Secret.
 func gvkOf(o client.Object) schema.GroupVersionKind {
 	if _, ok := o.(*coordinationv1.Lease); ok {
 		return coordinationv1.SchemeGroupVersion.WithKind("Lease")
 	}
 	return corev1.SchemeGroupVersion.WithKind("Secret")
+}
+
+// NamespaceTerminating reports whether namespace is being deleted (or is
+// gone): no state can be made there any more, and its Secrets are being
+// swept.
+func (k *Keeper) NamespaceTerminating(ctx context.Context, namespace string) (bool, error) {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	err := k.Reader.Get(ctx, client.ObjectKey{Name: namespace}, ns)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading namespace %s: %w", namespace, err)
+	}
+	return !ns.DeletionTimestamp.IsZero(), nil
 }

@@ -184,3 +184,17 @@ func secretCount(t *testing.T, c client.Client) int {
 	}
 	return len(list.Items)
 }
+
+// A namespace being deleted, or gone, is terminating; a live one is not.
+func TestNamespaceTerminating(t *testing.T) {
+	g := NewWithT(t)
+	now := metav1.Now()
+	k, _ := keeper(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "live"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "going", DeletionTimestamp: &now, Finalizers: []string{"kubernetes"}}})
+	for ns, want := range map[string]bool{"live": false, "going": true, "gone": true} {
+		got, err := k.NamespaceTerminating(context.Background(), ns)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got).To(Equal(want), ns)
+	}
+}
