@@ -33,11 +33,7 @@ func TestDeletingTheNamespaceKeepsTheState(t *testing.T) {
 		ns := newNamespace(t)
 		tf, path := newFileTerraform(t, ns, "nsdel", "here", nil)
 		waitReady(t, tf)
-		g.Expect(k8sClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		obj := waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
-			g.Expect(conditions.IsStalled(obj)).To(BeTrue(), describe(obj))
-			g.Expect(readyReasonOf(obj)).To(Equal(infrav1.NamespaceTerminatingReason))
-		})
+		obj := deleteNamespaceUntilStalled(t, tf)
 		g.Expect(readyMessageOf(obj)).To(ContainSubstring("so the resources stay"))
 		keptThenReleased(t, tf)
 		g.Expect(readFile(path)).To(Equal("here"), "not destroyed: its state was saved")
@@ -50,14 +46,21 @@ func TestDeletingTheNamespaceKeepsTheState(t *testing.T) {
 			tf.Spec.DeletionPolicy = infrav1.DeletionPolicyOrphan
 		})
 		waitReady(t, tf)
-		g.Expect(k8sClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		obj := waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
-			g.Expect(conditions.IsStalled(obj)).To(BeTrue(), describe(obj))
-			g.Expect(readyReasonOf(obj)).To(Equal(infrav1.NamespaceTerminatingReason))
-		})
+		obj := deleteNamespaceUntilStalled(t, tf)
 		g.Expect(readyMessageOf(obj)).To(ContainSubstring("the state of the resources deletionPolicy Orphan keeps"))
 		keptThenReleased(t, tf)
 		g.Expect(readFile(path)).To(Equal("kept"), "Orphan kept the resource")
+	})
+}
+
+// deleteNamespaceUntilStalled deletes tf's namespace and waits for tf to
+// stall with NamespaceTerminating.
+func deleteNamespaceUntilStalled(t *testing.T, tf *infrav1.Terraform) *infrav1.Terraform {
+	t.Helper()
+	NewWithT(t).Expect(k8sClient.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tf.Namespace}})).To(Succeed())
+	return waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
+		g.Expect(conditions.IsStalled(obj)).To(BeTrue(), describe(obj))
+		g.Expect(readyReasonOf(obj)).To(Equal(infrav1.NamespaceTerminatingReason))
 	})
 }
 
