@@ -17,6 +17,7 @@ import (
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/statehistory"
 	"github.com/landform-dev/landform/internal/statelock"
+	"github.com/landform-dev/landform/internal/unsavedstate"
 )
 
 // StateRestoredReason is the reason of the event a restore records on the
@@ -101,6 +102,17 @@ func (a *app) runRestore(ctx context.Context, name string, wantSerial int64, wan
 	}
 	if obj.Status.Run != nil {
 		return fmt.Errorf("a %s run (%s) of %s/%s is in flight: restore once it ended (or suspend the object first)", obj.Status.Run.Action, obj.Status.Run.ID, obj.Namespace, obj.Name)
+	}
+	// The controller writes a kept unsaved state into the backend before
+	// the next run: over a restored state, it would undo the restore.
+	unsaved, err := unsavedstate.Store{Client: s.c}.Stat(ctx, obj)
+	if err != nil {
+		return s.explain(err, "get", "secrets", "Secret", obj.Namespace, unsavedstate.SecretName(obj))
+	}
+	if unsaved != nil {
+		return fmt.Errorf("%s/%s keeps a state that run %s could not save (%s, Secret %s), which Landform writes into the backend before the next run, over a restored one: nothing restored; "+
+			"first `%s` (writes it, then restore), or delete Secret %s/%s to discard it",
+			obj.Namespace, obj.Name, orDash(unsaved.Run), unsaved.Identity, unsavedstate.SecretName(obj), a.cmdName("state push "+name), obj.Namespace, unsavedstate.SecretName(obj))
 	}
 	versions, err := statehistory.List(ctx, s.c, obj)
 	if err != nil {

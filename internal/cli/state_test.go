@@ -16,6 +16,7 @@ import (
 	"github.com/landform-dev/landform/internal/statehistory"
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/internal/testenv"
+	"github.com/landform-dev/landform/internal/unsavedstate"
 )
 
 func stateAt(serial int) map[string][]byte { return testenv.StateData("lin", serial) }
@@ -53,6 +54,17 @@ func TestStateHistoryAndRestore(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(state), state)).To(Succeed())
 	g.Expect(state.Data).To(Equal(stateAt(4)), "nothing restored while locked")
 	g.Expect(statelock.Release(ctx, leases, lease, id)).To(Succeed())
+
+	// A state an apply could not save is kept: the controller would
+	// write it over the restored one.
+	d, err := (unsavedstate.Store{Client: env.Client}).Keep(ctx, obj, "run-unsaved", []byte(`{"version":4,"serial":9,"lineage":"lin"}`), now)
+	g.Expect(err).NotTo(HaveOccurred())
+	r = run(t, "", "state", "restore", "-n", ns, "db", "--serial", "2")
+	g.Expect(r.err).To(MatchError(And(ContainSubstring("run run-unsaved could not save"), ContainSubstring("landform state push db"),
+		ContainSubstring("delete Secret "+ns+"/tfunsaved-db-0"))), r.transcript())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(state), state)).To(Succeed())
+	g.Expect(state.Data).To(Equal(stateAt(4)), "nothing restored while an unsaved state waits")
+	g.Expect((unsavedstate.Store{Client: env.Client}).Forget(ctx, obj, d)).To(Succeed())
 
 	r = run(t, "", "state", "restore", "-n", ns, "db", "--serial", "7")
 	g.Expect(r.err).To(MatchError(ContainSubstring("no kept version")), r.transcript())
