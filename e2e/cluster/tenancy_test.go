@@ -104,6 +104,10 @@ func TestTenancy(t *testing.T) {
 		e.waitForTerraform(t, tf, "Ready once the ServiceAccount exists", readyTrue)
 	})
 
+	t.Run("namespace deleted first", func(t *testing.T) {
+		e.namespaceDeletedFirst(t)
+	})
+
 	t.Run("namespace recreated", func(t *testing.T) {
 		const ns = "e2e-tenant-c"
 		for round := 1; round <= 2; round++ {
