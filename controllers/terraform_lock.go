@@ -2,21 +2,18 @@ package controllers
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/custody"
 	"github.com/landform-dev/landform/internal/metrics"
-	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/redact"
-	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/runner"
 )
 
@@ -45,66 +42,26 @@ func (r *TerraformReconciler) recoverLock(ctx context.Context, obj *infrav1.Terr
 }
 
 // releaseGoneLock releases the state lock when its holder is a Landform
-// runner that is provably gone. It reports whether it released one.
+// runner that is provably gone (custody.Keeper.ReleaseGoneLock), and says
+// so. It reports whether it released one.
 func (r *TerraformReconciler) releaseGoneLock(ctx context.Context, obj *infrav1.Terraform) (bool, error) {
-	if customBackend(obj) != "" || r.Leases == nil {
-		// A custom backend's lock is not ours to read.
-		return false, nil
-	}
-	leases := r.Leases(obj.Namespace)
-	name := names.StateLease(obj)
-	info, err := statelock.Read(ctx, leases, name)
-	if err != nil {
-		return false, retry(infrav1.StateLockedReason, "reading the state lock %s/%s: %v", obj.Namespace, name, err)
-	}
-	if info == nil {
-		markUnlocked(obj)
-		return false, nil
-	}
-	holder, ok := statelock.ParseHolder(*info)
-	if !ok {
-		return false, nil
-	}
-	gone, why := r.holderGone(ctx, obj, holder)
-	if !gone {
-		return false, nil
-	}
-	if err := statelock.Release(ctx, leases, name, info.ID); err != nil {
-		return false, retry(infrav1.StateLockedReason, "releasing the state lock %s left by %s (%s): %v", info.ID, info.Who, why, err)
-	}
-	markUnlocked(obj)
-	metrics.CountLockRecovered()
-	ctrl.LoggerFrom(ctx).Info("released a state lock whose runner is gone", "lock", info.ID, "holder", info.Who, "why", why)
-	r.event(obj, obj.Status.LastAttemptedRevision, corev1.EventTypeWarning, infrav1.StateLockReleasedReason,
-		"released state lock %s held by %s: %s", info.ID, info.Who, why)
-	return true, nil
-}
-
-// holderGone proves a Landform runner gone: its Pod deleted, replaced or
-// terminated, or its local process no longer running. Anything that cannot
-// be proved (an unreadable Pod, a process on another host) is alive.
-func (r *TerraformReconciler) holderGone(ctx context.Context, obj *infrav1.Terraform, h *statelock.Holder) (bool, string) {
+	held, gone, err := r.custody.ReleaseGoneLock(ctx, obj)
 	switch {
-	case h.Pod != nil:
-		if h.Pod.Namespace != obj.Namespace {
-			return false, ""
-		}
-		pod := &corev1.Pod{}
-		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: h.Pod.Namespace, Name: h.Pod.Name}, pod)
-		switch {
-		case apierrors.IsNotFound(err):
-			pod = nil
-		case err != nil:
-			return false, ""
-		}
-		if gone, how := h.Pod.GoneGiven(pod); gone {
-			return true, fmt.Sprintf("its runner Pod %s/%s %s", h.Pod.Namespace, h.Pod.Name, how)
-		}
-		return false, ""
-	case h.Process != nil:
-		return h.Process.Gone()
+	case errors.Is(err, custody.ErrNotOurBackend):
+		return false, nil
+	case err != nil:
+		return false, retry(infrav1.StateLockedReason, "%v", err)
+	case held == nil:
+		markUnlocked(obj)
 	}
-	return false, ""
+	if gone == nil {
+		return false, nil
+	}
+	metrics.CountLockRecovered()
+	ctrl.LoggerFrom(ctx).Info("released a state lock whose runner is gone", "lock", gone.Info.ID, "holder", gone.Info.Who, "why", gone.Why)
+	r.event(obj, obj.Status.LastAttemptedRevision, corev1.EventTypeWarning, infrav1.StateLockReleasedReason,
+		"released state lock %s held by %s: %s", gone.Info.ID, gone.Info.Who, gone.Why)
+	return true, nil
 }
 
 // runnerError turns a runner error into a typed reconcile error with a

@@ -29,6 +29,7 @@ import (
 	"github.com/landform-dev/landform/internal/reachability"
 	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/internal/source"
+	"github.com/landform-dev/landform/internal/unsavedstate"
 )
 
 const (
@@ -80,11 +81,12 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 		r.Engines.Resolver = &engines.Resolver{}
 	}
 	r.metrics = helper.NewMetrics(mgr, metrics.Flux(), infrav1.Finalizer)
-	r.custody = &custody.Keeper{Client: r.Client, Reader: r.APIReader, Objects: r.Client, FieldOwner: fieldOwner, HistoryLimit: r.StateHistory}
+	r.custody = &custody.Keeper{Client: r.Client, Reader: r.APIReader, Objects: r.Client, FieldOwner: fieldOwner,
+		HistoryLimit: r.StateHistory, Leases: r.Leases, Secrets: r.Secrets}
 	r.runs = runs.New(runs.Config{
 		Placer:  r.Placer,
 		Tokens:  r.custody,
-		Unsaved: r.unsavedStates(),
+		Unsaved: unsavedstate.Store{Client: r.Client},
 		Client:  r.Client,
 		Slots:   cmp.Or(max(opts.MaxConcurrentRuns, 0), DefaultConcurrentRuns),
 		Drain:   cmp.Or(max(opts.DrainTimeout, 0), DefaultDrainTimeout),

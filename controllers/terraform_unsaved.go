@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -13,18 +12,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/custody"
 	"github.com/landform-dev/landform/internal/metrics"
 	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/internal/tfstate"
 	"github.com/landform-dev/landform/internal/unsavedstate"
 )
-
-// unsavedStates keeps the states that applies and destroys could not write
-// to their backend (Secrets tfunsaved-<name>-<i>).
-func (r *TerraformReconciler) unsavedStates() unsavedstate.Store {
-	return unsavedstate.Store{Client: r.Client}
-}
 
 // pushUnsaved writes the state an earlier apply or destroy could not save,
 // kept in Secret tfunsaved-<name>-0, into the backend before any run
@@ -34,31 +28,25 @@ func (r *TerraformReconciler) unsavedStates() unsavedstate.Store {
 // held by a runner that is gone is released first, any other holder waits;
 // a state the backend refuses (another lineage, a newer serial) waits for a
 // person. A custom backend's state Landform cannot write: a person pushes
-// it. One metadata read when there is nothing to push.
+// it. One metadata read when there is nothing to push
+// (custody.Keeper.PushUnsaved); this turns what it found into conditions.
 func (r *TerraformReconciler) pushUnsaved(ctx context.Context, obj *infrav1.Terraform) error {
-	store := r.unsavedStates()
-	st, err := store.Stat(ctx, obj)
-	if err != nil {
-		return retry(infrav1.StateUnsavedReason, "looking for a state an apply could not save (Secret %s): %v", unsavedstate.SecretName(obj), err)
-	}
+	st, pushed, err := r.custody.PushUnsaved(ctx, obj)
 	if st == nil {
+		if err != nil {
+			return retry(infrav1.StateUnsavedReason, "looking for a state an apply could not save (Secret %s): %v", unsavedstate.SecretName(obj), err)
+		}
 		return nil
 	}
 	secret := unsavedstate.SecretName(obj)
 	what := fmt.Sprintf("the state that run %s could not save (%s), kept in Secret %s,", orUnknown(st.Run), st.Identity, secret)
-	if customBackend(obj) != "" || r.Secrets == nil || r.Leases == nil {
+	var locked *statelock.LockedError
+	switch {
+	case errors.Is(err, custody.ErrNotOurBackend):
 		return waiting(infrav1.StateUnsavedReason, obj.GetRetryInterval(),
 			"%s must be written to the backend before anything runs, and Landform writes only its default backend: push it with the backend's own tools "+
 				"(`kubectl get secret -n %s %s -o jsonpath='{.data.tfstate}' | base64 -d > unsaved.tfstate`, then `tofu state push unsaved.tfstate`) and delete the Secret",
 			what, obj.Namespace, secret)
-	}
-	holder, err := controllerHolder()
-	if err != nil {
-		return retry(infrav1.StateUnsavedReason, "writing %s: %v", what, err)
-	}
-	pushed, err := store.Push(ctx, obj, unsavedstate.Backend{Secrets: r.Secrets(obj.Namespace), Leases: r.Leases(obj.Namespace)}, holder, false)
-	var locked *statelock.LockedError
-	switch {
 	case errors.As(err, &locked):
 		i := locked.Info
 		return r.lockHeld(ctx, obj, map[string]string{"id": i.ID, "who": i.Who, "operation": i.Operation, "created": i.Created.UTC().Format(time.RFC3339)})
@@ -110,13 +98,3 @@ func (r *TerraformReconciler) persisted(obj *infrav1.Terraform, run *infrav1.Run
 			"%s run %s: terraform could not write the state to the backend; its runner did", run.Action, run.ID)
 	}
 }
-
-// controllerHolder is who the controller takes a state lock as: this
-// process, which a restarted controller on the same host can prove gone.
-var controllerHolder = sync.OnceValues(func() (statelock.Holder, error) {
-	proc, err := statelock.CurrentProcess()
-	if err != nil {
-		return statelock.Holder{}, fmt.Errorf("identifying the controller process for the state lock: %w", err)
-	}
-	return statelock.Holder{Run: "state-push", Tool: "landform-controller", Process: proc}, nil
-})

@@ -38,6 +38,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
@@ -53,8 +55,9 @@ var keptCopyLabels = []string{"infra.landform.dev/state-history", "infra.landfor
 
 // Keeper is the custody of the states of Terraform objects: who owns each
 // (Claim, Check, Protected, Release), the identity runners reach it with
-// (Issue, Reusable, Forget, DeleteIdentity, DeleteLease), its kept
-// versions (KeepVersion) and its end (DeleteState). Reader reads the state Secret and Lease
+// (Issue, Reusable, Forget, DeleteIdentity, DeleteLease), its lock
+// (ReleaseGoneLock), the state an apply could not save (PushUnsaved), its
+// kept versions (KeepVersion) and its end (DeleteState). Reader reads the state Secret and Lease
 // uncached (the controller's API reader): a claim decided on a stale read
 // could hand one state to two objects. Objects lists and reads Terraform
 // objects (the manager's cache is enough: their UIDs do not change).
@@ -67,6 +70,11 @@ type Keeper struct {
 	// HistoryLimit is how many versions of a state are kept before its
 	// applies and destroys (statehistory.Store's Limit).
 	HistoryLimit int
+	// Leases reads and releases state locks in a namespace; Secrets
+	// writes a state Secret (PushUnsaved). Nil: Landform leaves locks
+	// and unsaved states to a person.
+	Leases  func(namespace string) coordinationv1client.LeaseInterface
+	Secrets func(namespace string) corev1client.SecretInterface
 
 	// done remembers what ensureIdentity and ClaimOnce did.
 	done sync.Map
