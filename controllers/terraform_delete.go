@@ -77,7 +77,7 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *obje
 	if err := r.Plans.Delete(ctx, obj); err != nil {
 		return retry(infrav1.DestroyFailedReason, "deleting stored plans: %v", err)
 	}
-	if err := r.keptArtifacts().Delete(ctx, obj); err != nil {
+	if err := r.custody.DeleteArtifact(ctx, obj); err != nil {
 		return retry(infrav1.DestroyFailedReason, "%v", err)
 	}
 	if s := obj.Spec.WriteOutputsToSecret; s != nil {

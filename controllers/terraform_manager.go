@@ -82,7 +82,8 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	}
 	r.metrics = helper.NewMetrics(mgr, metrics.Flux(), infrav1.Finalizer)
 	r.custody = &custody.Keeper{Client: r.Client, Reader: r.APIReader, Objects: r.Client, FieldOwner: fieldOwner,
-		HistoryLimit: r.StateHistory, Leases: r.Leases, Secrets: r.Secrets}
+		HistoryLimit: r.StateHistory, Leases: r.Leases, Secrets: r.Secrets,
+		Artifacts: r.Fetcher, ArtifactMaxSize: r.KeptArtifactMaxSize}
 	r.runs = runs.New(runs.Config{
 		Placer:  r.Placer,
 		Tokens:  r.custody,

@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/custody"
 	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/redact"
 	"github.com/landform-dev/landform/internal/source"
@@ -88,7 +89,7 @@ func (r *TerraformReconciler) fetchArtifact(ctx context.Context, obj *infrav1.Te
 	}
 	tarball, dir, err = r.Fetcher.Fetch(ctx, *a)
 	switch {
-	case err != nil && deleting && keptDigest(obj) == a.Digest:
+	case err != nil && deleting && custody.KeptDigest(obj) == a.Digest:
 		// The same bytes are kept: the source-controller's copy is not needed.
 		return r.keptForDestroy(ctx, obj, err)
 	case errors.Is(err, source.ErrDigestMismatch):
@@ -100,7 +101,7 @@ func (r *TerraformReconciler) fetchArtifact(ctx context.Context, obj *infrav1.Te
 	case err != nil:
 		return nil, "", "", retry(infrav1.ArtifactFailedReason, "downloading the artifact of %s %s/%s: %v", ref.Kind, ns, ref.Name, err)
 	}
-	r.keepAgain(ctx, obj, a)
+	r.artifactNotKept(obj, a.Revision, r.custody.KeepAgain(ctx, obj, a))
 	return a, tarball, dir, nil
 }
 

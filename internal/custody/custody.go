@@ -44,6 +44,7 @@ import (
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/names"
+	"github.com/landform-dev/landform/internal/source"
 	"github.com/landform-dev/landform/internal/statelock"
 )
 
@@ -57,7 +58,8 @@ var keptCopyLabels = []string{"infra.landform.dev/state-history", "infra.landfor
 // (Claim, Check, Protected, Release), the identity runners reach it with
 // (Issue, Reusable, Forget, DeleteIdentity, DeleteLease), its lock
 // (ReleaseGoneLock), the state an apply could not save (PushUnsaved), its
-// kept versions (KeepVersion) and its end (DeleteState). Reader reads the state Secret and Lease
+// kept versions (KeepVersion), the artifact kept for its destroy
+// (KeepArtifact, KeptArtifact) and its end (DeleteState). Reader reads the state Secret and Lease
 // uncached (the controller's API reader): a claim decided on a stale read
 // could hand one state to two objects. Objects lists and reads Terraform
 // objects (the manager's cache is enough: their UIDs do not change).
@@ -75,6 +77,11 @@ type Keeper struct {
 	// and unsaved states to a person.
 	Leases  func(namespace string) coordinationv1client.LeaseInterface
 	Secrets func(namespace string) corev1client.SecretInterface
+	// Artifacts is the controller's artifact cache; ArtifactMaxSize
+	// bounds the artifact kept for a destroy without its source
+	// (--kept-artifact-max-size, keptartifact.Store's MaxSize).
+	Artifacts       *source.Fetcher
+	ArtifactMaxSize int64
 
 	// done remembers what ensureIdentity and ClaimOnce did.
 	done sync.Map
