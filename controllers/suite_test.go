@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/landform-dev/landform/internal/inputs"
 	"github.com/landform-dev/landform/internal/mtls"
 	"github.com/landform-dev/landform/internal/placement"
 	"github.com/landform-dev/landform/internal/planstore"
@@ -180,9 +181,9 @@ func runSuite(m *testing.M) int {
 		Fetcher:       source.NewFetcher(filepath.Join(tmp, "cache")),
 		Plans:         planstore.Store{Client: mgr.GetClient()},
 		Placer:        &routingPlacer{pod: podPlacer, kubelet: runningPodPlacer(podPlacer), local: localPlacer(engine, "runners"), terraform: localPlacer(terraform, "runners-terraform")},
-		Engines: EngineSources{
-			Terraform: EngineSource{ReleasesURL: terraformMirror.URL("terraform"), SigningKey: terraformMirror.SigningKey()},
-			OpenTofu:  EngineSource{ReleasesURL: otherSigner.URL("opentofu"), SigningKey: otherSigner.SigningKey()},
+		Engines: inputs.EngineSources{
+			Terraform: inputs.EngineSource{ReleasesURL: terraformMirror.URL("terraform"), SigningKey: terraformMirror.SigningKey()},
+			OpenTofu:  inputs.EngineSource{ReleasesURL: otherSigner.URL("opentofu"), SigningKey: otherSigner.SigningKey()},
 		},
 	}
 	ctx, cancel := context.WithCancel(context.Background())

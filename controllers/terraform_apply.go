@@ -2,13 +2,17 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/outcome"
 	"github.com/landform-dev/landform/internal/planstore"
+	"github.com/landform-dev/landform/internal/runs"
+	"github.com/landform-dev/landform/runner"
 	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
@@ -18,7 +22,7 @@ func (r *TerraformReconciler) recordApply(ctx context.Context, obj *infrav1.Terr
 	id := run.Plan
 	markUnlocked(obj)
 	if err := r.Plans.MarkApplied(ctx, obj, id); err != nil {
-		return retry(infrav1.ApplyFailedReason, "recording that plan %s was applied: %v", id, err)
+		return outcome.Retry(infrav1.ApplyFailedReason, "recording that plan %s was applied: %v", id, err)
 	}
 	wasDrift := obj.Status.Plan != nil && obj.Status.Plan.IsDrift
 	obj.Status.LastAppliedRevision = run.Revision
@@ -32,7 +36,7 @@ func (r *TerraformReconciler) recordApply(ctx context.Context, obj *infrav1.Terr
 	}
 	// The outputs of this apply have not been written yet.
 	conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, infrav1.ProgressingReason, "writing outputs of plan %s", id)
-	r.planEvent(obj, id, run.Revision, corev1.EventTypeNormal, infrav1.AppliedReason, "applied plan %s", id)
+	r.report.planEvent(obj, id, run.Revision, corev1.EventTypeNormal, infrav1.AppliedReason, "applied plan %s", id)
 	return r.writeOutputs(ctx, obj, outs)
 }
 
@@ -41,7 +45,7 @@ func (r *TerraformReconciler) recordApply(ctx context.Context, obj *infrav1.Terr
 // id back, and with it any approval given for it.
 func (r *TerraformReconciler) dropPlan(ctx context.Context, obj *infrav1.Terraform) error {
 	if err := r.Plans.Delete(ctx, obj); err != nil {
-		return retry(infrav1.PlanUnusableReason, "dropping the stored plan: %v", err)
+		return outcome.Retry(infrav1.PlanUnusableReason, "dropping the stored plan: %v", err)
 	}
 	if obj.Status.Plan != nil {
 		obj.Status.Plan.Pending = ""
@@ -74,6 +78,88 @@ func (r *TerraformReconciler) verifyPlan(ctx context.Context, obj *infrav1.Terra
 	}
 	msg := fmt.Sprintf("plan %s was not applied: %s; the stored plan was changed after it was made, so it was dropped, and the module will be planned again", p.ID, why)
 	conditions.MarkFalse(obj, infrav1.AppliedCondition, infrav1.PlanDigestMismatchReason, "%s", msg)
-	r.event(obj, ws.artifact.Revision, corev1.EventTypeWarning, infrav1.PlanDigestMismatchReason, "%s", msg)
-	return retry(infrav1.PlanDigestMismatchReason, "%s", msg)
+	r.report.event(obj, ws.artifact.Revision, corev1.EventTypeWarning, infrav1.PlanDigestMismatchReason, "%s", msg)
+	return outcome.Retry(infrav1.PlanDigestMismatchReason, "%s", msg)
+}
+
+// planEngine is the engine version that made plan id, as status records
+// it; nil when spec.engine chose none.
+func planEngine(obj *infrav1.Terraform, id string) *infrav1.EngineStatus {
+	if p := obj.Status.Plan; p != nil && p.ID == id && p.Engine != nil {
+		return p.Engine.DeepCopy()
+	}
+	return nil
+}
+
+// startApply starts the apply of the stored, approved plan, on the runner
+// that made it when it is still at hand. A stored plan that cannot be read
+// back intact is dropped, and the module planned again. just is the plan
+// this reconcile stored, if any: it needs no reading back.
+func (r *TerraformReconciler) startApply(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform, ws *workspace, idle *runs.Idle, just *planstore.Plan) error {
+	if just != nil && just.ID == obj.PendingPlan() {
+		return r.applyPlan(ctx, patcher, obj, ws, idle, just)
+	}
+	p, err := r.Plans.Load(ctx, obj)
+	if errors.Is(err, planstore.ErrNotFound) {
+		// Told before dropPlan forgets which plan it was.
+		msg := fmt.Sprintf("stored plan %s cannot be read back intact (%v); planning again", obj.PendingPlan(), err)
+		if derr := r.dropPlan(ctx, obj); derr != nil {
+			return derr
+		}
+		conditions.MarkFalse(obj, infrav1.AppliedCondition, infrav1.PlanUnusableReason, "%s", msg)
+		r.report.event(obj, ws.artifact.Revision, corev1.EventTypeWarning, infrav1.PlanUnusableReason, "%s", msg)
+		return outcome.WaitingFor(infrav1.PlanUnusableReason, replanSoon, "%s", msg)
+	}
+	if err != nil {
+		return outcome.Retry(infrav1.ApplyFailedReason, "loading plan %s: %v", obj.PendingPlan(), err)
+	}
+	return r.applyPlan(ctx, patcher, obj, ws, idle, p)
+}
+
+// applyPlan starts the apply of p once its bytes are those recorded when
+// it was made.
+func (r *TerraformReconciler) applyPlan(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform, ws *workspace, idle *runs.Idle, p *planstore.Plan) error {
+	if err := r.verifyPlan(ctx, obj, ws, p); err != nil {
+		return err
+	}
+	// The version that made the plan applies it, whatever spec.engine
+	// resolves to now.
+	engine := planEngine(obj, p.ID)
+	req := runs.Request{
+		Run:       infrav1.RunStatus{Action: runApply, Plan: p.ID, Revision: p.Revision, InputsDigest: p.InputsDigest, ArtifactDigest: ws.artifact.Digest, Engine: engine},
+		Spec:      runner.RunSpec{Action: runner.RunApply, PlanFile: p.PlanFile, LockFile: p.LockFile, Engine: r.inputs.EngineSpec(engine)},
+		Priority:  runs.User,
+		Workspace: ws.forRunner(),
+		Redactor:  ws.redactor,
+	}
+	if req.Reuse = idle.For(ws.inputsDigest); req.Reuse != nil {
+		req.Workspace = nil
+	}
+	// Without the copy the apply does not start: nothing is written that
+	// could not be rolled back.
+	if err := r.custody.KeepVersion(ctx, obj, "apply of plan "+p.ID, p.Revision); err != nil {
+		req.Reuse.Stop()
+		return outcome.Retry(infrav1.ApplyFailedReason, "keeping the current state before the apply of plan %s: %v", p.ID, err)
+	}
+	return r.startRun(ctx, patcher, obj, req)
+}
+
+// metaOf is the metadata of a plan at hand; nil for none.
+func metaOf(p *planstore.Plan) *storedPlan {
+	if p == nil {
+		return nil
+	}
+	return &storedPlan{ID: p.ID, InputsDigest: p.InputsDigest, Applied: p.Applied}
+}
+
+// storedPlan reads the stored plan's metadata; nil when there is none.
+func (r *TerraformReconciler) storedPlan(ctx context.Context, obj *infrav1.Terraform) (*storedPlan, error) {
+	p, err := r.Plans.LoadMeta(ctx, obj)
+	if errors.Is(err, planstore.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the stored plan: %w", err)
+	}
+	return metaOf(p), nil
 }

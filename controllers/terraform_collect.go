@@ -12,6 +12,7 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/metrics"
+	"github.com/landform-dev/landform/internal/outcome"
 	"github.com/landform-dev/landform/internal/planstore"
 	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/internal/unsavedstate"
@@ -52,7 +53,7 @@ func (r *TerraformReconciler) inspectRun(ctx context.Context, obj *infrav1.Terra
 		var err error
 		if h, err = r.attachRun(ctx, obj); err != nil {
 			if errors.Is(err, runs.ErrShuttingDown) {
-				return nil, waiting(infrav1.ShuttingDownReason, time.Minute, "%s run %s is followed again when the controller is back", run.Action, run.ID)
+				return nil, outcome.WaitingFor(infrav1.ShuttingDownReason, time.Minute, "%s run %s is followed again when the controller is back", run.Action, run.ID)
 			}
 			return nil, err
 		}
@@ -67,11 +68,11 @@ func (r *TerraformReconciler) inspectRun(ctx context.Context, obj *infrav1.Terra
 	switch {
 	case errors.Is(runErr, runs.ErrDetached):
 		r.runs.Finish(h, false, "")
-		return nil, waiting(infrav1.ShuttingDownReason, time.Minute, "%s run %s goes on in its runner; the next controller collects it", run.Action, run.ID)
+		return nil, outcome.WaitingFor(infrav1.ShuttingDownReason, time.Minute, "%s run %s goes on in its runner; the next controller collects it", run.Action, run.ID)
 	case errors.As(runErr, &attachErr):
 		// Not known to be gone: keep status.run and look again.
 		r.runs.Finish(h, false, "")
-		return nil, retry(infrav1.RunnerFailedReason, "following %s run %s again: %v", run.Action, run.ID, attachErr.Err)
+		return nil, outcome.Retry(infrav1.RunnerFailedReason, "following %s run %s again: %v", run.Action, run.ID, attachErr.Err)
 	}
 	obj.Status.Run = nil
 	metrics.CountRun(run.Action, runErr)
@@ -114,13 +115,13 @@ func (r *TerraformReconciler) runProgress(obj *infrav1.Terraform, h *runs.Handle
 	after := obj.GetTimeout() + runner.DefaultInterruptGrace + time.Minute
 	id := r.runs.Runner(h)
 	if id == "" {
-		return inProgress(infrav1.RunQueuedReason, after, "%s waits for a runner (revision %s)", what, run.Revision)
+		return outcome.InProgress(infrav1.RunQueuedReason, after, "%s waits for a runner (revision %s)", what, run.Revision)
 	}
 	run.Runner = id
-	if err := r.persistProgress(obj, h, what, id, after); err != nil {
+	if err := r.state.persistProgress(obj, h, what, id, after); err != nil {
 		return err
 	}
-	return inProgress(infrav1.RunInProgressReason, after, "%s in progress on %s (revision %s)", what, id, run.Revision)
+	return outcome.InProgress(infrav1.RunInProgressReason, after, "%s in progress on %s (revision %s)", what, id, run.Revision)
 }
 
 // collectApply records the outcome of an apply run. A plan that could not
@@ -130,8 +131,8 @@ func (r *TerraformReconciler) runProgress(obj *infrav1.Terraform, h *runs.Handle
 func (r *TerraformReconciler) collectApply(ctx context.Context, obj *infrav1.Terraform, run *infrav1.RunStatus, h *runs.Handle) error {
 	res, runErr := h.Result()
 	if runErr == nil {
-		r.persisted(obj, run, h)
-		r.keepApplied(ctx, obj, run)
+		r.state.persisted(obj, run, h)
+		r.state.keepApplied(ctx, obj, run)
 		return r.recordApply(ctx, obj, run, res.Outputs)
 	}
 	rerr, typed := runner.AsError(runErr)
@@ -141,8 +142,8 @@ func (r *TerraformReconciler) collectApply(ctx context.Context, obj *infrav1.Ter
 		}
 		msg := fmt.Sprintf("plan %s can no longer be applied (%s); planning again", run.Plan, h.Redactor().String(rerr.Message))
 		conditions.MarkFalse(obj, infrav1.AppliedCondition, infrav1.PlanUnusableReason, "%s", msg)
-		r.event(obj, run.Revision, corev1.EventTypeWarning, infrav1.PlanUnusableReason, "%s", msg)
-		return waiting(infrav1.PlanUnusableReason, replanSoon, "%s", msg)
+		r.report.event(obj, run.Revision, corev1.EventTypeWarning, infrav1.PlanUnusableReason, "%s", msg)
+		return outcome.WaitingFor(infrav1.PlanUnusableReason, replanSoon, "%s", msg)
 	}
 	if !typed || rerr.Reason != runner.ReasonStateLocked {
 		// The apply may have changed some resources: never apply this
@@ -159,12 +160,12 @@ func (r *TerraformReconciler) collectDestroy(ctx context.Context, obj *infrav1.T
 	if _, err := h.Result(); err != nil {
 		return r.runFailed(ctx, obj, run, h, infrav1.AppliedCondition, infrav1.DestroyFailedReason, infrav1.DestroyTimeoutReason)
 	}
-	r.persisted(obj, run, h)
+	r.state.persisted(obj, run, h)
 	markUnlocked(obj)
 	// Nothing is applied any more: should the clean-up after it fail and
 	// be retried, deletion must not destroy again (its state is gone).
 	obj.Status.LastAppliedRevision = ""
-	r.planEvent(obj, run.Plan, run.Revision, corev1.EventTypeNormal, infrav1.DeletingReason, "destroyed the resources of revision %s", run.Revision)
+	r.report.planEvent(obj, run.Plan, run.Revision, corev1.EventTypeNormal, infrav1.DeletingReason, "destroyed the resources of revision %s", run.Revision)
 	return nil
 }
 
@@ -179,31 +180,31 @@ func (r *TerraformReconciler) runFailed(ctx context.Context, obj *infrav1.Terraf
 	var lost *runs.LostError
 	switch {
 	case errors.Is(runErr, runs.ErrAbandoned):
-		return waiting(infrav1.ProgressingReason, replanSoon, "%s run %s was given up before it started", run.Action, run.ID)
+		return outcome.WaitingFor(infrav1.ProgressingReason, replanSoon, "%s run %s was given up before it started", run.Action, run.ID)
 	case errors.As(runErr, &lost):
 		msg := fmt.Sprintf("the runner of %s run %s is gone (%s)", run.Action, run.ID, h.Redactor().String(lost.Why))
-		r.event(obj, run.Revision, corev1.EventTypeWarning, infrav1.RunLostReason, "%s; planning again from the state", msg)
+		r.report.event(obj, run.Revision, corev1.EventTypeWarning, infrav1.RunLostReason, "%s; planning again from the state", msg)
 		conditions.MarkFalse(obj, condition, infrav1.RunLostReason, "%s", msg)
-		if err := r.recoverLock(ctx, obj); err != nil {
+		if err := r.state.recoverLock(ctx, obj); err != nil {
 			return err
 		}
-		return waiting(infrav1.RunLostReason, replanSoon, "%s; planning again from the state", msg)
+		return outcome.WaitingFor(infrav1.RunLostReason, replanSoon, "%s; planning again from the state", msg)
 	}
 	ferr := r.runFailure(obj, h.Redactor(), run.Revision, runErr, failedReason)
 	if rerr, ok := runner.AsError(runErr); ok {
 		switch rerr.Reason {
 		case runner.ReasonStateLocked:
-			return r.lockHeld(ctx, obj, rerr.Metadata)
+			return r.state.lockHeld(ctx, obj, rerr.Metadata)
 		case runner.ReasonStateUnsaved:
-			ferr = retry(infrav1.StateUnsavedReason, "%s run %s: %s; the state is kept in Secret %s and Landform writes it to the backend before the next run",
+			ferr = outcome.Retry(infrav1.StateUnsavedReason, "%s run %s: %s; the state is kept in Secret %s and Landform writes it to the backend before the next run",
 				run.Action, run.ID, h.Redactor().String(rerr.Message), unsavedstate.SecretName(obj))
 		case runner.ReasonDeadlineExceeded:
-			ferr = retry(timeoutReason, "the %s phase ran out of spec.timeout (%s) and terraform was interrupted, saving its state: raise spec.timeout or make the module faster; Landform plans again from the saved state",
+			ferr = outcome.Retry(timeoutReason, "the %s phase ran out of spec.timeout (%s) and terraform was interrupted, saving its state: raise spec.timeout or make the module faster; Landform plans again from the saved state",
 				run.Action, obj.GetTimeout())
 		}
 	}
-	reason := reasonOf(ferr, failedReason)
+	reason := outcome.ReasonOf(ferr, failedReason)
 	conditions.MarkFalse(obj, condition, reason, "%s", ferr.Error())
-	r.planEvent(obj, run.Plan, run.Revision, corev1.EventTypeWarning, reason, "%s run %s failed: %s", run.Action, run.ID, ferr.Error())
+	r.report.planEvent(obj, run.Plan, run.Revision, corev1.EventTypeWarning, reason, "%s run %s failed: %s", run.Action, run.ID, ferr.Error())
 	return ferr
 }

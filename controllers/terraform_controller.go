@@ -2,13 +2,10 @@ package controllers
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
-	helper "github.com/fluxcd/pkg/runtime/controller"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/record"
@@ -16,12 +13,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	corev1 "k8s.io/api/core/v1"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/custody"
+	"github.com/landform-dev/landform/internal/inputs"
+	"github.com/landform-dev/landform/internal/outcome"
+	"github.com/landform-dev/landform/internal/outputs"
 	"github.com/landform-dev/landform/internal/placement"
 	"github.com/landform-dev/landform/internal/planstore"
 	"github.com/landform-dev/landform/internal/runs"
@@ -55,8 +54,8 @@ type TerraformReconciler struct {
 	// negative: none). See internal/statehistory.
 	StateHistory int
 	// Engines are where spec.engine's versions come from
-	// (terraform_engine.go).
-	Engines EngineSources
+	// (internal/inputs).
+	Engines inputs.EngineSources
 	// KeptArtifactMaxSize bounds the applied artifact kept for a destroy
 	// without its source (--kept-artifact-max-size); see keptartifact.Store.
 	KeptArtifactMaxSize int64
@@ -68,17 +67,19 @@ type TerraformReconciler struct {
 	Jitter func(time.Duration) time.Duration
 
 	runs *runs.Tracker
-	// metrics records Flux's gotk_* series.
-	metrics helper.Metrics
+	// report records events and metrics (Flux's gotk_* series among them).
+	report *reporter
 	// sourceKinds are the Flux source kinds the API server serves
 	// (terraform_sourcekinds.go).
 	sourceKinds *source.Served
-	// inputWatches watch the kinds whose fields are inputs
-	// (terraform_inputwatch.go).
-	inputWatches *inputWatches
+	// inputs resolve variables, imports, the engine and dependencies
+	// (internal/inputs).
+	inputs *inputs.Resolver
 	// custody owns the states: who owns each, and the identity runners
 	// reach it with (internal/custody).
 	custody *custody.Keeper
+	// state turns what custody finds into outcomes and events.
+	state *stateGuard
 }
 
 // +kubebuilder:rbac:groups=infra.landform.dev,resources=terraforms,verbs=get;list;watch;update;patch
@@ -114,9 +115,9 @@ func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	start := time.Now()
 
 	defer func() {
-		o := outcomeOf(retErr, infrav1.RunnerFailedReason)
-		o.summarize(obj)
-		r.recordMetrics(ctx, obj, o, start)
+		o := outcome.Of(retErr, infrav1.RunnerFailedReason)
+		o.Summarize(obj, readyMessage(obj))
+		r.report.reconciled(ctx, obj, o, start)
 		if err := patcher.Patch(ctx, obj); err != nil {
 			// Removing the finalizer deletes the object before its status is written.
 			if err = kerrors.FilterOut(err, apierrors.IsNotFound); err != nil {
@@ -124,10 +125,10 @@ func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 				return
 			}
 		}
-		if o.cause != nil {
-			ctrl.LoggerFrom(ctx).Info("reconcile did not finish", "reason", o.reason, "error", o.cause.Error())
+		if o.Cause != nil {
+			ctrl.LoggerFrom(ctx).Info("reconcile did not finish", "reason", o.Reason, "error", o.Cause.Error())
 		}
-		result, retErr = o.result(result.RequeueAfter, obj.GetRetryInterval()), nil
+		result, retErr = o.Result(result.RequeueAfter, obj.GetRetryInterval()), nil
 	}()
 
 	if !obj.DeletionTimestamp.IsZero() {
@@ -163,18 +164,18 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 		idle, stored = c.idle, c.plan
 		defer idle.Stop()
 	}
-	if err := r.checkNamespaces(obj); err != nil {
+	if err := r.inputs.CheckNamespaces(obj); err != nil {
 		return ctrl.Result{}, err
 	}
 	if s := obj.Spec.WriteOutputsToSecret; s != nil && obj.GetDeletionPolicy() == infrav1.DeletionPolicyOrphan && obj.Generation != obj.Status.ObservedGeneration {
 		// Switched to Orphan: the outputs Secret must outlive the object
 		// from now on, whatever deletes it (a foreground deletion's garbage
 		// collector included).
-		if err := r.releaseSecret(ctx, obj, s.Name); err != nil {
-			return ctrl.Result{}, err
+		if err := outputs.Release(ctx, r.Client, obj, s.Name); err != nil {
+			return ctrl.Result{}, outcome.Retry(infrav1.OutputsFailedReason, "%v", err)
 		}
 	}
-	if err := r.checkDependencies(ctx, obj); err != nil {
+	if err := r.inputs.Dependencies(ctx, obj); err != nil {
 		return ctrl.Result{}, err
 	}
 	ws, err := r.prepareWorkspace(ctx, obj)
@@ -185,7 +186,7 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 	// (an object upgraded over claims its state before its next run);
 	// nothing is made for an object that cannot run yet (dependencies,
 	// artifact, inputs).
-	if err := r.claimState(ctx, obj); err != nil {
+	if err := r.state.claimState(ctx, obj); err != nil {
 		return ctrl.Result{}, err
 	}
 	obj.Status.LastAttemptedRevision = ws.artifact.Revision
@@ -216,7 +217,7 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 		if d.destructive {
 			reason = infrav1.DestructivePlanPendingReason
 		}
-		return ctrl.Result{}, waiting(reason, d.after, "%s", pendingMessage(obj))
+		return ctrl.Result{}, outcome.WaitingFor(reason, d.after, "%s", pendingMessage(obj))
 	case actionOutputs:
 		return r.nextCheck(obj), r.refreshOutputs(ctx, obj, ws)
 	}
@@ -230,7 +231,7 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 	}
 	req := runs.Request{
 		Run:       infrav1.RunStatus{Action: runPlan, Revision: ws.artifact.Revision, InputsDigest: ws.inputsDigest, Drift: d.drift, Destroy: obj.Spec.Destroy, Engine: ws.engine},
-		Spec:      runner.RunSpec{Action: runner.RunPlan, Destroy: obj.Spec.Destroy, Engine: r.engineSpec(ws.engine)},
+		Spec:      runner.RunSpec{Action: runner.RunPlan, Destroy: obj.Spec.Destroy, Engine: r.inputs.EngineSpec(ws.engine)},
 		Priority:  priorityOf(obj, d),
 		Workspace: ws.forRunner(),
 		Redactor:  ws.redactor,
@@ -238,91 +239,9 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 	return ctrl.Result{}, r.startRun(ctx, patcher, obj, req)
 }
 
-// startApply starts the apply of the stored, approved plan, on the runner
-// that made it when it is still at hand. A stored plan that cannot be read
-// back intact is dropped, and the module planned again. just is the plan
-// this reconcile stored, if any: it needs no reading back.
-func (r *TerraformReconciler) startApply(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform, ws *workspace, idle *runs.Idle, just *planstore.Plan) error {
-	if just != nil && just.ID == obj.PendingPlan() {
-		return r.applyPlan(ctx, patcher, obj, ws, idle, just)
-	}
-	p, err := r.Plans.Load(ctx, obj)
-	if errors.Is(err, planstore.ErrNotFound) {
-		// Told before dropPlan forgets which plan it was.
-		msg := fmt.Sprintf("stored plan %s cannot be read back intact (%v); planning again", obj.PendingPlan(), err)
-		if derr := r.dropPlan(ctx, obj); derr != nil {
-			return derr
-		}
-		conditions.MarkFalse(obj, infrav1.AppliedCondition, infrav1.PlanUnusableReason, "%s", msg)
-		r.event(obj, ws.artifact.Revision, corev1.EventTypeWarning, infrav1.PlanUnusableReason, "%s", msg)
-		return waiting(infrav1.PlanUnusableReason, replanSoon, "%s", msg)
-	}
-	if err != nil {
-		return retry(infrav1.ApplyFailedReason, "loading plan %s: %v", obj.PendingPlan(), err)
-	}
-	return r.applyPlan(ctx, patcher, obj, ws, idle, p)
-}
-
-// applyPlan starts the apply of p once its bytes are those recorded when
-// it was made.
-func (r *TerraformReconciler) applyPlan(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform, ws *workspace, idle *runs.Idle, p *planstore.Plan) error {
-	if err := r.verifyPlan(ctx, obj, ws, p); err != nil {
-		return err
-	}
-	// The version that made the plan applies it, whatever spec.engine
-	// resolves to now.
-	engine := planEngine(obj, p.ID)
-	req := runs.Request{
-		Run:       infrav1.RunStatus{Action: runApply, Plan: p.ID, Revision: p.Revision, InputsDigest: p.InputsDigest, ArtifactDigest: ws.artifact.Digest, Engine: engine},
-		Spec:      runner.RunSpec{Action: runner.RunApply, PlanFile: p.PlanFile, LockFile: p.LockFile, Engine: r.engineSpec(engine)},
-		Priority:  runs.User,
-		Workspace: ws.forRunner(),
-		Redactor:  ws.redactor,
-	}
-	if req.Reuse = idle.For(ws.inputsDigest); req.Reuse != nil {
-		req.Workspace = nil
-	}
-	// Without the copy the apply does not start: nothing is written that
-	// could not be rolled back.
-	if err := r.custody.KeepVersion(ctx, obj, "apply of plan "+p.ID, p.Revision); err != nil {
-		req.Reuse.Stop()
-		return retry(infrav1.ApplyFailedReason, "keeping the current state before the apply of plan %s: %v", p.ID, err)
-	}
-	return r.startRun(ctx, patcher, obj, req)
-}
-
-// priorityOf puts drift checks behind everything a person or a change is
-// waiting for.
-func priorityOf(obj *infrav1.Terraform, d decision) runs.Priority {
-	if d.drift && !requestedReconcile(obj) {
-		return runs.Background
-	}
-	return runs.User
-}
-
 func (r *TerraformReconciler) now() time.Time {
 	if r.Now != nil {
 		return r.Now()
 	}
 	return time.Now()
-}
-
-// metaOf is the metadata of a plan at hand; nil for none.
-func metaOf(p *planstore.Plan) *storedPlan {
-	if p == nil {
-		return nil
-	}
-	return &storedPlan{ID: p.ID, InputsDigest: p.InputsDigest, Applied: p.Applied}
-}
-
-// storedPlan reads the stored plan's metadata; nil when there is none.
-func (r *TerraformReconciler) storedPlan(ctx context.Context, obj *infrav1.Terraform) (*storedPlan, error) {
-	p, err := r.Plans.LoadMeta(ctx, obj)
-	if errors.Is(err, planstore.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the stored plan: %w", err)
-	}
-	return metaOf(p), nil
 }

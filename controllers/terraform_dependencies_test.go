@@ -7,12 +7,13 @@ import (
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/inputs"
+	"github.com/landform-dev/landform/internal/outcome"
 )
 
 // B dependsOn A: B waits, naming A, and runs once A is Ready.
@@ -43,27 +44,6 @@ func TestDependsOnWaitsForReady(t *testing.T) {
 	g.Expect(readFile(pathB)).To(Equal("b"))
 }
 
-// dependsOn names Kustomizations and HelmReleases without an apiVersion:
-// the kinds the controller's ClusterRole may read get their Flux version.
-func TestDependencyKeyDefaults(t *testing.T) {
-	obj := &infrav1.Terraform{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "app"}}
-	for _, tc := range []struct {
-		dep  infrav1.DependencyReference
-		want string
-	}{
-		{infrav1.DependencyReference{Name: "db"}, "infra.landform.dev/v1alpha1, Kind=Terraform team-a/db"},
-		{infrav1.DependencyReference{Kind: "Kustomization", Name: "crds"}, "kustomize.toolkit.fluxcd.io/v1, Kind=Kustomization team-a/crds"},
-		{infrav1.DependencyReference{Kind: "HelmRelease", Name: "ingress", Namespace: "infra"}, "helm.toolkit.fluxcd.io/v2, Kind=HelmRelease infra/ingress"},
-		{infrav1.DependencyReference{APIVersion: "kustomize.toolkit.fluxcd.io/v1beta2", Kind: "Kustomization", Name: "old"}, "kustomize.toolkit.fluxcd.io/v1beta2, Kind=Kustomization team-a/old"},
-		{infrav1.DependencyReference{APIVersion: "example.com/v1", Kind: "Database", Name: "pg"}, "example.com/v1, Kind=Database team-a/pg"},
-	} {
-		gvk, key := dependencyKey(obj, tc.dep)
-		if got := gvk.String() + " " + key.String(); got != tc.want {
-			t.Errorf("dependencyKey(%+v) = %s, want %s", tc.dep, got, tc.want)
-		}
-	}
-}
-
 // A shard's cache (--watch-label-selector) does not hold a dependency in
 // another shard; dependsOn still sees it Ready, from the API server.
 func TestDependsOnAcrossShards(t *testing.T) {
@@ -92,15 +72,17 @@ func TestDependsOnAcrossShards(t *testing.T) {
 	err = shardClient.Get(ctx, client.ObjectKeyFromObject(a), &infrav1.Terraform{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the shard's cache does not hold a: %v", err)
 
-	r := &TerraformReconciler{Client: shardClient, APIReader: k8sClient}
+	// The reconciler's resolver reads with its API reader, not the
+	// shard's cache.
+	r := &inputs.Resolver{Reader: k8sClient}
 	b := &infrav1.Terraform{}
 	b.Namespace, b.Name = ns, "b"
 	b.Spec.DependsOn = []infrav1.DependencyReference{{Name: "a"}}
-	g.Expect(r.checkDependencies(ctx, b)).To(Succeed(), "a is Ready in the other shard")
+	g.Expect(r.Dependencies(ctx, b)).To(Succeed(), "a is Ready in the other shard")
 
 	b.Spec.DependsOn = append(b.Spec.DependsOn, infrav1.DependencyReference{Name: "missing"})
-	err = r.checkDependencies(ctx, b)
-	g.Expect(outcomeOf(err, "").kind).To(Equal(waitingFor), "waits: %v", err)
+	err = r.Dependencies(ctx, b)
+	g.Expect(outcome.Of(err, "").Kind).To(Equal(outcome.Waiting), "waits: %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("Terraform " + ns + "/missing (not found)"))
 	g.Expect(err.Error()).NotTo(ContainSubstring(ns + "/a "))
 }

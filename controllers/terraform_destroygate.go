@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/outcome"
 	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/runner"
 )
@@ -27,11 +28,11 @@ func (r *TerraformReconciler) gatedDestroy(ctx context.Context, patcher *objectP
 	}
 	stored, err := r.storedPlan(ctx, obj)
 	if err != nil {
-		return false, retry(infrav1.DestroyFailedReason, "%v", err)
+		return false, outcome.Retry(infrav1.DestroyFailedReason, "%v", err)
 	}
 	if p := obj.Status.Plan; stored != nil && p != nil && p.IsDestroy && p.ID == stored.ID && stored.InputsDigest == ws.inputsDigest {
 		if stored.Applied {
-			r.planEvent(obj, stored.ID, ws.artifact.Revision, corev1.EventTypeNormal, infrav1.DeletingReason, "destroy plan %s applied: deleting the state", stored.ID)
+			r.report.planEvent(obj, stored.ID, ws.artifact.Revision, corev1.EventTypeNormal, infrav1.DeletingReason, "destroy plan %s applied: deleting the state", stored.ID)
 			return true, nil
 		}
 		if approvedByID(obj, p.Pending) {
@@ -40,11 +41,11 @@ func (r *TerraformReconciler) gatedDestroy(ctx context.Context, patcher *objectP
 		msg := fmt.Sprintf("deletion waits for the approval of destroy plan %s (%s): annotate with %s=%s (or `landform approve %s`); or set deletionPolicy: Orphan to keep the resources",
 			p.Pending, planCounts(p), infrav1.ApproveAnnotation, p.Pending, obj.Name)
 		conditions.MarkTrue(obj, infrav1.PlannedCondition, infrav1.PlannedWithChangesReason, "destroy plan %s for revision %s: %s", p.Pending, p.Revision, planCounts(p))
-		return false, waiting(infrav1.PlanPendingReason, obj.GetInterval(), "%s", msg)
+		return false, outcome.WaitingFor(infrav1.PlanPendingReason, obj.GetInterval(), "%s", msg)
 	}
 	req := runs.Request{
 		Run:       infrav1.RunStatus{Action: runPlan, Destroy: true, Revision: ws.artifact.Revision, InputsDigest: ws.inputsDigest, Engine: ws.engine},
-		Spec:      runner.RunSpec{Action: runner.RunPlan, Destroy: true, Engine: r.engineSpec(ws.engine)},
+		Spec:      runner.RunSpec{Action: runner.RunPlan, Destroy: true, Engine: r.inputs.EngineSpec(ws.engine)},
 		Priority:  runs.User,
 		Workspace: ws.forRunner(),
 		Redactor:  ws.redactor,

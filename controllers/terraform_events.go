@@ -7,10 +7,13 @@ import (
 
 	eventv1 "github.com/fluxcd/pkg/apis/event/v1beta1"
 	"github.com/fluxcd/pkg/runtime/conditions"
+	helper "github.com/fluxcd/pkg/runtime/controller"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/metrics"
+	"github.com/landform-dev/landform/internal/outcome"
 )
 
 // ControllerName is the source of Landform's events: the Kubernetes event
@@ -33,22 +36,29 @@ var (
 
 func metadataKey(k string) string { return infrav1.GroupVersion.Group + "/" + k }
 
-// event records an event, annotated with the revision and drift, on the
-// object (a Kubernetes event) and, with --events-addr, at
-// notification-controller. Messages never carry values: only ids, counts and
-// names (and errors redacted by the runner's redactor).
-func (r *TerraformReconciler) event(obj *infrav1.Terraform, revision, eventType, reason, format string, args ...any) {
-	r.planEvent(obj, "", revision, eventType, reason, format, args...)
+// reporter tells what happened to an object: events on it (a Kubernetes
+// event and, with --events-addr, at notification-controller) and its
+// metrics. Nil tells nothing.
+type reporter struct {
+	recorder record.EventRecorder
+	metrics  helper.Metrics
+}
+
+// event records an event, annotated with the revision and drift.
+// Messages never carry values: only ids, counts and names (and errors
+// redacted by the runner's redactor).
+func (rep *reporter) event(obj *infrav1.Terraform, revision, eventType, reason, format string, args ...any) {
+	rep.planEvent(obj, "", revision, eventType, reason, format, args...)
 }
 
 // planEvent is event about plan id: it also carries the plan's id and, when
 // status summarises that plan, its +add ~change -destroy counts and how
 // many of them are replacements.
-func (r *TerraformReconciler) planEvent(obj *infrav1.Terraform, id, revision, eventType, reason, format string, args ...any) {
-	if r.EventRecorder == nil {
+func (rep *reporter) planEvent(obj *infrav1.Terraform, id, revision, eventType, reason, format string, args ...any) {
+	if rep == nil || rep.recorder == nil {
 		return
 	}
-	r.EventRecorder.AnnotatedEventf(obj, eventMetadata(obj, id, revision), eventType, reason, format, args...)
+	rep.recorder.AnnotatedEventf(obj, eventMetadata(obj, id, revision), eventType, reason, format, args...)
 }
 
 // eventMetadata is an event's metadata: names, ids, counts and booleans only.
@@ -72,18 +82,21 @@ func eventMetadata(obj *infrav1.Terraform, id, revision string) map[string]strin
 	return m
 }
 
-// recordMetrics updates the per-object gauges, the reconcile histogram and
+// reconciled updates the per-object gauges, the reconcile histogram and
 // Flux's gotk_reconcile_* series, at the end of every reconcile.
 // Flux's series go through fluxcd/pkg/runtime's controller.Metrics, which
 // also drops them once the object is deleted.
-func (r *TerraformReconciler) recordMetrics(ctx context.Context, obj *infrav1.Terraform, o outcome, start time.Time) {
-	metrics.ObserveReconcile(o.metric(), time.Since(start))
-	r.metrics.RecordDuration(ctx, obj, start)
-	r.metrics.RecordSuspend(ctx, obj, obj.Spec.Suspend)
-	r.metrics.RecordReadiness(ctx, obj)
-	r.metrics.RecordReconciling(ctx, obj)
-	r.metrics.RecordStalled(ctx, obj)
-	if r.metrics.IsDelete(obj) {
+func (rep *reporter) reconciled(ctx context.Context, obj *infrav1.Terraform, o outcome.Outcome, start time.Time) {
+	if rep == nil {
+		return
+	}
+	metrics.ObserveReconcile(o.Metric(), time.Since(start))
+	rep.metrics.RecordDuration(ctx, obj, start)
+	rep.metrics.RecordSuspend(ctx, obj, obj.Spec.Suspend)
+	rep.metrics.RecordReadiness(ctx, obj)
+	rep.metrics.RecordReconciling(ctx, obj)
+	rep.metrics.RecordStalled(ctx, obj)
+	if rep.metrics.IsDelete(obj) {
 		metrics.ForgetObject(obj.Namespace, obj.Name)
 		return
 	}

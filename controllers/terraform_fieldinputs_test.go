@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/inputs"
+	"github.com/landform-dev/landform/internal/outcome"
 	"github.com/landform-dev/landform/internal/testenv"
 )
 
@@ -175,38 +177,36 @@ func TestSecretFieldInputsAreRefused(t *testing.T) {
 // read, and other kinds (served or not) are left to the read.
 func TestSecretInputKindsByMapper(t *testing.T) {
 	ctx := context.Background()
-	r := &TerraformReconciler{Client: k8sClient}
-	tf := &infrav1.Terraform{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "tf"}}
+	r := &inputs.Resolver{Reader: k8sClient, Mapper: k8sClient.RESTMapper()}
 	for _, tc := range []struct {
 		apiVersion, kind string
 		secret           bool
 	}{
-		{"v1", "Secret", true},
 		{"v1", "secret", true},
 		{"v1", "Secrets", true},
 		{"v1", "sEcReTs", true},
 		{"/v1", "secret", true},
 		{"v1", "Service", false},
 		{"v1", "service", false},
-		{"v1", "ConfigMap", false},
 		{"apps/v1", "Deployment", false},
 		{"example.com/v1", "Secret", false},
 		{"v1", "Secretive", false},
 	} {
 		t.Run(tc.apiVersion+" "+tc.kind, func(t *testing.T) {
 			g := NewWithT(t)
-			in := inputObjectRef(tf, tc.apiVersion, tc.kind, "", "creds", false)
-			err := r.refuseSecretInput(tf, in)
+			tf := &infrav1.Terraform{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "tf"}}
+			tf.Spec.VarsFrom = []infrav1.VarsReference{{APIVersion: tc.apiVersion, Kind: tc.kind, Name: "creds",
+				Fields: []infrav1.FieldVariable{{Path: ".data.password", Name: "p"}}}}
+			_, err := r.Vars(ctx, tf, inputs.Plan)
 			if !tc.secret {
-				g.Expect(err).NotTo(HaveOccurred())
+				// Not found, or not served: the read says so.
+				g.Expect(err).NotTo(MatchError(inputs.ErrSecretInput))
 				return
 			}
-			g.Expect(err).To(MatchError(errSecretInput))
-			o := outcomeOf(err, "")
-			g.Expect(o.kind).To(Equal(stalled))
-			g.Expect(o.reason).To(Equal(infrav1.InvalidInputPathReason))
-			_, _, err = r.objectFieldValues(ctx, tf, in, []infrav1.FieldVariable{{Path: ".data.password", Name: "p"}})
-			g.Expect(err).To(MatchError(errSecretInput), "refused before the read")
+			g.Expect(err).To(MatchError(inputs.ErrSecretInput), "refused before the read")
+			o := outcome.Of(err, "")
+			g.Expect(o.Kind).To(Equal(outcome.Stalled))
+			g.Expect(o.Reason).To(Equal(infrav1.InvalidInputPathReason))
 		})
 	}
 }

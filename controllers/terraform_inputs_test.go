@@ -10,11 +10,12 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/inputs"
+	"github.com/landform-dev/landform/internal/outcome"
 	"github.com/landform-dev/landform/internal/testenv"
 )
 
@@ -193,58 +194,13 @@ func TestInputOfAForbiddenKind(t *testing.T) {
 	nobody, err := client.New(cfg, client.Options{Scheme: k8sClient.Scheme()})
 	g.Expect(err).NotTo(HaveOccurred())
 
-	r := &TerraformReconciler{APIReader: nobody, inputWatches: &inputWatches{reader: nobody}}
+	r := &inputs.Resolver{Reader: nobody, Mapper: k8sClient.RESTMapper(), Watches: inputs.NewWatches(nil, nil, nobody, nil)}
 	tf := &infrav1.Terraform{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dns"}}
-	_, err = r.readInputObject(ctx, tf, inputObjectRef(tf, "apps/v1", "Deployment", "", "web", false))
-	o := outcomeOf(err, "")
-	g.Expect(o.reason).To(Equal(infrav1.InputForbiddenReason))
-	g.Expect(o.kind).To(Equal(waitingFor))
+	tf.Spec.VarsFrom = []infrav1.VarsReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web",
+		Fields: []infrav1.FieldVariable{{Path: ".status.readyReplicas", Name: "replicas"}}}}
+	_, err = r.Vars(ctx, tf, inputs.Plan)
+	o := outcome.Of(err, "")
+	g.Expect(o.Reason).To(Equal(infrav1.InputForbiddenReason))
+	g.Expect(o.Kind).To(Equal(outcome.Waiting))
 	g.Expect(err.Error()).To(Equal("input Deployment " + ns + "/web: the controller may not get, list and watch Deployment in apps/v1: grant it (the chart's inputKinds value)"))
-}
-
-// fieldValue reads one value as it is, several as a list, and calls
-// absent, null and empty values not set.
-func TestFieldValue(t *testing.T) {
-	obj := map[string]any{
-		"metadata": map[string]any{"annotations": map[string]any{"example.com/id": "sg-1"}},
-		"status": map[string]any{
-			"loadBalancer": map[string]any{"ingress": []any{}},
-			"replicas":     int64(3),
-			"ready":        true,
-			"empty":        "",
-			"null":         nil,
-			"hosts":        []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}},
-		},
-	}
-	for _, tc := range []struct {
-		path, want string
-		notSet     bool
-		invalid    bool
-	}{
-		{path: ".status.replicas", want: "3"},
-		{path: "{.status.ready}", want: "true"},
-		{path: ".metadata.annotations['example\\.com/id']", want: `"sg-1"`},
-		{path: ".status.hosts[*].name", want: `["a","b"]`},
-		{path: ".status.hosts[1]", want: `{"name":"b"}`},
-		{path: ".status.loadBalancer.ingress[0].hostname", notSet: true},
-		{path: ".status.missing.deeper", notSet: true},
-		{path: ".status.empty", notSet: true},
-		{path: ".status.null", notSet: true},
-		{path: ".status.hosts[", invalid: true},
-	} {
-		t.Run(tc.path, func(t *testing.T) {
-			g := NewWithT(t)
-			got, err := fieldValue(&unstructured.Unstructured{Object: obj}, tc.path)
-			switch {
-			case tc.notSet:
-				g.Expect(err).To(MatchError(errFieldNotSet))
-			case tc.invalid:
-				g.Expect(err).To(HaveOccurred())
-				g.Expect(err).NotTo(MatchError(errFieldNotSet))
-			default:
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(string(got)).To(Equal(tc.want))
-			}
-		})
-	}
 }

@@ -10,24 +10,25 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/custody"
+	"github.com/landform-dev/landform/internal/outcome"
 	"github.com/landform-dev/landform/internal/source"
 )
 
 // keepApplied keeps the artifact an apply run applied, for a destroy
 // without its source (custody.Keeper.KeepArtifact); what goes wrong is a
 // Warning event, never a failed apply.
-func (r *TerraformReconciler) keepApplied(ctx context.Context, obj *infrav1.Terraform, run *infrav1.RunStatus) {
+func (g *stateGuard) keepApplied(ctx context.Context, obj *infrav1.Terraform, run *infrav1.RunStatus) {
 	if run.ArtifactDigest == "" {
 		// Started by a controller that did not record it.
 		return
 	}
-	r.artifactNotKept(obj, run.Revision, r.custody.KeepArtifact(ctx, obj, run.Revision, run.ArtifactDigest, nil))
+	g.artifactNotKept(obj, run.Revision, g.keeper.KeepArtifact(ctx, obj, run.Revision, run.ArtifactDigest, nil))
 }
 
 // artifactNotKept says why the artifact of revision was not kept.
-func (r *TerraformReconciler) artifactNotKept(obj *infrav1.Terraform, revision, why string) {
+func (g *stateGuard) artifactNotKept(obj *infrav1.Terraform, revision, why string) {
 	if why != "" {
-		r.event(obj, revision, corev1.EventTypeWarning, infrav1.ArtifactNotKeptReason, "%s", why)
+		g.report.event(obj, revision, corev1.EventTypeWarning, infrav1.ArtifactNotKeptReason, "%s", why)
 	}
 }
 
@@ -36,7 +37,7 @@ func (r *TerraformReconciler) artifactNotKept(obj *infrav1.Terraform, revision, 
 // says how). Without one, the deletion is Stalled until the source is
 // back or the user lets the resources go: retrying cannot bring the
 // artifact back.
-func (r *TerraformReconciler) keptForDestroy(ctx context.Context, obj *infrav1.Terraform, srcErr error) (*source.Artifact, string, string, error) {
+func (g *stateGuard) keptForDestroy(ctx context.Context, obj *infrav1.Terraform, srcErr error) (*source.Artifact, string, string, error) {
 	ref := obj.Spec.SourceRef
 	src := fmt.Sprintf("%s %s/%s", ref.Kind, obj.GetSourceNamespace(), ref.Name)
 	reason, gone := infrav1.ArtifactFailedReason, fmt.Sprintf("the artifact of source %s cannot be downloaded (%v)", src, srcErr)
@@ -48,7 +49,7 @@ func (r *TerraformReconciler) keptForDestroy(ctx context.Context, obj *infrav1.T
 	case errors.Is(srcErr, source.ErrKindNotServed):
 		reason, gone = infrav1.SourceKindNotServedReason, fmt.Sprintf("source %s cannot be read (%v)", src, srcErr)
 	}
-	tarball, dir, err := r.custody.KeptArtifact(ctx, obj)
+	tarball, dir, err := g.keeper.KeptArtifact(ctx, obj)
 	var unusable *custody.ArtifactUnusableError
 	switch {
 	case errors.As(err, &unusable):
@@ -56,14 +57,14 @@ func (r *TerraformReconciler) keptForDestroy(ctx context.Context, obj *infrav1.T
 		if k := obj.Status.LastAppliedArtifact; k != nil {
 			revision = k.Revision
 		}
-		return nil, "", "", stalling(reason, "%s and %s: restore the source (revision %s) to destroy from it", gone, unusable.Why, revision)
+		return nil, "", "", outcome.Stalling(reason, "%s and %s: restore the source (revision %s) to destroy from it", gone, unusable.Why, revision)
 	case err != nil:
-		return nil, "", "", retry(infrav1.DestroyFailedReason, "%v", err)
+		return nil, "", "", outcome.Retry(infrav1.DestroyFailedReason, "%v", err)
 	}
 	k := obj.Status.LastAppliedArtifact
 	msg := fmt.Sprintf("%s; destroying with the last applied artifact %s", gone, k.Revision)
 	ctrl.LoggerFrom(ctx).Info(msg, "digest", k.Digest)
-	r.event(obj, k.Revision, corev1.EventTypeNormal, infrav1.DeletingReason, "%s", msg)
+	g.report.event(obj, k.Revision, corev1.EventTypeNormal, infrav1.DeletingReason, "%s", msg)
 	a := &source.Artifact{Kind: ref.Kind, Namespace: obj.GetSourceNamespace(), Name: ref.Name, Revision: k.Revision, Digest: k.Digest}
 	return a, tarball, dir, nil
 }

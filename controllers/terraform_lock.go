@@ -13,6 +13,7 @@ import (
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/custody"
 	"github.com/landform-dev/landform/internal/metrics"
+	"github.com/landform-dev/landform/internal/outcome"
 	"github.com/landform-dev/landform/internal/redact"
 	"github.com/landform-dev/landform/runner"
 )
@@ -21,36 +22,36 @@ import (
 // Landform runner that is provably gone is released (by its lock id) and
 // the object plans again; any other holder keeps its lock, and the
 // condition names it.
-func (r *TerraformReconciler) lockHeld(ctx context.Context, obj *infrav1.Terraform, md map[string]string) error {
-	released, err := r.releaseGoneLock(ctx, obj)
+func (g *stateGuard) lockHeld(ctx context.Context, obj *infrav1.Terraform, md map[string]string) error {
+	released, err := g.releaseGoneLock(ctx, obj)
 	if err != nil {
 		return err
 	}
 	if released {
-		return waiting(infrav1.StateLockReleasedReason, replanSoon, "released the state lock %s left by a runner that is gone; planning again", orUnknown(md["id"]))
+		return outcome.WaitingFor(infrav1.StateLockReleasedReason, replanSoon, "released the state lock %s left by a runner that is gone; planning again", orUnknown(md["id"]))
 	}
 	markLocked(obj, md)
-	return waiting(infrav1.StateLockedReason, obj.GetRetryInterval(),
+	return outcome.WaitingFor(infrav1.StateLockedReason, obj.GetRetryInterval(),
 		"the state is locked by %s (lock %s, %s since %s); Landform retries until the holder releases it, or run `landform unlock %s` once the holder has stopped",
 		orUnknown(md["who"]), orUnknown(md["id"]), orUnknown(md["operation"]), orUnknown(md["created"]), obj.Name)
 }
 
 // recoverLock releases the lock a lost run may have left behind.
-func (r *TerraformReconciler) recoverLock(ctx context.Context, obj *infrav1.Terraform) error {
-	_, err := r.releaseGoneLock(ctx, obj)
+func (g *stateGuard) recoverLock(ctx context.Context, obj *infrav1.Terraform) error {
+	_, err := g.releaseGoneLock(ctx, obj)
 	return err
 }
 
 // releaseGoneLock releases the state lock when its holder is a Landform
 // runner that is provably gone (custody.Keeper.ReleaseGoneLock), and says
 // so. It reports whether it released one.
-func (r *TerraformReconciler) releaseGoneLock(ctx context.Context, obj *infrav1.Terraform) (bool, error) {
-	held, gone, err := r.custody.ReleaseGoneLock(ctx, obj)
+func (g *stateGuard) releaseGoneLock(ctx context.Context, obj *infrav1.Terraform) (bool, error) {
+	held, gone, err := g.keeper.ReleaseGoneLock(ctx, obj)
 	switch {
 	case errors.Is(err, custody.ErrNotOurBackend):
 		return false, nil
 	case err != nil:
-		return false, retry(infrav1.StateLockedReason, "%v", err)
+		return false, outcome.Retry(infrav1.StateLockedReason, "%v", err)
 	case held == nil:
 		markUnlocked(obj)
 	}
@@ -59,7 +60,7 @@ func (r *TerraformReconciler) releaseGoneLock(ctx context.Context, obj *infrav1.
 	}
 	metrics.CountLockRecovered()
 	ctrl.LoggerFrom(ctx).Info("released a state lock whose runner is gone", "lock", gone.Info.ID, "holder", gone.Info.Who, "why", gone.Why)
-	r.event(obj, obj.Status.LastAttemptedRevision, corev1.EventTypeWarning, infrav1.StateLockReleasedReason,
+	g.report.event(obj, obj.Status.LastAttemptedRevision, corev1.EventTypeWarning, infrav1.StateLockReleasedReason,
 		"released state lock %s held by %s: %s", gone.Info.ID, gone.Info.Who, gone.Why)
 	return true, nil
 }
@@ -69,32 +70,32 @@ func (r *TerraformReconciler) releaseGoneLock(ctx context.Context, obj *infrav1.
 func runnerError(obj *infrav1.Terraform, redactor *redact.Redactor, revision string, err error, fallback string) error {
 	rerr, ok := runner.AsError(err)
 	if !ok {
-		return retry(fallback, "%s", redactor.String(err.Error()))
+		return outcome.Retry(fallback, "%s", redactor.String(err.Error()))
 	}
 	msg := redactor.String(rerr.Message)
 	switch rerr.Reason {
 	case runner.ReasonStateLocked:
-		return waiting(infrav1.StateLockedReason, obj.GetRetryInterval(), "the state is locked by %s (lock %s)", orUnknown(rerr.Metadata["who"]), orUnknown(rerr.Metadata["id"]))
+		return outcome.WaitingFor(infrav1.StateLockedReason, obj.GetRetryInterval(), "the state is locked by %s (lock %s)", orUnknown(rerr.Metadata["who"]), orUnknown(rerr.Metadata["id"]))
 	case runner.ReasonInvalidConfiguration:
 		fix := "fix it and push a new revision"
 		if len(obj.Spec.Imports) > 0 {
 			fix += ", or fix spec.imports"
 		}
-		return stalling(infrav1.InvalidConfigurationReason, "the module in revision %s is invalid: %s; %s", revision, msg, fix)
+		return outcome.Stalling(infrav1.InvalidConfigurationReason, "the module in revision %s is invalid: %s; %s", revision, msg, fix)
 	case runner.ReasonEngineVerificationFailed:
-		return stalling(infrav1.EngineVerificationFailedReason, "%s", msg)
+		return outcome.Stalling(infrav1.EngineVerificationFailedReason, "%s", msg)
 	case runner.ReasonEngineUnavailable:
-		return retry(infrav1.EngineNotFoundReason, "%s", msg)
+		return outcome.Retry(infrav1.EngineNotFoundReason, "%s", msg)
 	case runner.ReasonImportUnsupported:
-		return stalling(infrav1.ImportUnsupportedReason, "spec.imports needs an engine with import blocks (OpenTofu, or Terraform 1.5 or later): %s", msg)
+		return outcome.Stalling(infrav1.ImportUnsupportedReason, "spec.imports needs an engine with import blocks (OpenTofu, or Terraform 1.5 or later): %s", msg)
 	case runner.ReasonMissingVariable:
-		return retry(infrav1.MissingVariableReason, "%s; set it in spec.vars or spec.varsFrom", msg)
+		return outcome.Retry(infrav1.MissingVariableReason, "%s; set it in spec.vars or spec.varsFrom", msg)
 	case runner.ReasonDigestMismatch:
-		return retry(infrav1.DigestMismatchReason, "the runner rejected the artifact: %s", msg)
+		return outcome.Retry(infrav1.DigestMismatchReason, "the runner rejected the artifact: %s", msg)
 	case runner.ReasonInvalidPath:
-		return stalling(infrav1.InvalidPathReason, "spec.path %q: %s", obj.Spec.Path, msg)
+		return outcome.Stalling(infrav1.InvalidPathReason, "spec.path %q: %s", obj.Spec.Path, msg)
 	}
-	return retry(fallback, "%s", msg)
+	return outcome.Retry(fallback, "%s", msg)
 }
 
 // markLocked records who holds the state lock.

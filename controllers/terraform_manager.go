@@ -25,6 +25,7 @@ import (
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/custody"
 	"github.com/landform-dev/landform/internal/engines"
+	"github.com/landform-dev/landform/internal/inputs"
 	"github.com/landform-dev/landform/internal/metrics"
 	"github.com/landform-dev/landform/internal/reachability"
 	"github.com/landform-dev/landform/internal/runs"
@@ -59,6 +60,20 @@ const (
 	DefaultDrainTimeout   = 15 * time.Minute
 )
 
+// RBAC for runner Pods (--runner=pod): the controller creates and deletes
+// one Pod per run, checks the runner ServiceAccount exists, and writes the
+// runner CA Secret and the namespaces' runner certificate Secrets.
+
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
+
+// RBAC for inputs read from object fields (internal/inputs): Services and
+// Ingresses by default (a load balancer's address); the chart's inputKinds
+// value grants more kinds.
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch
+
 // SetupWithManager registers indexes and watches: the object itself (spec,
 // approval and reconcile-request annotations), its sources' new artifacts
 // (of the source kinds the API server serves: terraform_sourcekinds.go),
@@ -71,7 +86,9 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	if err := idx.IndexField(ctx, &infrav1.Terraform{}, dependsOnIndexKey, indexDependsOn); err != nil {
 		return fmt.Errorf("indexing dependsOn: %w", err)
 	}
-	if err := idx.IndexField(ctx, &infrav1.Terraform{}, varsFromIndexKey, indexVarsFrom); err != nil {
+	if err := idx.IndexField(ctx, &infrav1.Terraform{}, varsFromIndexKey, func(o client.Object) []string {
+		return inputs.IndexKeys(o.(*infrav1.Terraform))
+	}); err != nil {
 		return fmt.Errorf("indexing varsFrom: %w", err)
 	}
 	if r.APIReader == nil {
@@ -80,7 +97,9 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	if r.Engines.Resolver == nil {
 		r.Engines.Resolver = &engines.Resolver{}
 	}
-	r.metrics = helper.NewMetrics(mgr, metrics.Flux(), infrav1.Finalizer)
+	r.inputs = &inputs.Resolver{Reader: r.APIReader, Mapper: mgr.GetRESTMapper(),
+		AllowCrossNamespaceRefs: r.AllowCrossNamespaceRefs, Engines: r.Engines}
+	r.report = &reporter{recorder: r.EventRecorder, metrics: helper.NewMetrics(mgr, metrics.Flux(), infrav1.Finalizer)}
 	r.custody = &custody.Keeper{Client: r.Client, Reader: r.APIReader, Objects: r.Client, FieldOwner: fieldOwner,
 		HistoryLimit: r.StateHistory, Leases: r.Leases, Secrets: r.Secrets,
 		Artifacts: r.Fetcher, ArtifactMaxSize: r.KeptArtifactMaxSize}
@@ -99,11 +118,13 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	if err := mgr.Add(r.runs); err != nil {
 		return fmt.Errorf("adding the run tracker: %w", err)
 	}
+	r.state = &stateGuard{keeper: r.custody, report: r.report, runs: r.runs}
 	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("creating the discovery client: %w", err)
 	}
 	r.sourceKinds = &source.Served{}
+	by := indexed{r.Client}
 	kinds := &sourceKindWatcher{
 		served:    r.sourceKinds,
 		discovery: dc,
@@ -111,7 +132,7 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 		reader:    mgr.GetClient(),
 		interval:  opts.SourceDiscoveryInterval,
 		log:       mgr.GetLogger().WithName("source-kinds"),
-		mapFor:    r.requestsForSource,
+		mapFor:    by.source,
 		watched:   map[schema.GroupVersionKind]bool{},
 		wake:      make(chan event.GenericEvent, 64),
 	}
@@ -133,13 +154,13 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 			predicate.AnnotationChangedPredicate{},
 			predicates.ReconcileRequestedPredicate{},
 		))).
-		Watches(&infrav1.Terraform{}, handler.EnqueueRequestsFromMapFunc(r.requestsForDependents)).
+		Watches(&infrav1.Terraform{}, handler.EnqueueRequestsFromMapFunc(by.dependents)).
 		// A varsFrom Secret or ConfigMap created or changed: its users plan
 		// with it (a Stalled VarsNotFound recovers). Metadata only: the
 		// controller caches no Secret's data.
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.requestsForVars("Secret")),
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(by.data("Secret")),
 			builder.OnlyMetadata, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.requestsForVars("ConfigMap")),
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(by.data("ConfigMap")),
 			builder.OnlyMetadata, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		// A run's progress and end bring its object back.
 		WatchesRawSource(ctrlsource.Channel(r.runs.Events(), &handler.EnqueueRequestForObject{})).
@@ -153,13 +174,7 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 		return err
 	}
 	kinds.ctrl = c
-	r.inputWatches = &inputWatches{
-		watched: map[schema.GroupVersionKind]bool{},
-		ctrl:    c,
-		cache:   mgr.GetCache(),
-		reader:  r.APIReader,
-		mapFor:  r.requestsForInput,
-	}
+	r.inputs.Watches = inputs.NewWatches(c, mgr.GetCache(), r.APIReader, by.input)
 	if err := kinds.discover(ctx, false); err != nil {
 		return fmt.Errorf("discovering the Flux source kinds served: %w", err)
 	}
@@ -175,7 +190,7 @@ func indexDependsOn(o client.Object) []string {
 	tf := o.(*infrav1.Terraform)
 	var keys []string
 	for _, d := range tf.Spec.DependsOn {
-		gvk, key := dependencyKey(tf, d)
+		gvk, key := inputs.DependencyKey(tf, d)
 		if gvk.Group == infrav1.GroupVersion.Group && gvk.Kind == infrav1.TerraformKind {
 			keys = append(keys, key.String())
 		}
@@ -183,71 +198,43 @@ func indexDependsOn(o client.Object) []string {
 	return keys
 }
 
-// requestsForSource maps a source to the Terraform objects that use it.
-func (r *TerraformReconciler) requestsForSource(kind string) handler.MapFunc {
+// indexed maps a watched object to the Terraform objects to reconcile,
+// by the indexes SetupWithManager registers.
+type indexed struct{ client.Reader }
+
+// source maps a source to the Terraform objects that use it.
+func (x indexed) source(kind string) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		return r.listRequests(ctx, client.MatchingFields{sourceIndexKey: fmt.Sprintf("%s/%s/%s", kind, o.GetNamespace(), o.GetName())})
+		return x.requests(ctx, client.MatchingFields{sourceIndexKey: fmt.Sprintf("%s/%s/%s", kind, o.GetNamespace(), o.GetName())})
 	}
 }
 
-// indexVarsFrom keys an object by the inputs it reads: "<kind>/<name>"
-// for a Secret or ConfigMap of its namespace, inputKey for any other
-// object (varsFrom's and imports' idFrom alike).
-func indexVarsFrom(o client.Object) []string {
-	tf := o.(*infrav1.Terraform)
-	keys := make([]string, 0, len(tf.Spec.VarsFrom)+len(tf.Spec.Imports))
-	add := func(apiVersion, kind, namespace, name string) {
-		if isDataKind(kind) {
-			keys = append(keys, kind+"/"+name)
-			return
-		}
-		in := inputObjectRef(tf, apiVersion, kind, namespace, name, false)
-		keys = append(keys, inputKey(in.gvk(), in.namespace, in.name))
-	}
-	for _, v := range tf.Spec.VarsFrom {
-		add(v.APIVersion, v.Kind, v.Namespace, v.Name)
-	}
-	for _, im := range tf.Spec.Imports {
-		if f := im.IDFrom; f != nil {
-			add(f.APIVersion, f.Kind, f.Namespace, f.Name)
-		}
-	}
-	return keys
-}
-
-// inputKey is the index key of an object whose fields are inputs: its
-// group, kind, namespace and name (not its version: the watch may be on
-// another version of the same kind).
-func inputKey(gvk schema.GroupVersionKind, namespace, name string) string {
-	return gvk.Group + "/" + gvk.Kind + "/" + namespace + "/" + name
-}
-
-// requestsForInput maps an object of gvk to the Terraform objects (of any
+// input maps an object of gvk to the Terraform objects (of any
 // namespace) whose inputs read its fields.
-func (r *TerraformReconciler) requestsForInput(gvk schema.GroupVersionKind) handler.MapFunc {
+func (x indexed) input(gvk schema.GroupVersionKind) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		return r.listRequests(ctx, client.MatchingFields{varsFromIndexKey: inputKey(gvk, o.GetNamespace(), o.GetName())})
+		return x.requests(ctx, client.MatchingFields{varsFromIndexKey: inputs.ObjectKey(gvk, o.GetNamespace(), o.GetName())})
 	}
 }
 
-// requestsForVars maps a Secret or ConfigMap to the Terraform objects of
-// its namespace whose varsFrom names it.
-func (r *TerraformReconciler) requestsForVars(kind string) handler.MapFunc {
+// data maps a Secret or ConfigMap (kind) to the Terraform objects of its
+// namespace whose varsFrom or imports name it.
+func (x indexed) data(kind string) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		return r.listRequests(ctx, client.InNamespace(o.GetNamespace()), client.MatchingFields{varsFromIndexKey: kind + "/" + o.GetName()})
+		return x.requests(ctx, client.InNamespace(o.GetNamespace()), client.MatchingFields{varsFromIndexKey: inputs.DataKey(kind, o.GetName())})
 	}
 }
 
-// requestsForDependents maps a Terraform object to those that depend on it.
-// With --watch-label-selector both are in this shard's cache: a dependent
-// in another shard sees its dependency Ready at its next retryInterval.
-func (r *TerraformReconciler) requestsForDependents(ctx context.Context, o client.Object) []reconcile.Request {
-	return r.listRequests(ctx, client.MatchingFields{dependsOnIndexKey: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}.String()})
+// dependents maps a Terraform object to those that depend on it. With
+// --watch-label-selector both are in this shard's cache: a dependent in
+// another shard sees its dependency Ready at its next retryInterval.
+func (x indexed) dependents(ctx context.Context, o client.Object) []reconcile.Request {
+	return x.requests(ctx, client.MatchingFields{dependsOnIndexKey: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}.String()})
 }
 
-func (r *TerraformReconciler) listRequests(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
+func (x indexed) requests(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
 	list := &infrav1.TerraformList{}
-	if err := r.List(ctx, list, opts...); err != nil {
+	if err := x.List(ctx, list, opts...); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing Terraform objects for a watch event")
 		return nil
 	}

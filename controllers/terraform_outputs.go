@@ -15,6 +15,7 @@ import (
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/metrics"
 	"github.com/landform-dev/landform/internal/names"
+	"github.com/landform-dev/landform/internal/outcome"
 	"github.com/landform-dev/landform/internal/outputs"
 	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/internal/tfstate"
@@ -39,7 +40,7 @@ func (r *TerraformReconciler) writeOutputs(ctx context.Context, obj *infrav1.Ter
 	data, err := outputs.SecretData(converted, spec.Outputs)
 	if err != nil {
 		conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, infrav1.OutputsFailedReason, "%v", err)
-		return stalling(infrav1.OutputsFailedReason, "writeOutputsToSecret: %v; fix spec.writeOutputsToSecret.outputs", err)
+		return outcome.Stalling(infrav1.OutputsFailedReason, "writeOutputsToSecret: %v; fix spec.writeOutputsToSecret.outputs", err)
 	}
 	if err := outputs.Write(ctx, r.Client, obj, *spec, data); err != nil {
 		reason := infrav1.OutputsFailedReason
@@ -47,11 +48,11 @@ func (r *TerraformReconciler) writeOutputs(ctx context.Context, obj *infrav1.Ter
 			reason = infrav1.OutputSecretConflictReason
 		}
 		conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, reason, "%v", err)
-		r.event(obj, obj.Status.LastAppliedRevision, corev1.EventTypeWarning, reason, "writing outputs: %v", err)
-		return retry(reason, "%v", err)
+		r.report.event(obj, obj.Status.LastAppliedRevision, corev1.EventTypeWarning, reason, "writing outputs: %v", err)
+		return outcome.Retry(reason, "%v", err)
 	}
 	conditions.MarkTrue(obj, infrav1.OutputsWrittenCondition, infrav1.OutputsWrittenReason, "wrote %d outputs to Secret %s", len(data), spec.Name)
-	r.event(obj, obj.Status.LastAppliedRevision, corev1.EventTypeNormal, infrav1.OutputsWrittenReason, "wrote %d outputs to Secret %s", len(data), spec.Name)
+	r.report.event(obj, obj.Status.LastAppliedRevision, corev1.EventTypeNormal, infrav1.OutputsWrittenReason, "wrote %d outputs to Secret %s", len(data), spec.Name)
 	return nil
 }
 
@@ -68,10 +69,10 @@ func (r *TerraformReconciler) checkOutputsSecret(ctx context.Context, obj *infra
 	switch {
 	case errors.Is(err, outputs.ErrNotOwned):
 		conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, infrav1.OutputSecretConflictReason, "%v", err)
-		r.event(obj, obj.Status.LastAttemptedRevision, corev1.EventTypeWarning, infrav1.OutputSecretConflictReason, "nothing planned: %v", err)
-		return retry(infrav1.OutputSecretConflictReason, "nothing planned or applied: %v", err)
+		r.report.event(obj, obj.Status.LastAttemptedRevision, corev1.EventTypeWarning, infrav1.OutputSecretConflictReason, "nothing planned: %v", err)
+		return outcome.Retry(infrav1.OutputSecretConflictReason, "nothing planned or applied: %v", err)
 	case err != nil:
-		return retry(infrav1.OutputsFailedReason, "%v", err)
+		return outcome.Retry(infrav1.OutputsFailedReason, "%v", err)
 	}
 	return nil
 }
@@ -87,7 +88,7 @@ func (r *TerraformReconciler) refreshOutputs(ctx context.Context, obj *infrav1.T
 		}
 		if err != nil {
 			conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, infrav1.OutputsFailedReason, "%v", err)
-			return retry(infrav1.OutputsFailedReason, "%v", err)
+			return outcome.Retry(infrav1.OutputsFailedReason, "%v", err)
 		}
 		if found {
 			return r.writeOutputs(ctx, obj, outs)
@@ -133,7 +134,7 @@ func (r *TerraformReconciler) refreshOutputsWithRunner(ctx context.Context, obj 
 	metrics.CountRun("outputs", err)
 	if err != nil {
 		ferr := runnerError(obj, ws.redactor, ws.artifact.Revision, err, infrav1.OutputsFailedReason)
-		conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, reasonOf(ferr, infrav1.OutputsFailedReason), "%s", ferr.Error())
+		conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, outcome.ReasonOf(ferr, infrav1.OutputsFailedReason), "%s", ferr.Error())
 		return ferr
 	}
 	return r.writeOutputs(ctx, obj, outs)

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/outcome"
 	"github.com/landform-dev/landform/internal/planstore"
 	"github.com/landform-dev/landform/internal/redact"
 	"github.com/landform-dev/landform/runner"
@@ -45,7 +46,7 @@ func (r *TerraformReconciler) recordPlan(ctx context.Context, obj *infrav1.Terra
 		Applied:      !res.HasChanges,
 	}
 	if err := r.Plans.Save(ctx, obj, p); err != nil {
-		return nil, retry(infrav1.PlanFailedReason, "storing plan %s: %v", p.ID, err)
+		return nil, outcome.Retry(infrav1.PlanFailedReason, "storing plan %s: %v", p.ID, err)
 	}
 
 	now := metav1.NewTime(r.now())
@@ -92,22 +93,22 @@ func (r *TerraformReconciler) recordPlan(ctx context.Context, obj *infrav1.Terra
 	case status.IsDrift:
 		conditions.MarkTrue(obj, infrav1.DriftedCondition, infrav1.DriftDetectedReason,
 			"drift detected: %s in %s", planCounts(status), strings.Join(status.Resources, ", "))
-		r.planEvent(obj, p.ID, rev, corev1.EventTypeWarning, infrav1.DriftDetectedReason, "drift detected by plan %s: %s", p.ID, planCounts(status))
+		r.report.planEvent(obj, p.ID, rev, corev1.EventTypeWarning, infrav1.DriftDetectedReason, "drift detected by plan %s: %s", p.ID, planCounts(status))
 	case drift:
 		conditions.MarkFalse(obj, infrav1.DriftedCondition, infrav1.NoDriftReason, "no drift at %s", now.UTC().Format("2006-01-02T15:04:05Z"))
 	}
 	if res.HasChanges {
-		r.planEvent(obj, p.ID, rev, corev1.EventTypeNormal, infrav1.PlannedWithChangesReason, "%s", summary)
+		r.report.planEvent(obj, p.ID, rev, corev1.EventTypeNormal, infrav1.PlannedWithChangesReason, "%s", summary)
 	} else {
-		r.planEvent(obj, p.ID, rev, corev1.EventTypeNormal, infrav1.PlannedNoChangesReason, "%s (no changes)", summary)
+		r.report.planEvent(obj, p.ID, rev, corev1.EventTypeNormal, infrav1.PlannedNoChangesReason, "%s (no changes)", summary)
 	}
 	switch {
 	case held:
 		// A Warning: left alone, it would have destroyed something.
-		r.planEvent(obj, p.ID, rev, corev1.EventTypeWarning, infrav1.DestructivePlanPendingReason, "%s", pendingMessage(obj))
+		r.report.planEvent(obj, p.ID, rev, corev1.EventTypeWarning, infrav1.DestructivePlanPendingReason, "%s", pendingMessage(obj))
 	case res.HasChanges && awaitsApproval(obj, p.ID):
 		// The one event an approver needs: a plan waits for them.
-		r.planEvent(obj, p.ID, rev, corev1.EventTypeNormal, infrav1.PlanPendingReason, "%s", pendingEventMessage(obj))
+		r.report.planEvent(obj, p.ID, rev, corev1.EventTypeNormal, infrav1.PlanPendingReason, "%s", pendingEventMessage(obj))
 	}
 	return p, nil
 }

@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/inputs"
+	"github.com/landform-dev/landform/internal/outcome"
 	"github.com/landform-dev/landform/internal/placement"
 	"github.com/landform-dev/landform/internal/redact"
 	"github.com/landform-dev/landform/internal/runs"
@@ -31,19 +33,19 @@ const (
 func (r *TerraformReconciler) startRun(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform, req runs.Request) error {
 	if !r.runs.Accepting() {
 		req.Reuse.Stop()
-		return waiting(infrav1.ShuttingDownReason, time.Minute, "the controller is shutting down: the %s starts when it is back", req.Run.Action)
+		return outcome.WaitingFor(infrav1.ShuttingDownReason, time.Minute, "the controller is shutting down: the %s starts when it is back", req.Run.Action)
 	}
 	if err := r.checkRunner(obj, req.Redactor); err != nil {
 		// Refused by the runner policy: no run is recorded or started.
 		req.Reuse.Stop()
 		return err
 	}
-	if err := r.claimState(ctx, obj); err != nil {
+	if err := r.state.claimState(ctx, obj); err != nil {
 		// One state, one owner: refused before anything plans.
 		req.Reuse.Stop()
 		return err
 	}
-	if err := r.pushUnsaved(ctx, obj); err != nil {
+	if err := r.state.pushUnsaved(ctx, obj); err != nil {
 		// Never a run from the backend's state while a newer one waits.
 		req.Reuse.Stop()
 		return err
@@ -54,9 +56,9 @@ func (r *TerraformReconciler) startRun(ctx context.Context, patcher *objectPatch
 	req.Spec.ID = req.Run.ID
 	req.Spec.Deadline = obj.GetTimeout()
 	obj.Status.Run = req.Run.DeepCopy()
-	queued := inProgress(infrav1.RunQueuedReason, obj.GetTimeout(), "%s run %s queued for revision %s", req.Run.Action, req.Run.ID, req.Run.Revision)
+	queued := outcome.InProgress(infrav1.RunQueuedReason, obj.GetTimeout(), "%s run %s queued for revision %s", req.Run.Action, req.Run.ID, req.Run.Revision)
 	// The conditions the reconcile ends with go in this one write.
-	outcomeOf(queued, "").summarize(obj)
+	outcome.Of(queued, "").Summarize(obj, readyMessage(obj))
 	if err := patcher.Patch(ctx, obj); err != nil {
 		obj.Status.Run = nil
 		req.Reuse.Stop()
@@ -66,7 +68,7 @@ func (r *TerraformReconciler) startRun(ctx context.Context, patcher *objectPatch
 	if _, err := r.runs.Launch(req); err != nil {
 		// Shutting down: status.run stays, and the next controller
 		// starts the run (it has no runner yet).
-		return waiting(infrav1.ShuttingDownReason, time.Minute, "%s run %s waits for the controller to start again", req.Run.Action, req.Run.ID)
+		return outcome.WaitingFor(infrav1.ShuttingDownReason, time.Minute, "%s run %s waits for the controller to start again", req.Run.Action, req.Run.ID)
 	}
 	return queued
 }
@@ -85,23 +87,23 @@ func (r *TerraformReconciler) checkRunner(obj *infrav1.Terraform, redactor *reda
 	case err == nil:
 		return nil
 	case errors.As(err, &perr) && perr.Stalling:
-		return stalling(perr.Reason, "%s", redactor.String(perr.Message))
+		return outcome.Stalling(perr.Reason, "%s", redactor.String(perr.Message))
 	case errors.As(err, &perr):
-		return retry(perr.Reason, "%s", redactor.String(perr.Message))
+		return outcome.Retry(perr.Reason, "%s", redactor.String(perr.Message))
 	}
-	return retry(infrav1.RunnerFailedReason, "checking the runner: %s", redactor.String(err.Error()))
+	return outcome.Retry(infrav1.RunnerFailedReason, "checking the runner: %s", redactor.String(err.Error()))
 }
 
 // attachRun follows a run recorded in status by an earlier controller
 // process, collecting its result without running terraform again.
 func (r *TerraformReconciler) attachRun(ctx context.Context, obj *infrav1.Terraform) (*runs.Handle, error) {
-	vars, err := r.renderVars(ctx, obj, redactionInputs)
+	vars, err := r.inputs.Vars(ctx, obj, inputs.Redaction)
 	if err != nil {
 		// Without the variables' Secrets the log cannot be redacted:
 		// attach once they are readable.
 		return nil, err
 	}
-	return r.runs.Attach(runs.Request{Object: obj.DeepCopy(), Run: *obj.Status.Run, Redactor: redact.New(vars.secrets...)})
+	return r.runs.Attach(runs.Request{Object: obj.DeepCopy(), Run: *obj.Status.Run, Redactor: redact.New(vars.Secrets...)})
 }
 
 // runFailure is the outcome of a run that failed before or in its runner,
@@ -111,14 +113,14 @@ func (r *TerraformReconciler) attachRun(ctx context.Context, obj *infrav1.Terraf
 func (r *TerraformReconciler) runFailure(obj *infrav1.Terraform, redactor *redact.Redactor, revision string, err error, fallback string) error {
 	var serr *runs.StartError
 	switch {
-	case decided(err):
+	case outcome.Decided(err):
 		return err
 	case errors.As(err, &serr) && serr.Reason == "":
 		return runnerError(obj, redactor, revision, serr.Err, infrav1.RunnerFailedReason)
 	case errors.As(err, &serr) && serr.Stalling:
-		return stalling(serr.Reason, "%s", serr.Error())
+		return outcome.Stalling(serr.Reason, "%s", serr.Error())
 	case errors.As(err, &serr):
-		return retry(serr.Reason, "%s", serr.Error())
+		return outcome.Retry(serr.Reason, "%s", serr.Error())
 	}
 	return runnerError(obj, redactor, revision, err, fallback)
 }
@@ -158,4 +160,13 @@ func (r *TerraformReconciler) jittered(d time.Duration) time.Duration {
 		return d
 	}
 	return r.Jitter(d)
+}
+
+// priorityOf puts drift checks behind everything a person or a change is
+// waiting for.
+func priorityOf(obj *infrav1.Terraform, d decision) runs.Priority {
+	if d.drift && !requestedReconcile(obj) {
+		return runs.Background
+	}
+	return runs.User
 }

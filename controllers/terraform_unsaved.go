@@ -14,6 +14,7 @@ import (
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/custody"
 	"github.com/landform-dev/landform/internal/metrics"
+	"github.com/landform-dev/landform/internal/outcome"
 	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/internal/tfstate"
@@ -30,11 +31,11 @@ import (
 // person. A custom backend's state Landform cannot write: a person pushes
 // it. One metadata read when there is nothing to push
 // (custody.Keeper.PushUnsaved); this turns what it found into conditions.
-func (r *TerraformReconciler) pushUnsaved(ctx context.Context, obj *infrav1.Terraform) error {
-	st, pushed, err := r.custody.PushUnsaved(ctx, obj)
+func (g *stateGuard) pushUnsaved(ctx context.Context, obj *infrav1.Terraform) error {
+	st, pushed, err := g.keeper.PushUnsaved(ctx, obj)
 	if st == nil {
 		if err != nil {
-			return retry(infrav1.StateUnsavedReason, "looking for a state an apply could not save (Secret %s): %v", unsavedstate.SecretName(obj), err)
+			return outcome.Retry(infrav1.StateUnsavedReason, "looking for a state an apply could not save (Secret %s): %v", unsavedstate.SecretName(obj), err)
 		}
 		return nil
 	}
@@ -43,39 +44,39 @@ func (r *TerraformReconciler) pushUnsaved(ctx context.Context, obj *infrav1.Terr
 	var locked *statelock.LockedError
 	switch {
 	case errors.Is(err, custody.ErrNotOurBackend):
-		return waiting(infrav1.StateUnsavedReason, obj.GetRetryInterval(),
+		return outcome.WaitingFor(infrav1.StateUnsavedReason, obj.GetRetryInterval(),
 			"%s must be written to the backend before anything runs, and Landform writes only its default backend: push it with the backend's own tools "+
 				"(`kubectl get secret -n %s %s -o jsonpath='{.data.tfstate}' | base64 -d > unsaved.tfstate`, then `tofu state push unsaved.tfstate`) and delete the Secret",
 			what, obj.Namespace, secret)
 	case errors.As(err, &locked):
 		i := locked.Info
-		return r.lockHeld(ctx, obj, map[string]string{"id": i.ID, "who": i.Who, "operation": i.Operation, "created": i.Created.UTC().Format(time.RFC3339)})
+		return g.lockHeld(ctx, obj, map[string]string{"id": i.ID, "who": i.Who, "operation": i.Operation, "created": i.Created.UTC().Format(time.RFC3339)})
 	case tfstate.IsRefused(err):
 		msg := fmt.Sprintf("%s cannot be written to the backend: %v; nothing runs until a person decides which state is right: "+
 			"compare them first (their serials and lineages are above; `kubectl get secret -n %s %s -o jsonpath='{.data.tfstate}' | base64 -d` shows what the kept one holds); "+
 			"only if it holds what that run did, `landform state push %s --force` writes it over the backend's state, and the next plan starts from it; deleting the Secret discards it",
 			what, err, obj.Namespace, secret, obj.Name)
 		if conditions.GetReason(obj, meta.ReadyCondition) != infrav1.StateUnsavedReason {
-			r.event(obj, obj.Status.LastAttemptedRevision, corev1.EventTypeWarning, infrav1.StateUnsavedReason, "%s", msg)
+			g.report.event(obj, obj.Status.LastAttemptedRevision, corev1.EventTypeWarning, infrav1.StateUnsavedReason, "%s", msg)
 		}
-		return waiting(infrav1.StateUnsavedReason, obj.GetRetryInterval(), "%s", msg)
+		return outcome.WaitingFor(infrav1.StateUnsavedReason, obj.GetRetryInterval(), "%s", msg)
 	case err != nil:
-		return retry(infrav1.StateUnsavedReason, "writing %s to the backend before the next run: %v", what, err)
+		return outcome.Retry(infrav1.StateUnsavedReason, "writing %s to the backend before the next run: %v", what, err)
 	}
 	if pushed == nil {
 		return nil
 	}
 	metrics.SetStateUnsaved(obj.Namespace, obj.Name, false)
 	ctrl.LoggerFrom(ctx).Info("wrote a state an apply could not save", "run", st.Run, "state", st.Identity.String())
-	r.event(obj, obj.Status.LastAttemptedRevision, corev1.EventTypeNormal, infrav1.StatePersistedReason,
+	g.report.event(obj, obj.Status.LastAttemptedRevision, corev1.EventTypeNormal, infrav1.StatePersistedReason,
 		"wrote the state that run %s could not save (%s) to the backend, over %s", orUnknown(st.Run), st.Identity, pushed.Previous)
 	return nil
 }
 
 // persistProgress is the progress of a run whose engine could not save the
 // state, which its runner retries writing; nil for any other run.
-func (r *TerraformReconciler) persistProgress(obj *infrav1.Terraform, h *runs.Handle, what, runnerID string, after time.Duration) error {
-	p := r.runs.StatePersist(h)
+func (g *stateGuard) persistProgress(obj *infrav1.Terraform, h *runs.Handle, what, runnerID string, after time.Duration) error {
+	p := g.runs.StatePersist(h)
 	if p.Digest == "" || p.Saved {
 		return nil
 	}
@@ -85,16 +86,16 @@ func (r *TerraformReconciler) persistProgress(obj *infrav1.Terraform, h *runs.Ha
 	}
 	msg := fmt.Sprintf("%s: terraform could not write the state to the backend; runner %s keeps it%s and retries writing it until the run's deadline", what, runnerID, kept)
 	if conditions.GetReason(obj, meta.ReadyCondition) != infrav1.StatePersistRetryingReason {
-		r.event(obj, obj.Status.Run.Revision, corev1.EventTypeWarning, infrav1.StatePersistRetryingReason, "%s", msg)
+		g.report.event(obj, obj.Status.Run.Revision, corev1.EventTypeWarning, infrav1.StatePersistRetryingReason, "%s", msg)
 	}
-	return inProgress(infrav1.StatePersistRetryingReason, after, "%s", msg)
+	return outcome.InProgress(infrav1.StatePersistRetryingReason, after, "%s", msg)
 }
 
 // persisted records, for a run that ended well, that its runner wrote a
 // state the engine could not save.
-func (r *TerraformReconciler) persisted(obj *infrav1.Terraform, run *infrav1.RunStatus, h *runs.Handle) {
-	if p := r.runs.StatePersist(h); p.Saved {
-		r.planEvent(obj, run.Plan, run.Revision, corev1.EventTypeNormal, infrav1.StatePersistedReason,
+func (g *stateGuard) persisted(obj *infrav1.Terraform, run *infrav1.RunStatus, h *runs.Handle) {
+	if p := g.runs.StatePersist(h); p.Saved {
+		g.report.planEvent(obj, run.Plan, run.Revision, corev1.EventTypeNormal, infrav1.StatePersistedReason,
 			"%s run %s: terraform could not write the state to the backend; its runner did", run.Action, run.ID)
 	}
 }

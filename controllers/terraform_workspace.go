@@ -10,7 +10,9 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/custody"
+	"github.com/landform-dev/landform/internal/inputs"
 	"github.com/landform-dev/landform/internal/names"
+	"github.com/landform-dev/landform/internal/outcome"
 	"github.com/landform-dev/landform/internal/redact"
 	"github.com/landform-dev/landform/internal/source"
 	runnerpb "github.com/landform-dev/landform/runner/proto"
@@ -23,7 +25,7 @@ type workspace struct {
 	tarball string
 	// path is the module's directory inside the artifact.
 	path string
-	vars *renderedVars
+	vars *inputs.Vars
 	// inputsDigest covers every input of a plan: a different digest means
 	// the stored plan no longer applies.
 	inputsDigest string
@@ -40,35 +42,31 @@ func (r *TerraformReconciler) prepareWorkspace(ctx context.Context, obj *infrav1
 	}
 	rel, _, err := source.ModulePath(dir, obj.Spec.Path)
 	if err != nil {
-		return nil, stalling(infrav1.InvalidPathReason, "%v (revision %s); fix spec.path", err, a.Revision)
+		return nil, outcome.Stalling(infrav1.InvalidPathReason, "%v (revision %s); fix spec.path", err, a.Revision)
 	}
-	mode := planInputs
+	mode := inputs.Plan
 	if !obj.DeletionTimestamp.IsZero() {
-		mode = destroyInputs
+		mode = inputs.Destroy
 	}
-	vars, err := r.renderVars(ctx, obj, mode)
+	vars, err := r.inputs.Vars(ctx, obj, mode)
 	if err != nil {
 		return nil, err
 	}
-	if mode == planInputs {
-		recordInputs(obj, vars.fields)
+	if mode == inputs.Plan {
+		inputs.Record(obj, vars.Fields)
 	}
-	resolve := r.resolveEngine
-	if mode == destroyInputs {
-		resolve = r.engineForDestroy
-	}
-	engine, err := resolve(ctx, obj)
+	engine, err := r.inputs.Engine(ctx, obj, mode)
 	if err != nil {
 		return nil, err
 	}
-	ws := &workspace{artifact: a, tarball: tarball, path: rel, vars: vars, redactor: redact.New(vars.secrets...), engine: engine}
+	ws := &workspace{artifact: a, tarball: tarball, path: rel, vars: vars, redactor: redact.New(vars.Secrets...), engine: engine}
 	ws.inputsDigest = inputsDigest(obj, ws)
 	return ws, nil
 }
 
 // fetchArtifact returns the source's artifact, verified, from the cache.
 // An object being deleted whose source (or its artifact) is gone gets the
-// artifact it last applied, as kept (terraform_keptartifact.go).
+// artifact it last applied, as kept (custody.Keeper.KeptArtifact).
 func (r *TerraformReconciler) fetchArtifact(ctx context.Context, obj *infrav1.Terraform) (a *source.Artifact, tarball, dir string, err error) {
 	ref := obj.Spec.SourceRef
 	ns := obj.GetSourceNamespace()
@@ -76,32 +74,32 @@ func (r *TerraformReconciler) fetchArtifact(ctx context.Context, obj *infrav1.Te
 	a, err = source.GetArtifact(ctx, r.Client, r.sourceKinds, ref.Kind, ns, ref.Name)
 	switch {
 	case deleting && (errors.Is(err, source.ErrSourceNotFound) || errors.Is(err, source.ErrSourceNotReady) || errors.Is(err, source.ErrKindNotServed)):
-		return r.keptForDestroy(ctx, obj, err)
+		return r.state.keptForDestroy(ctx, obj, err)
 	case errors.Is(err, source.ErrKindNotServed):
 		// The watch on source kinds wakes the object when the kind appears.
-		return nil, "", "", stalling(infrav1.SourceKindNotServedReason, "%v", err)
+		return nil, "", "", outcome.Stalling(infrav1.SourceKindNotServedReason, "%v", err)
 	case errors.Is(err, source.ErrSourceNotFound):
-		return nil, "", "", retry(infrav1.SourceNotFoundReason, "%v: create the %s or fix spec.sourceRef", err, ref.Kind)
+		return nil, "", "", outcome.Retry(infrav1.SourceNotFoundReason, "%v: create the %s or fix spec.sourceRef", err, ref.Kind)
 	case errors.Is(err, source.ErrSourceNotReady):
-		return nil, "", "", retry(infrav1.SourceNotReadyReason, "%v", err)
+		return nil, "", "", outcome.Retry(infrav1.SourceNotReadyReason, "%v", err)
 	case err != nil:
-		return nil, "", "", retry(infrav1.SourceNotReadyReason, "reading %s %s/%s: %v", ref.Kind, ns, ref.Name, err)
+		return nil, "", "", outcome.Retry(infrav1.SourceNotReadyReason, "reading %s %s/%s: %v", ref.Kind, ns, ref.Name, err)
 	}
 	tarball, dir, err = r.Fetcher.Fetch(ctx, *a)
 	switch {
 	case err != nil && deleting && custody.KeptDigest(obj) == a.Digest:
 		// The same bytes are kept: the source-controller's copy is not needed.
-		return r.keptForDestroy(ctx, obj, err)
+		return r.state.keptForDestroy(ctx, obj, err)
 	case errors.Is(err, source.ErrDigestMismatch):
-		return nil, "", "", retry(infrav1.DigestMismatchReason, "artifact of %s %s/%s revision %s was rejected: %v", ref.Kind, ns, ref.Name, a.Revision, err)
+		return nil, "", "", outcome.Retry(infrav1.DigestMismatchReason, "artifact of %s %s/%s revision %s was rejected: %v", ref.Kind, ns, ref.Name, a.Revision, err)
 	case errors.Is(err, source.ErrArtifactTooLarge):
 		// The same revision will not shrink: Stalled until the source
 		// publishes another one (its watch wakes the object).
-		return nil, "", "", stalling(infrav1.ArtifactFailedReason, "%v", err)
+		return nil, "", "", outcome.Stalling(infrav1.ArtifactFailedReason, "%v", err)
 	case err != nil:
-		return nil, "", "", retry(infrav1.ArtifactFailedReason, "downloading the artifact of %s %s/%s: %v", ref.Kind, ns, ref.Name, err)
+		return nil, "", "", outcome.Retry(infrav1.ArtifactFailedReason, "downloading the artifact of %s %s/%s: %v", ref.Kind, ns, ref.Name, err)
 	}
-	r.artifactNotKept(obj, a.Revision, r.custody.KeepAgain(ctx, obj, a))
+	r.state.artifactNotKept(obj, a.Revision, r.custody.KeepAgain(ctx, obj, a))
 	return a, tarball, dir, nil
 }
 
@@ -121,10 +119,10 @@ func inputsDigest(obj *infrav1.Terraform, ws *workspace) string {
 	if obj.Spec.BackendConfig != nil {
 		fmt.Fprintf(h, "custom=%s\n", obj.Spec.BackendConfig.CustomConfiguration)
 	}
-	h.Write(ws.vars.json)
+	h.Write(ws.vars.JSON)
 	// Only when there are imports, so that the ids of plans made before
 	// spec.imports existed (and their approvals) stay the same.
-	for _, im := range ws.vars.imports {
+	for _, im := range ws.vars.Imports {
 		fmt.Fprintf(h, "\nimport %q=%q", im.To, im.Id)
 	}
 	// Likewise only with spec.engine: another version is another plan.
@@ -161,10 +159,10 @@ func workspaceSpec(obj *infrav1.Terraform, ws *workspace, placementBackend map[s
 	spec := &runnerpb.WorkspaceSpec{
 		TarballDigest: ws.artifact.Digest,
 		Path:          ws.path,
-		VarsJson:      ws.vars.json,
+		VarsJson:      ws.vars.JSON,
 		Workspace:     obj.GetWorkspace(),
 		CustomBackend: customBackend(obj),
-		Imports:       ws.vars.imports,
+		Imports:       ws.vars.Imports,
 	}
 	if spec.CustomBackend == "" {
 		spec.BackendConfig = backendConfig(obj, placementBackend)

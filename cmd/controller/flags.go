@@ -16,6 +16,8 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/controllers"
+	"github.com/landform-dev/landform/internal/app"
+	"github.com/landform-dev/landform/internal/inputs"
 	"github.com/landform-dev/landform/internal/keptartifact"
 	"github.com/landform-dev/landform/internal/placement"
 	"github.com/landform-dev/landform/internal/source"
@@ -83,10 +85,10 @@ type engineFlags struct {
 }
 
 // engineSources reads the signing keys named by the flags.
-func (f *flags) engineSources() (controllers.EngineSources, error) {
-	var out controllers.EngineSources
+func (f *flags) engineSources() (inputs.EngineSources, error) {
+	var out inputs.EngineSources
 	for _, e := range f.engines {
-		src := controllers.EngineSource{ReleasesURL: e.releasesURL}
+		src := inputs.EngineSource{ReleasesURL: e.releasesURL}
 		if e.signingKeyFile != "" {
 			key, err := os.ReadFile(e.signingKeyFile)
 			if err != nil {
@@ -241,9 +243,9 @@ func (f *flags) validate() error {
 // a cluster, and as child processes elsewhere.
 func defaultRunnerMode() string {
 	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
-		return controllers.RunnerPod
+		return app.RunnerPod
 	}
-	return controllers.RunnerLocal
+	return app.RunnerLocal
 }
 
 func envOr(key, def string) string {

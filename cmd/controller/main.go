@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/landform-dev/landform/controllers"
+	"github.com/landform-dev/landform/internal/app"
 	"github.com/landform-dev/landform/internal/placement"
 	"github.com/landform-dev/landform/internal/source"
 	"github.com/landform-dev/landform/internal/version"
@@ -41,7 +42,7 @@ func main() {
 func run(f *flags) error {
 	log := ctrl.Log.WithName("setup")
 	log.Info("starting landform-controller", "version", version.Version, "runner", f.runnerMode)
-	if f.runnerMode == controllers.RunnerLocal && os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+	if f.runnerMode == app.RunnerLocal && os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
 		// This controller serves every namespace; local runners run each
 		// module as this process's user, with its credentials.
 		log.Info("warning: --runner=local is no tenancy boundary: every module runs as this controller's user, with its credentials (every namespace's Secrets) and beside every other run; use --runner=pod where more than one team's namespaces are served (docs/security.md#local-runners)")
@@ -54,7 +55,7 @@ func run(f *flags) error {
 	if err != nil {
 		return err
 	}
-	mgr, err := controllers.NewManager(ctx, cfg, controllers.Config{
+	mgr, err := app.NewManager(ctx, cfg, app.Config{
 		Options: controllers.Options{
 			MaxConcurrentReconciles: f.concurrent,
 			MaxConcurrentRuns:       f.concurrentRuns,
@@ -66,7 +67,7 @@ func run(f *flags) error {
 			// Local runners outlive the controller, as runner Pods do.
 			Detach: true,
 		},
-		Pod: controllers.PodRunners{
+		Pod: app.PodRunners{
 			Namespace:    f.namespace,
 			Image:        f.runnerImage,
 			KeepPods:     f.keepRunnerPods,

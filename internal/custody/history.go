@@ -55,3 +55,21 @@ func (k *Keeper) DeleteState(ctx context.Context, obj *v1alpha1.Terraform) error
 	}
 	return k.DeleteLease(ctx, obj)
 }
+
+// HasState reports whether obj's state holds anything: the default
+// backend's state Secret has data (it is created empty for the state
+// identity); for a custom backend, whether obj ever applied.
+func (k *Keeper) HasState(ctx context.Context, obj *v1alpha1.Terraform) (bool, error) {
+	if customBackend(obj) {
+		return obj.Status.LastAppliedRevision != "", nil
+	}
+	var s corev1.Secret
+	err := k.Reader.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: names.StateSecret(obj)}, &s)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("checking for state Secret %s: %w", names.StateSecret(obj), err)
+	}
+	return len(s.Data["tfstate"]) > 0, nil
+}

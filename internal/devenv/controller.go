@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/landform-dev/landform/controllers"
+	"github.com/landform-dev/landform/internal/app"
 	"github.com/landform-dev/landform/runner"
 )
 
@@ -47,9 +48,9 @@ type ControllerOptions struct {
 // election: controllers.NewManager, as cmd/controller calls it with
 // --runner=local, for `landform dev` and tests.
 func NewLocalManager(ctx context.Context, cfg *rest.Config, o ControllerOptions) (ctrl.Manager, error) {
-	return controllers.NewManager(ctx, cfg, controllers.Config{
+	return app.NewManager(ctx, cfg, app.Config{
 		Options: controllers.Options{MaxConcurrentReconciles: cmp.Or(o.Concurrent, 4)},
-		Runner:  controllers.RunnerLocal,
+		Runner:  app.RunnerLocal,
 		Local: runner.LocalOptions{
 			Binary: o.RunnerBinary,
 			Engine: o.Engine,

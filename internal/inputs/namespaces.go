@@ -1,17 +1,18 @@
-package controllers
+package inputs
 
 import (
 	"fmt"
 	"strings"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/outcome"
 )
 
-// checkNamespaces refuses references to other namespaces unless the
-// controller allows them: a tenant may only use sources and dependencies of
-// its own namespace. Secrets and ConfigMaps are always read from the
-// object's namespace (the CRD refuses a namespace on them).
-func (r *TerraformReconciler) checkNamespaces(obj *infrav1.Terraform) error {
+// CheckNamespaces refuses references to other namespaces unless the
+// controller allows them: a tenant may only use sources, inputs and
+// dependencies of its own namespace. Secrets and ConfigMaps are always
+// read from the object's namespace (the CRD refuses a namespace on them).
+func (r *Resolver) CheckNamespaces(obj *infrav1.Terraform) error {
 	if r.AllowCrossNamespaceRefs {
 		return nil
 	}
@@ -31,14 +32,14 @@ func (r *TerraformReconciler) checkNamespaces(obj *infrav1.Terraform) error {
 	}
 	for _, d := range obj.Spec.DependsOn {
 		if d.Namespace != "" && d.Namespace != obj.Namespace {
-			gvk, key := dependencyKey(obj, d)
+			gvk, key := DependencyKey(obj, d)
 			refused = append(refused, fmt.Sprintf("dependsOn %s %s", gvk.Kind, key))
 		}
 	}
 	if len(refused) == 0 {
 		return nil
 	}
-	return stalling(infrav1.CrossNamespaceRefDeniedReason,
+	return outcome.Stalling(infrav1.CrossNamespaceRefDeniedReason,
 		"references to other namespaces are not allowed: %s; move them into namespace %s (or run the controller with --no-cross-namespace-refs=false)",
 		strings.Join(refused, ", "), obj.Namespace)
 }

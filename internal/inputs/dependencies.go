@@ -1,4 +1,4 @@
-package controllers
+package inputs
 
 import (
 	"context"
@@ -12,24 +12,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/outcome"
 )
 
-// checkDependencies waits until every dependsOn object is Ready at its
-// current generation, naming what is awaited.
-func (r *TerraformReconciler) checkDependencies(ctx context.Context, obj *infrav1.Terraform) error {
+// Dependencies waits until every dependsOn object is Ready at its current
+// generation, naming what is awaited.
+func (r *Resolver) Dependencies(ctx context.Context, obj *infrav1.Terraform) error {
 	var waitingFor []string
 	for _, dep := range obj.Spec.DependsOn {
-		gvk, key := dependencyKey(obj, dep)
+		gvk, key := DependencyKey(obj, dep)
 		ready, why, err := r.isReady(ctx, gvk, key)
 		if err != nil {
-			return retry(infrav1.DependencyNotReadyReason, "checking dependency %s %s: %v", gvk.Kind, key, err)
+			return outcome.Retry(infrav1.DependencyNotReadyReason, "checking dependency %s %s: %v", gvk.Kind, key, err)
 		}
 		if !ready {
 			waitingFor = append(waitingFor, fmt.Sprintf("%s %s (%s)", gvk.Kind, key, why))
 		}
 	}
 	if len(waitingFor) > 0 {
-		return waiting(infrav1.DependencyNotReadyReason, obj.GetRetryInterval(), "waiting for %s", strings.Join(waitingFor, ", "))
+		return outcome.WaitingFor(infrav1.DependencyNotReadyReason, obj.GetRetryInterval(), "waiting for %s", strings.Join(waitingFor, ", "))
 	}
 	return nil
 }
@@ -42,9 +43,9 @@ var dependencyAPIVersions = map[string]string{
 	"HelmRelease":         "helm.toolkit.fluxcd.io/v2",
 }
 
-// dependencyKey defaults a reference to a Terraform object in obj's
+// DependencyKey defaults a reference to a Terraform object in obj's
 // namespace, and the API version of the kinds the controller can read.
-func dependencyKey(obj *infrav1.Terraform, dep infrav1.DependencyReference) (schema.GroupVersionKind, client.ObjectKey) {
+func DependencyKey(obj *infrav1.Terraform, dep infrav1.DependencyReference) (schema.GroupVersionKind, client.ObjectKey) {
 	apiVersion, kind := dep.APIVersion, dep.Kind
 	if kind == "" {
 		kind = infrav1.TerraformKind
@@ -63,10 +64,10 @@ func dependencyKey(obj *infrav1.Terraform, dep infrav1.DependencyReference) (sch
 // server: the cache holds no other kind, and with --watch-label-selector
 // only this shard's Terraform objects, while a dependency may be in
 // another shard.
-func (r *TerraformReconciler) isReady(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (bool, string, error) {
+func (r *Resolver) isReady(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (bool, string, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
-	if err := r.APIReader.Get(ctx, key, u); err != nil {
+	if err := r.Reader.Get(ctx, key, u); err != nil {
 		if apierrors.IsNotFound(err) {
 			return false, "not found", nil
 		}

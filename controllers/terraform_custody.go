@@ -2,14 +2,74 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/custody"
 	"github.com/landform-dev/landform/internal/names"
+	"github.com/landform-dev/landform/internal/outcome"
+	"github.com/landform-dev/landform/internal/runs"
 )
+
+// stateGuard turns what the state's custody (internal/custody: who owns
+// the state, its lock, the state an apply could not save, the artifact
+// kept for a destroy) finds into the object's outcomes, conditions,
+// events and metrics: here who owns the state and what a terminating
+// namespace means for it, and in terraform_lock.go, terraform_unsaved.go
+// and terraform_keptartifact.go the rest.
+type stateGuard struct {
+	keeper *custody.Keeper
+	report *reporter
+	runs   *runs.Tracker
+}
+
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;create;patch;delete
+
+// claimState makes obj the owner of its state before anything runs: a
+// state another live object owns stalls with StateOwnedElsewhere, naming
+// the owner.
+func (g *stateGuard) claimState(ctx context.Context, obj *infrav1.Terraform) error {
+	if err := g.keeper.ClaimOnce(ctx, obj); err != nil {
+		return stateCustodyError(err)
+	}
+	return nil
+}
+
+// ownsState reports whether obj owns its state, so that its deletion may
+// destroy and delete it: a state another live object owns is neither
+// (an event says whose it is and that it stays).
+func (g *stateGuard) ownsState(ctx context.Context, obj *infrav1.Terraform) (bool, error) {
+	if customBackend(obj) != "" {
+		return true, nil
+	}
+	err := g.keeper.Check(ctx, obj)
+	var elsewhere *custody.OwnedElsewhereError
+	if errors.As(err, &elsewhere) {
+		g.report.event(obj, "", corev1.EventTypeNormal, infrav1.StateOwnedElsewhereReason,
+			"deletion destroys nothing and keeps %s %s: it is the state of Terraform %s, not of this object", elsewhere.Kind, elsewhere.Name, elsewhere.Owner)
+		return false, nil
+	}
+	if err != nil {
+		return false, outcome.Retry(infrav1.DestroyFailedReason, "checking who owns the state before deleting it: %v", err)
+	}
+	return true, nil
+}
+
+// stateCustodyError is a stalling StateOwnedElsewhere for a state that is
+// another object's, a retry otherwise.
+func stateCustodyError(err error) error {
+	var owned *custody.OwnedElsewhereError
+	if errors.As(err, &owned) {
+		return outcome.Stalling(infrav1.StateOwnedElsewhereReason, "%v", err)
+	}
+	return outcome.Retry(infrav1.StateOwnedElsewhereReason, "checking who owns the state: %v", err)
+}
 
 // Deleting a namespace that holds Terraform objects: the API server
 // refuses every create in it from then on (a runner Pod, a state token),
@@ -42,29 +102,29 @@ const (
 // inTerminatingNamespace decides deletion's course when obj's namespace is
 // being deleted: as usual, let go, or a stalling NamespaceTerminating
 // whose message says how to keep the resources.
-func (r *TerraformReconciler) inTerminatingNamespace(ctx context.Context, obj *infrav1.Terraform, destroyed bool) (terminatingVerdict, error) {
+func (g *stateGuard) inTerminatingNamespace(ctx context.Context, obj *infrav1.Terraform, destroyed bool) (terminatingVerdict, error) {
 	if customBackend(obj) != "" {
 		return deleteAsUsual, nil
 	}
-	terminating, err := r.custody.NamespaceTerminating(ctx, obj.Namespace)
+	terminating, err := g.keeper.NamespaceTerminating(ctx, obj.Namespace)
 	if err != nil {
-		return deleteAsUsual, retry(infrav1.DestroyFailedReason, "%v", err)
+		return deleteAsUsual, outcome.Retry(infrav1.DestroyFailedReason, "%v", err)
 	}
 	if !terminating {
 		return deleteAsUsual, nil
 	}
-	protected, err := r.custody.Protected(ctx, obj)
+	protected, err := g.keeper.Protected(ctx, obj)
 	if err != nil {
-		return deleteAsUsual, retry(infrav1.NamespaceTerminatingReason, "%v", err)
+		return deleteAsUsual, outcome.Retry(infrav1.NamespaceTerminatingReason, "%v", err)
 	}
 	if !protected {
-		r.event(obj, "", corev1.EventTypeWarning, infrav1.NamespaceTerminatingReason,
+		g.report.event(obj, "", corev1.EventTypeWarning, infrav1.NamespaceTerminatingReason,
 			"namespace %s is being deleted and the state is not guarded any more (released by a person, or never written): nothing is destroyed, the resources stay", obj.Namespace)
 		return letGo, nil
 	}
 	switch {
 	case obj.GetDeletionPolicy() == infrav1.DeletionPolicyOrphan:
-		return deleteAsUsual, stalledUntil(infrav1.NamespaceTerminatingReason, releaseCheckEvery,
+		return deleteAsUsual, outcome.StalledUntil(infrav1.NamespaceTerminatingReason, releaseCheckEvery,
 			"namespace %s is being deleted, and with it Secret %s, the state of the resources deletionPolicy Orphan keeps; %s",
 			obj.Namespace, names.StateSecret(obj), saveAndRelease(obj))
 	case !destroyed:
@@ -72,7 +132,7 @@ func (r *TerraformReconciler) inTerminatingNamespace(ctx context.Context, obj *i
 		// cannot start, as the namespace controller deletes the state's
 		// Lease and identity and the API server refuses to create them
 		// again (and a runner Pod, and a kept state version).
-		return deleteAsUsual, stalledUntil(infrav1.NamespaceTerminatingReason, releaseCheckEvery,
+		return deleteAsUsual, outcome.StalledUntil(infrav1.NamespaceTerminatingReason, releaseCheckEvery,
 			"namespace %s is being deleted: Kubernetes refuses what a destroy needs there (a runner, the state's identity and lock), so the resources stay; the state is kept in Secret %s (finalizer %s) until you decide: %s",
 			obj.Namespace, names.StateSecret(obj), infrav1.StateFinalizer, saveAndRelease(obj))
 	}

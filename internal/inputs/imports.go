@@ -1,4 +1,4 @@
-package controllers
+package inputs
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"regexp"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/outcome"
 	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
@@ -13,17 +14,17 @@ import (
 // checked again here because the runner writes it into the module as code.
 var importAddress = regexp.MustCompile(`^(module\.[a-zA-Z_][a-zA-Z0-9_-]*(\[("[^"\\${}%]*"|[0-9]+)\])?\.)*[a-zA-Z_][a-zA-Z0-9_-]*\.[a-zA-Z_][a-zA-Z0-9_-]*(\[("[^"\\${}%]*"|[0-9]+)\])?$`)
 
-// resolveImports reads spec.imports' ids. An id from a Secret is redacted
-// like a variable from one; an id from another object's field is waited
-// for like a varsFrom field (notSet). Deleting, or destroying, imports
-// nothing: a resource that was never imported is not in the state.
-func (r *TerraformReconciler) resolveImports(ctx context.Context, obj *infrav1.Terraform, mode inputsMode) (imports []*runnerpb.Import, secrets, notSet []string, err error) {
-	if len(obj.Spec.Imports) == 0 || mode != planInputs || obj.Spec.Destroy {
+// imports reads spec.imports' ids. An id from a Secret is redacted like a
+// variable from one; an id from another object's field is waited for like
+// a varsFrom field (notSet). Deleting, or destroying, imports nothing: a
+// resource that was never imported is not in the state.
+func (r *Resolver) imports(ctx context.Context, obj *infrav1.Terraform, mode Mode) (imports []*runnerpb.Import, secrets, notSet []string, err error) {
+	if len(obj.Spec.Imports) == 0 || mode != Plan || obj.Spec.Destroy {
 		return nil, nil, nil, nil
 	}
 	for _, im := range obj.Spec.Imports {
 		if !importAddress.MatchString(im.To) {
-			return nil, nil, nil, stalling(infrav1.InvalidConfigurationReason,
+			return nil, nil, nil, outcome.Stalling(infrav1.InvalidConfigurationReason,
 				"spec.imports: %q is not a resource address (e.g. aws_db_instance.main or module.db.aws_db_instance.this[\"a\"])", im.To)
 		}
 		id, secret, waitingFor, err := r.importID(ctx, obj, im)
@@ -45,14 +46,14 @@ func (r *TerraformReconciler) resolveImports(ctx context.Context, obj *infrav1.T
 // importID reads one import's id: literal, from a Secret's or ConfigMap's
 // key (secret reports a Secret's), or from another object's field
 // (waitingFor names it while it is not set).
-func (r *TerraformReconciler) importID(ctx context.Context, obj *infrav1.Terraform, im infrav1.Import) (id string, secret bool, waitingFor string, err error) {
+func (r *Resolver) importID(ctx context.Context, obj *infrav1.Terraform, im infrav1.Import) (id string, secret bool, waitingFor string, err error) {
 	from := im.IDFrom
 	switch {
 	case from == nil:
 		return im.ID, false, "", nil
-	case isDataKind(from.Kind):
+	case IsDataKind(from.Kind):
 		ref := infrav1.VarsReference{Kind: from.Kind, Name: from.Name, VarsKeys: []string{from.Key}}
-		data, err := r.readVarsSource(ctx, obj.Namespace, ref)
+		data, err := r.readData(ctx, obj.Namespace, ref)
 		if err != nil {
 			return "", false, "", err
 		}
@@ -62,8 +63,8 @@ func (r *TerraformReconciler) importID(ctx context.Context, obj *infrav1.Terrafo
 		}
 		return selected[from.Key], from.Kind == "Secret", "", nil
 	}
-	in := inputObjectRef(obj, from.APIVersion, from.Kind, from.Namespace, from.Name, false)
-	values, waiting, err := r.objectFieldValues(ctx, obj, in, []infrav1.FieldVariable{{Path: from.Path, Name: "import " + im.To}})
+	in := RefOf(obj, from.APIVersion, from.Kind, from.Namespace, from.Name, false)
+	values, waiting, err := r.fieldValues(ctx, obj, in, []infrav1.FieldVariable{{Path: from.Path, Name: "import " + im.To}})
 	switch {
 	case err != nil:
 		return "", false, "", err

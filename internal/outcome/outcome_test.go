@@ -1,4 +1,4 @@
-package controllers
+package outcome
 
 import (
 	"errors"
@@ -36,20 +36,20 @@ func TestOutcome(t *testing.T) {
 	}{
 		{name: "success", err: nil, result: ctrl.Result{RequeueAfter: success}, metric: "success",
 			ready: cond{metav1.ConditionTrue, infrav1.ReconciliationSucceededReason}, observed: true},
-		{name: "in progress", err: inProgress(infrav1.RunInProgressReason, time.Hour, "plan run r1 in progress"),
+		{name: "in progress", err: InProgress(infrav1.RunInProgressReason, time.Hour, "plan run r1 in progress"),
 			result: ctrl.Result{RequeueAfter: time.Hour}, metric: "progressing",
 			ready:       cond{metav1.ConditionUnknown, infrav1.RunInProgressReason},
 			reconciling: &cond{metav1.ConditionTrue, infrav1.RunInProgressReason}},
-		{name: "stalled", err: stalling(infrav1.ArtifactFailedReason, "no such path"), result: ctrl.Result{}, metric: "stalled",
+		{name: "stalled", err: Stalling(infrav1.ArtifactFailedReason, "no such path"), result: ctrl.Result{}, metric: "stalled",
 			ready:   cond{metav1.ConditionFalse, infrav1.ArtifactFailedReason},
 			stalled: &cond{metav1.ConditionTrue, infrav1.ArtifactFailedReason}, observed: true},
-		{name: "waiting", err: waiting(infrav1.PlanPendingReason, time.Minute, "approve it"),
+		{name: "waiting", err: WaitingFor(infrav1.PlanPendingReason, time.Minute, "approve it"),
 			result: ctrl.Result{RequeueAfter: time.Minute}, metric: "waiting",
 			ready: cond{metav1.ConditionFalse, infrav1.PlanPendingReason}, observed: true},
-		{name: "retry", err: retry(infrav1.ApplyFailedReason, "apply failed"), result: ctrl.Result{RequeueAfter: retryAfter}, metric: "retry",
+		{name: "retry", err: Retry(infrav1.ApplyFailedReason, "apply failed"), result: ctrl.Result{RequeueAfter: retryAfter}, metric: "retry",
 			ready:       cond{metav1.ConditionFalse, infrav1.ApplyFailedReason},
 			reconciling: &cond{metav1.ConditionTrue, infrav1.ProgressingWithRetryReason}},
-		{name: "wrapped keeps its kind", err: fmt.Errorf("collecting: %w", waiting(infrav1.StateLockedReason, time.Minute, "locked")),
+		{name: "wrapped keeps its kind", err: fmt.Errorf("collecting: %w", WaitingFor(infrav1.StateLockedReason, time.Minute, "locked")),
 			result: ctrl.Result{RequeueAfter: time.Minute}, metric: "waiting",
 			ready: cond{metav1.ConditionFalse, infrav1.StateLockedReason}, observed: true},
 		{name: "untyped error is retried with the fallback reason", err: errors.New("connection refused"),
@@ -67,10 +67,10 @@ func TestOutcome(t *testing.T) {
 			conditions.MarkStalled(obj, "Old", "old")
 			conditions.MarkReconciling(obj, "Old", "old")
 
-			o := outcomeOf(tc.err, infrav1.RunnerFailedReason)
-			g.Expect(o.result(success, retryAfter)).To(Equal(tc.result))
-			g.Expect(o.metric()).To(Equal(tc.metric))
-			o.summarize(obj)
+			o := Of(tc.err, infrav1.RunnerFailedReason)
+			g.Expect(o.Result(success, retryAfter)).To(Equal(tc.result))
+			g.Expect(o.Metric()).To(Equal(tc.metric))
+			o.Summarize(obj, "applied")
 
 			expect := func(t string, want *cond) {
 				c := conditions.Get(obj, t)

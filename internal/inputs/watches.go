@@ -1,4 +1,4 @@
-package controllers
+package inputs
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	ctrlsource "sigs.k8s.io/controller-runtime/pkg/source"
 )
 
-// inputWatches watches the kinds that inputs read fields of, each from the
+// Watches watches the kinds that inputs read fields of, each from the
 // first time an object names it: registering watches for every kind up
 // front would need read access to all of them, and a watch on a kind the
 // controller may not list never syncs. Before a kind is watched, a list of
@@ -23,7 +23,7 @@ import (
 // access granted later takes effect without a restart. The cache holds
 // metadata only; a change of the object's resourceVersion wakes its
 // readers, which read the fields from the API server.
-type inputWatches struct {
+type Watches struct {
 	mu      sync.Mutex
 	watched map[schema.GroupVersionKind]bool
 	ctrl    controller.Controller
@@ -32,8 +32,15 @@ type inputWatches struct {
 	mapFor  func(gvk schema.GroupVersionKind) handler.MapFunc
 }
 
+// NewWatches adds watches to c, on cache, after proving access with
+// reader; mapFor maps an object of a kind to the Terraform objects that
+// read it.
+func NewWatches(c controller.Controller, cache cache.Cache, reader client.Reader, mapFor func(gvk schema.GroupVersionKind) handler.MapFunc) *Watches {
+	return &Watches{watched: map[schema.GroupVersionKind]bool{}, ctrl: c, cache: cache, reader: reader, mapFor: mapFor}
+}
+
 // ensure watches gvk unless it is watched already.
-func (w *inputWatches) ensure(ctx context.Context, gvk schema.GroupVersionKind) error {
+func (w *Watches) ensure(ctx context.Context, gvk schema.GroupVersionKind) error {
 	if w == nil {
 		return nil
 	}
