@@ -12,7 +12,7 @@ import (
 	"github.com/landform-dev/landform/internal/outcome"
 	"github.com/landform-dev/landform/internal/planstore"
 	"github.com/landform-dev/landform/internal/runs"
-	"github.com/landform-dev/landform/runner"
+	"github.com/landform-dev/landform/internal/stateguard"
 	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
@@ -20,7 +20,7 @@ import (
 // it reported.
 func (r *TerraformReconciler) recordApply(ctx context.Context, obj *infrav1.Terraform, run *infrav1.RunStatus, outs []*runnerpb.Output) error {
 	id := run.Plan
-	markUnlocked(obj)
+	stateguard.MarkUnlocked(obj)
 	if err := r.Plans.MarkApplied(ctx, obj, id); err != nil {
 		return outcome.Retry(infrav1.ApplyFailedReason, "recording that plan %s was applied: %v", id, err)
 	}
@@ -36,7 +36,7 @@ func (r *TerraformReconciler) recordApply(ctx context.Context, obj *infrav1.Terr
 	}
 	// The outputs of this apply have not been written yet.
 	conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, infrav1.ProgressingReason, "writing outputs of plan %s", id)
-	r.report.planEvent(obj, id, run.Revision, corev1.EventTypeNormal, infrav1.AppliedReason, "applied plan %s", id)
+	r.report.PlanEvent(obj, id, run.Revision, corev1.EventTypeNormal, infrav1.AppliedReason, "applied plan %s", id)
 	return r.writeOutputs(ctx, obj, outs)
 }
 
@@ -78,7 +78,7 @@ func (r *TerraformReconciler) verifyPlan(ctx context.Context, obj *infrav1.Terra
 	}
 	msg := fmt.Sprintf("plan %s was not applied: %s; the stored plan was changed after it was made, so it was dropped, and the module will be planned again", p.ID, why)
 	conditions.MarkFalse(obj, infrav1.AppliedCondition, infrav1.PlanDigestMismatchReason, "%s", msg)
-	r.report.event(obj, ws.artifact.Revision, corev1.EventTypeWarning, infrav1.PlanDigestMismatchReason, "%s", msg)
+	r.report.Event(obj, ws.artifact.Revision, corev1.EventTypeWarning, infrav1.PlanDigestMismatchReason, "%s", msg)
 	return outcome.Retry(infrav1.PlanDigestMismatchReason, "%s", msg)
 }
 
@@ -107,8 +107,8 @@ func (r *TerraformReconciler) startApply(ctx context.Context, patcher *objectPat
 			return derr
 		}
 		conditions.MarkFalse(obj, infrav1.AppliedCondition, infrav1.PlanUnusableReason, "%s", msg)
-		r.report.event(obj, ws.artifact.Revision, corev1.EventTypeWarning, infrav1.PlanUnusableReason, "%s", msg)
-		return outcome.WaitingFor(infrav1.PlanUnusableReason, replanSoon, "%s", msg)
+		r.report.Event(obj, ws.artifact.Revision, corev1.EventTypeWarning, infrav1.PlanUnusableReason, "%s", msg)
+		return outcome.WaitingFor(infrav1.PlanUnusableReason, outcome.ReplanSoon, "%s", msg)
 	}
 	if err != nil {
 		return outcome.Retry(infrav1.ApplyFailedReason, "loading plan %s: %v", obj.PendingPlan(), err)
@@ -122,26 +122,12 @@ func (r *TerraformReconciler) applyPlan(ctx context.Context, patcher *objectPatc
 	if err := r.verifyPlan(ctx, obj, ws, p); err != nil {
 		return err
 	}
-	// The version that made the plan applies it, whatever spec.engine
-	// resolves to now.
-	engine := planEngine(obj, p.ID)
-	req := runs.Request{
-		Run:       infrav1.RunStatus{Action: runApply, Plan: p.ID, Revision: p.Revision, InputsDigest: p.InputsDigest, ArtifactDigest: ws.artifact.Digest, Engine: engine},
-		Spec:      runner.RunSpec{Action: runner.RunApply, PlanFile: p.PlanFile, LockFile: p.LockFile, Engine: r.inputs.EngineSpec(engine)},
-		Priority:  runs.User,
-		Workspace: ws.forRunner(),
-		Redactor:  ws.redactor,
-	}
-	if req.Reuse = idle.For(ws.inputsDigest); req.Reuse != nil {
-		req.Workspace = nil
-	}
 	// Without the copy the apply does not start: nothing is written that
 	// could not be rolled back.
 	if err := r.custody.KeepVersion(ctx, obj, "apply of plan "+p.ID, p.Revision); err != nil {
-		req.Reuse.Stop()
 		return outcome.Retry(infrav1.ApplyFailedReason, "keeping the current state before the apply of plan %s: %v", p.ID, err)
 	}
-	return r.startRun(ctx, patcher, obj, req)
+	return r.startRun(ctx, patcher, obj, ws, applyRun{plan: p, idle: idle})
 }
 
 // metaOf is the metadata of a plan at hand; nil for none.

@@ -15,13 +15,10 @@ import (
 	"github.com/landform-dev/landform/internal/outcome"
 	"github.com/landform-dev/landform/internal/planstore"
 	"github.com/landform-dev/landform/internal/runs"
+	"github.com/landform-dev/landform/internal/stateguard"
 	"github.com/landform-dev/landform/internal/unsavedstate"
 	"github.com/landform-dev/landform/runner"
 )
-
-// replanSoon is how soon an object plans again after a run that must not be
-// repeated as it was (a lost runner, an unusable plan, a released lock).
-const replanSoon = time.Second
 
 // collected is what the reconcile learns from a run that ended well.
 type collected struct {
@@ -63,44 +60,22 @@ func (r *TerraformReconciler) inspectRun(ctx context.Context, obj *infrav1.Terra
 	default:
 		return nil, r.runProgress(obj, h)
 	}
-	res, runErr := h.Result()
+	// Finished once, however it ended: its runner stopped and its slot
+	// given back, but for a plan that succeeded, whose runner waits
+	// for the apply.
+	idle := r.runs.Finish(h)
+	_, runErr := h.Result()
 	var attachErr *runs.AttachError
 	switch {
 	case errors.Is(runErr, runs.ErrDetached):
-		r.runs.Finish(h, false, "")
 		return nil, outcome.WaitingFor(infrav1.ShuttingDownReason, time.Minute, "%s run %s goes on in its runner; the next controller collects it", run.Action, run.ID)
 	case errors.As(runErr, &attachErr):
 		// Not known to be gone: keep status.run and look again.
-		r.runs.Finish(h, false, "")
 		return nil, outcome.Retry(infrav1.RunnerFailedReason, "following %s run %s again: %v", run.Action, run.ID, attachErr.Err)
 	}
 	obj.Status.Run = nil
 	metrics.CountRun(run.Action, runErr)
-	switch run.Action {
-	case runApply:
-		r.runs.Finish(h, false, "")
-		if err := r.collectApply(ctx, obj, run, h); err != nil {
-			return &collected{failed: run}, err
-		}
-		return &collected{}, nil
-	case runDestroy:
-		r.runs.Finish(h, false, "")
-		if err := r.collectDestroy(ctx, obj, run, h); err != nil {
-			return nil, err
-		}
-		return &collected{destroyed: true}, nil
-	}
-	if runErr != nil {
-		r.runs.Finish(h, false, "")
-		return &collected{failed: run}, r.runFailed(ctx, obj, run, h, infrav1.PlannedCondition, infrav1.PlanFailedReason, infrav1.PlanTimeoutReason)
-	}
-	idle := r.runs.Finish(h, true, run.InputsDigest)
-	p, err := r.recordPlan(ctx, obj, run, res.Plan, h.Redactor())
-	if err != nil {
-		idle.Stop()
-		return nil, err
-	}
-	return &collected{idle: idle, plan: p}, nil
+	return actionOf(run).collect(ctx, r, obj, run, h, idle)
 }
 
 // runProgress says what the run is doing, for status while it goes on.
@@ -118,7 +93,7 @@ func (r *TerraformReconciler) runProgress(obj *infrav1.Terraform, h *runs.Handle
 		return outcome.InProgress(infrav1.RunQueuedReason, after, "%s waits for a runner (revision %s)", what, run.Revision)
 	}
 	run.Runner = id
-	if err := r.state.persistProgress(obj, h, what, id, after); err != nil {
+	if err := r.state.PersistProgress(obj, h, what, id, after); err != nil {
 		return err
 	}
 	return outcome.InProgress(infrav1.RunInProgressReason, after, "%s in progress on %s (revision %s)", what, id, run.Revision)
@@ -131,8 +106,8 @@ func (r *TerraformReconciler) runProgress(obj *infrav1.Terraform, h *runs.Handle
 func (r *TerraformReconciler) collectApply(ctx context.Context, obj *infrav1.Terraform, run *infrav1.RunStatus, h *runs.Handle) error {
 	res, runErr := h.Result()
 	if runErr == nil {
-		r.state.persisted(obj, run, h)
-		r.state.keepApplied(ctx, obj, run)
+		r.state.Persisted(obj, run, h)
+		r.state.KeepApplied(ctx, obj, run)
 		return r.recordApply(ctx, obj, run, res.Outputs)
 	}
 	rerr, typed := runner.AsError(runErr)
@@ -142,8 +117,8 @@ func (r *TerraformReconciler) collectApply(ctx context.Context, obj *infrav1.Ter
 		}
 		msg := fmt.Sprintf("plan %s can no longer be applied (%s); planning again", run.Plan, h.Redactor().String(rerr.Message))
 		conditions.MarkFalse(obj, infrav1.AppliedCondition, infrav1.PlanUnusableReason, "%s", msg)
-		r.report.event(obj, run.Revision, corev1.EventTypeWarning, infrav1.PlanUnusableReason, "%s", msg)
-		return outcome.WaitingFor(infrav1.PlanUnusableReason, replanSoon, "%s", msg)
+		r.report.Event(obj, run.Revision, corev1.EventTypeWarning, infrav1.PlanUnusableReason, "%s", msg)
+		return outcome.WaitingFor(infrav1.PlanUnusableReason, outcome.ReplanSoon, "%s", msg)
 	}
 	if !typed || rerr.Reason != runner.ReasonStateLocked {
 		// The apply may have changed some resources: never apply this
@@ -160,12 +135,12 @@ func (r *TerraformReconciler) collectDestroy(ctx context.Context, obj *infrav1.T
 	if _, err := h.Result(); err != nil {
 		return r.runFailed(ctx, obj, run, h, infrav1.AppliedCondition, infrav1.DestroyFailedReason, infrav1.DestroyTimeoutReason)
 	}
-	r.state.persisted(obj, run, h)
-	markUnlocked(obj)
+	r.state.Persisted(obj, run, h)
+	stateguard.MarkUnlocked(obj)
 	// Nothing is applied any more: should the clean-up after it fail and
 	// be retried, deletion must not destroy again (its state is gone).
 	obj.Status.LastAppliedRevision = ""
-	r.report.planEvent(obj, run.Plan, run.Revision, corev1.EventTypeNormal, infrav1.DeletingReason, "destroyed the resources of revision %s", run.Revision)
+	r.report.PlanEvent(obj, run.Plan, run.Revision, corev1.EventTypeNormal, infrav1.DeletingReason, "destroyed the resources of revision %s", run.Revision)
 	return nil
 }
 
@@ -180,21 +155,21 @@ func (r *TerraformReconciler) runFailed(ctx context.Context, obj *infrav1.Terraf
 	var lost *runs.LostError
 	switch {
 	case errors.Is(runErr, runs.ErrAbandoned):
-		return outcome.WaitingFor(infrav1.ProgressingReason, replanSoon, "%s run %s was given up before it started", run.Action, run.ID)
+		return outcome.WaitingFor(infrav1.ProgressingReason, outcome.ReplanSoon, "%s run %s was given up before it started", run.Action, run.ID)
 	case errors.As(runErr, &lost):
 		msg := fmt.Sprintf("the runner of %s run %s is gone (%s)", run.Action, run.ID, h.Redactor().String(lost.Why))
-		r.report.event(obj, run.Revision, corev1.EventTypeWarning, infrav1.RunLostReason, "%s; planning again from the state", msg)
+		r.report.Event(obj, run.Revision, corev1.EventTypeWarning, infrav1.RunLostReason, "%s; planning again from the state", msg)
 		conditions.MarkFalse(obj, condition, infrav1.RunLostReason, "%s", msg)
-		if err := r.state.recoverLock(ctx, obj); err != nil {
+		if err := r.state.RecoverLock(ctx, obj); err != nil {
 			return err
 		}
-		return outcome.WaitingFor(infrav1.RunLostReason, replanSoon, "%s; planning again from the state", msg)
+		return outcome.WaitingFor(infrav1.RunLostReason, outcome.ReplanSoon, "%s; planning again from the state", msg)
 	}
 	ferr := r.runFailure(obj, h.Redactor(), run.Revision, runErr, failedReason)
 	if rerr, ok := runner.AsError(runErr); ok {
 		switch rerr.Reason {
 		case runner.ReasonStateLocked:
-			return r.state.lockHeld(ctx, obj, rerr.Metadata)
+			return r.state.LockHeld(ctx, obj, rerr.Metadata)
 		case runner.ReasonStateUnsaved:
 			ferr = outcome.Retry(infrav1.StateUnsavedReason, "%s run %s: %s; the state is kept in Secret %s and Landform writes it to the backend before the next run",
 				run.Action, run.ID, h.Redactor().String(rerr.Message), unsavedstate.SecretName(obj))
@@ -205,6 +180,6 @@ func (r *TerraformReconciler) runFailed(ctx context.Context, obj *infrav1.Terraf
 	}
 	reason := outcome.ReasonOf(ferr, failedReason)
 	conditions.MarkFalse(obj, condition, reason, "%s", ferr.Error())
-	r.report.planEvent(obj, run.Plan, run.Revision, corev1.EventTypeWarning, reason, "%s run %s failed: %s", run.Action, run.ID, ferr.Error())
+	r.report.PlanEvent(obj, run.Plan, run.Revision, corev1.EventTypeWarning, reason, "%s run %s failed: %s", run.Action, run.ID, ferr.Error())
 	return ferr
 }

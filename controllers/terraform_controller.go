@@ -25,7 +25,7 @@ import (
 	"github.com/landform-dev/landform/internal/planstore"
 	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/internal/source"
-	"github.com/landform-dev/landform/runner"
+	"github.com/landform-dev/landform/internal/stateguard"
 )
 
 const (
@@ -78,8 +78,9 @@ type TerraformReconciler struct {
 	// custody owns the states: who owns each, and the identity runners
 	// reach it with (internal/custody).
 	custody *custody.Keeper
-	// state turns what custody finds into outcomes and events.
-	state *stateGuard
+	// state turns what custody finds into outcomes and events
+	// (internal/stateguard).
+	state *stateguard.Guard
 }
 
 // +kubebuilder:rbac:groups=infra.landform.dev,resources=terraforms,verbs=get;list;watch;update;patch
@@ -103,7 +104,7 @@ func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if r.lagsBehindRun(obj) {
+	if r.runs.Behind(obj) {
 		// The cache has not caught up with the write that recorded the run
 		// this process started last: acting on this copy would take that
 		// run for another process's and give it up.
@@ -186,7 +187,7 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 	// (an object upgraded over claims its state before its next run);
 	// nothing is made for an object that cannot run yet (dependencies,
 	// artifact, inputs).
-	if err := r.state.claimState(ctx, obj); err != nil {
+	if err := r.state.Claim(ctx, obj); err != nil {
 		return ctrl.Result{}, err
 	}
 	obj.Status.LastAttemptedRevision = ws.artifact.Revision
@@ -229,14 +230,7 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 	if d.action == actionApply {
 		return ctrl.Result{}, r.startApply(ctx, patcher, obj, ws, idle, stored)
 	}
-	req := runs.Request{
-		Run:       infrav1.RunStatus{Action: runPlan, Revision: ws.artifact.Revision, InputsDigest: ws.inputsDigest, Drift: d.drift, Destroy: obj.Spec.Destroy, Engine: ws.engine},
-		Spec:      runner.RunSpec{Action: runner.RunPlan, Destroy: obj.Spec.Destroy, Engine: r.inputs.EngineSpec(ws.engine)},
-		Priority:  priorityOf(obj, d),
-		Workspace: ws.forRunner(),
-		Redactor:  ws.redactor,
-	}
-	return ctrl.Result{}, r.startRun(ctx, patcher, obj, req)
+	return ctrl.Result{}, r.startRun(ctx, patcher, obj, ws, planRun{drift: d.drift, destroy: obj.Spec.Destroy, priority: priorityOf(obj, d)})
 }
 
 func (r *TerraformReconciler) now() time.Time {

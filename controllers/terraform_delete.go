@@ -2,7 +2,9 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 
+	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -11,6 +13,7 @@ import (
 	"github.com/landform-dev/landform/internal/outcome"
 	"github.com/landform-dev/landform/internal/outputs"
 	"github.com/landform-dev/landform/internal/runs"
+	"github.com/landform-dev/landform/internal/stateguard"
 	"github.com/landform-dev/landform/runner"
 )
 
@@ -30,7 +33,7 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *obje
 	if err != nil {
 		return err
 	}
-	owner, err := r.state.ownsState(ctx, obj)
+	owner, err := r.state.Owns(ctx, obj)
 	if err != nil {
 		return err
 	}
@@ -38,15 +41,15 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *obje
 	// destroy plans from it, or Orphan keeps it; its Secret would go with
 	// the object.
 	if owner {
-		if err := r.state.pushUnsaved(ctx, obj); err != nil {
+		if err := r.state.PushUnsaved(ctx, obj); err != nil {
 			return err
 		}
-		verdict, err := r.state.inTerminatingNamespace(ctx, obj, destroyed)
+		verdict, err := r.state.InTerminatingNamespace(ctx, obj, destroyed)
 		if err != nil {
 			return err
 		}
 		// The namespace controller sweeps what is left of the state.
-		owner = verdict != letGo
+		owner = verdict != stateguard.LetGo
 	}
 	if owner && obj.GetDeletionPolicy() == infrav1.DeletionPolicyDelete {
 		hasState, err := r.custody.HasState(ctx, obj)
@@ -107,11 +110,11 @@ func (r *TerraformReconciler) settleRun(ctx context.Context, obj *infrav1.Terraf
 	}
 	if obj.GetDeletionPolicy() == infrav1.DeletionPolicyOrphan {
 		key := client.ObjectKeyFromObject(obj)
-		if run.Action == runPlan {
+		if runner.Action(run.Action) == runner.Plan {
 			// A plan writes no state: nothing to wait for.
 			r.runs.Abandon(key)
 			obj.Status.Run = nil
-			r.report.event(obj, run.Revision, corev1.EventTypeNormal, infrav1.DeletingReason,
+			r.report.Event(obj, run.Revision, corev1.EventTypeNormal, infrav1.DeletingReason,
 				"interrupting %s run %s: deletionPolicy Orphan keeps the resources", run.Action, run.ID)
 			return false, nil
 		}
@@ -119,7 +122,7 @@ func (r *TerraformReconciler) settleRun(ctx context.Context, obj *infrav1.Terraf
 		// it writes last, or the one it could not save, reaches the
 		// backend before the state identity goes (pushUnsaved follows).
 		if r.runs.Interrupt(key, run.ID) {
-			r.report.event(obj, run.Revision, corev1.EventTypeNormal, infrav1.DeletingReason,
+			r.report.Event(obj, run.Revision, corev1.EventTypeNormal, infrav1.DeletingReason,
 				"interrupting %s run %s: deletionPolicy Orphan keeps the resources as the run leaves them, once it wrote its state", run.Action, run.ID)
 		}
 		if c, err := r.inspectRun(ctx, obj); c == nil {
@@ -161,12 +164,38 @@ func (r *TerraformReconciler) startDestroy(ctx context.Context, patcher *objectP
 	if err := r.custody.KeepVersion(ctx, obj, "destroy", ws.artifact.Revision); err != nil {
 		return outcome.Retry(infrav1.ApplyFailedReason, "keeping the current state before the destroy: %v", err)
 	}
-	req := runs.Request{
-		Run:       infrav1.RunStatus{Action: runDestroy, Revision: ws.artifact.Revision, InputsDigest: ws.inputsDigest, Engine: ws.engine},
-		Spec:      runner.RunSpec{Action: runner.RunDestroy, Engine: r.inputs.EngineSpec(ws.engine)},
-		Priority:  runs.User,
-		Workspace: ws.forRunner(),
-		Redactor:  ws.redactor,
+	return r.startRun(ctx, patcher, obj, ws, destroyRun{})
+}
+
+// gatedDestroy is deletion behind spec.destroyApproval manual: plan the
+// destroy, wait until exactly that plan is approved, apply it. It reports
+// done once the destroy plan for the current inputs was applied (or had
+// nothing to destroy); the deletion then goes on. A destroy plan made from
+// other inputs (a new revision, changed variables) is planned again and
+// needs its own approval.
+func (r *TerraformReconciler) gatedDestroy(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform) (bool, error) {
+	destroying := obj.DeepCopy()
+	destroying.Spec.Destroy = true
+	ws, err := r.destroyWorkspace(ctx, destroying)
+	if err != nil {
+		return false, err
 	}
-	return r.startRun(ctx, patcher, obj, req)
+	stored, err := r.storedPlan(ctx, obj)
+	if err != nil {
+		return false, outcome.Retry(infrav1.DestroyFailedReason, "%v", err)
+	}
+	if p := obj.Status.Plan; stored != nil && p != nil && p.IsDestroy && p.ID == stored.ID && stored.InputsDigest == ws.inputsDigest {
+		if stored.Applied {
+			r.report.PlanEvent(obj, stored.ID, ws.artifact.Revision, corev1.EventTypeNormal, infrav1.DeletingReason, "destroy plan %s applied: deleting the state", stored.ID)
+			return true, nil
+		}
+		if approvedByID(obj, p.Pending) {
+			return false, r.startApply(ctx, patcher, obj, ws, nil, nil)
+		}
+		msg := fmt.Sprintf("deletion waits for the approval of destroy plan %s (%s): annotate with %s=%s (or `landform approve %s`); or set deletionPolicy: Orphan to keep the resources",
+			p.Pending, planCounts(p), infrav1.ApproveAnnotation, p.Pending, obj.Name)
+		conditions.MarkTrue(obj, infrav1.PlannedCondition, infrav1.PlannedWithChangesReason, "destroy plan %s for revision %s: %s", p.Pending, p.Revision, planCounts(p))
+		return false, outcome.WaitingFor(infrav1.PlanPendingReason, obj.GetInterval(), "%s", msg)
+	}
+	return false, r.startRun(ctx, patcher, obj, ws, planRun{destroy: true, priority: runs.User})
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/internal/testenv"
 	"github.com/landform-dev/landform/internal/tfstate"
+	"github.com/landform-dev/landform/runner"
 )
 
 // slowModule creates a terraform_data whose create provisioner appends a
@@ -293,7 +294,7 @@ func TestLongAppliesDoNotBlockOtherObjects(t *testing.T) {
 		for _, tf := range long {
 			obj := get(g, tf)
 			g.Expect(obj.Status.Run).NotTo(BeNil())
-			g.Expect(obj.Status.Run.Action).To(Equal(runApply), describe(obj))
+			g.Expect(obj.Status.Run.Action).To(Equal(string(runner.Apply)), describe(obj))
 		}
 	}, waitTimeout, pollEvery).Should(Succeed(), "all four apply")
 

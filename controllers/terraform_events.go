@@ -44,17 +44,17 @@ type reporter struct {
 	metrics  helper.Metrics
 }
 
-// event records an event, annotated with the revision and drift.
+// Event records an event, annotated with the revision and drift.
 // Messages never carry values: only ids, counts and names (and errors
 // redacted by the runner's redactor).
-func (rep *reporter) event(obj *infrav1.Terraform, revision, eventType, reason, format string, args ...any) {
-	rep.planEvent(obj, "", revision, eventType, reason, format, args...)
+func (rep *reporter) Event(obj *infrav1.Terraform, revision, eventType, reason, format string, args ...any) {
+	rep.PlanEvent(obj, "", revision, eventType, reason, format, args...)
 }
 
-// planEvent is event about plan id: it also carries the plan's id and, when
+// PlanEvent is Event about plan id: it also carries the plan's id and, when
 // status summarises that plan, its +add ~change -destroy counts and how
 // many of them are replacements.
-func (rep *reporter) planEvent(obj *infrav1.Terraform, id, revision, eventType, reason, format string, args ...any) {
+func (rep *reporter) PlanEvent(obj *infrav1.Terraform, id, revision, eventType, reason, format string, args ...any) {
 	if rep == nil || rep.recorder == nil {
 		return
 	}

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	ctrlsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
@@ -30,13 +29,8 @@ import (
 	"github.com/landform-dev/landform/internal/reachability"
 	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/internal/source"
+	"github.com/landform-dev/landform/internal/stateguard"
 	"github.com/landform-dev/landform/internal/unsavedstate"
-)
-
-const (
-	sourceIndexKey    = ".metadata.sourceRef"
-	dependsOnIndexKey = ".metadata.dependsOnTerraform"
-	varsFromIndexKey  = ".metadata.varsFrom"
 )
 
 // Options tune the controller.
@@ -67,6 +61,13 @@ const (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
+
+// RBAC for the state identity (internal/custody) and the namespace of a
+// deletion (internal/stateguard).
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 
 // RBAC for inputs read from object fields (internal/inputs): Services and
 // Ingresses by default (a load balancer's address); the chart's inputKinds
@@ -118,7 +119,7 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	if err := mgr.Add(r.runs); err != nil {
 		return fmt.Errorf("adding the run tracker: %w", err)
 	}
-	r.state = &stateGuard{keeper: r.custody, report: r.report, runs: r.runs}
+	r.state = &stateguard.Guard{Keeper: r.custody, Events: r.report, Runs: r.runs}
 	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("creating the discovery client: %w", err)
@@ -179,68 +180,4 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 		return fmt.Errorf("discovering the Flux source kinds served: %w", err)
 	}
 	return mgr.Add(kinds)
-}
-
-func indexSource(o client.Object) []string {
-	tf := o.(*infrav1.Terraform)
-	return []string{fmt.Sprintf("%s/%s/%s", tf.Spec.SourceRef.Kind, tf.GetSourceNamespace(), tf.Spec.SourceRef.Name)}
-}
-
-func indexDependsOn(o client.Object) []string {
-	tf := o.(*infrav1.Terraform)
-	var keys []string
-	for _, d := range tf.Spec.DependsOn {
-		gvk, key := inputs.DependencyKey(tf, d)
-		if gvk.Group == infrav1.GroupVersion.Group && gvk.Kind == infrav1.TerraformKind {
-			keys = append(keys, key.String())
-		}
-	}
-	return keys
-}
-
-// indexed maps a watched object to the Terraform objects to reconcile,
-// by the indexes SetupWithManager registers.
-type indexed struct{ client.Reader }
-
-// source maps a source to the Terraform objects that use it.
-func (x indexed) source(kind string) handler.MapFunc {
-	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		return x.requests(ctx, client.MatchingFields{sourceIndexKey: fmt.Sprintf("%s/%s/%s", kind, o.GetNamespace(), o.GetName())})
-	}
-}
-
-// input maps an object of gvk to the Terraform objects (of any
-// namespace) whose inputs read its fields.
-func (x indexed) input(gvk schema.GroupVersionKind) handler.MapFunc {
-	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		return x.requests(ctx, client.MatchingFields{varsFromIndexKey: inputs.ObjectKey(gvk, o.GetNamespace(), o.GetName())})
-	}
-}
-
-// data maps a Secret or ConfigMap (kind) to the Terraform objects of its
-// namespace whose varsFrom or imports name it.
-func (x indexed) data(kind string) handler.MapFunc {
-	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		return x.requests(ctx, client.InNamespace(o.GetNamespace()), client.MatchingFields{varsFromIndexKey: inputs.DataKey(kind, o.GetName())})
-	}
-}
-
-// dependents maps a Terraform object to those that depend on it. With
-// --watch-label-selector both are in this shard's cache: a dependent in
-// another shard sees its dependency Ready at its next retryInterval.
-func (x indexed) dependents(ctx context.Context, o client.Object) []reconcile.Request {
-	return x.requests(ctx, client.MatchingFields{dependsOnIndexKey: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}.String()})
-}
-
-func (x indexed) requests(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
-	list := &infrav1.TerraformList{}
-	if err := x.List(ctx, list, opts...); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing Terraform objects for a watch event")
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, tf := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&tf)})
-	}
-	return reqs
 }

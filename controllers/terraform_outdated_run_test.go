@@ -15,6 +15,7 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/testenv"
+	"github.com/landform-dev/landform/runner"
 )
 
 // A plan that fails for a spec changed while it ran says nothing about the
@@ -51,7 +52,7 @@ resource "terraform_data" "this" {
 	defer w.Close()
 	planning := get(g, tf)
 	g.Expect(planning.Status.Run).NotTo(BeNil())
-	g.Expect(planning.Status.Run.Action).To(Equal(runPlan))
+	g.Expect(planning.Status.Run.Action).To(Equal(string(runner.Plan)))
 
 	// The spec moves on while the plan waits, and the controller sees it.
 	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"path": "modules/file", "vars": fileVars(path, "new")}})

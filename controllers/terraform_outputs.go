@@ -48,11 +48,11 @@ func (r *TerraformReconciler) writeOutputs(ctx context.Context, obj *infrav1.Ter
 			reason = infrav1.OutputSecretConflictReason
 		}
 		conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, reason, "%v", err)
-		r.report.event(obj, obj.Status.LastAppliedRevision, corev1.EventTypeWarning, reason, "writing outputs: %v", err)
+		r.report.Event(obj, obj.Status.LastAppliedRevision, corev1.EventTypeWarning, reason, "writing outputs: %v", err)
 		return outcome.Retry(reason, "%v", err)
 	}
 	conditions.MarkTrue(obj, infrav1.OutputsWrittenCondition, infrav1.OutputsWrittenReason, "wrote %d outputs to Secret %s", len(data), spec.Name)
-	r.report.event(obj, obj.Status.LastAppliedRevision, corev1.EventTypeNormal, infrav1.OutputsWrittenReason, "wrote %d outputs to Secret %s", len(data), spec.Name)
+	r.report.Event(obj, obj.Status.LastAppliedRevision, corev1.EventTypeNormal, infrav1.OutputsWrittenReason, "wrote %d outputs to Secret %s", len(data), spec.Name)
 	return nil
 }
 
@@ -69,7 +69,7 @@ func (r *TerraformReconciler) checkOutputsSecret(ctx context.Context, obj *infra
 	switch {
 	case errors.Is(err, outputs.ErrNotOwned):
 		conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, infrav1.OutputSecretConflictReason, "%v", err)
-		r.report.event(obj, obj.Status.LastAttemptedRevision, corev1.EventTypeWarning, infrav1.OutputSecretConflictReason, "nothing planned: %v", err)
+		r.report.Event(obj, obj.Status.LastAttemptedRevision, corev1.EventTypeWarning, infrav1.OutputSecretConflictReason, "nothing planned: %v", err)
 		return outcome.Retry(infrav1.OutputSecretConflictReason, "nothing planned or applied: %v", err)
 	case err != nil:
 		return outcome.Retry(infrav1.OutputsFailedReason, "%v", err)

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/runner"
 )
 
 // A status write from a copy that lags behind the API server goes through
@@ -24,10 +25,10 @@ func TestStatusPatchRebasesOverTheSameRun(t *testing.T) {
 	waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
 		g.Expect(controllerutil.ContainsFinalizer(obj, infrav1.Finalizer)).To(BeTrue())
 	})
-	setRun := func(id, runner string) {
+	setRun := func(id, runnerID string) {
 		obj := get(g, tf)
 		p := newObjectPatcher(obj, k8sClient, k8sClient)
-		obj.Status.Run = &infrav1.RunStatus{ID: id, Action: runPlan, Runner: runner}
+		obj.Status.Run = &infrav1.RunStatus{ID: id, Action: string(runner.Plan), Runner: runnerID}
 		g.Expect(p.Patch(ctx, obj)).To(Succeed())
 	}
 	setRun("run-1", "")
@@ -47,7 +48,7 @@ func TestStatusPatchRebasesOverTheSameRun(t *testing.T) {
 	stale = get(g, tf)
 	setRun("run-3", "")
 	p = newObjectPatcher(stale, k8sClient, k8sClient)
-	stale.Status.Run = &infrav1.RunStatus{ID: "run-2", Action: runPlan}
+	stale.Status.Run = &infrav1.RunStatus{ID: "run-2", Action: string(runner.Plan)}
 	err := p.Patch(ctx, stale)
 	g.Expect(apierrors.IsConflict(err)).To(BeTrue(), "error %v", err)
 	g.Expect(get(g, tf).Status.Run.ID).To(Equal("run-3"))

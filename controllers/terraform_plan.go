@@ -13,6 +13,7 @@ import (
 	"github.com/landform-dev/landform/internal/outcome"
 	"github.com/landform-dev/landform/internal/planstore"
 	"github.com/landform-dev/landform/internal/redact"
+	"github.com/landform-dev/landform/internal/stateguard"
 	"github.com/landform-dev/landform/runner"
 )
 
@@ -25,7 +26,7 @@ const maxStatusResources = 50
 // The human plan, which `landform plan show` prints, is stored redacted.
 func (r *TerraformReconciler) recordPlan(ctx context.Context, obj *infrav1.Terraform, run *infrav1.RunStatus, out *runner.PlanOutput, redactor *redact.Redactor) (*planstore.Plan, error) {
 	drift := run.Drift
-	markUnlocked(obj)
+	stateguard.MarkUnlocked(obj)
 	res := out.Result
 	rev := run.Revision
 	p := &planstore.Plan{
@@ -93,22 +94,22 @@ func (r *TerraformReconciler) recordPlan(ctx context.Context, obj *infrav1.Terra
 	case status.IsDrift:
 		conditions.MarkTrue(obj, infrav1.DriftedCondition, infrav1.DriftDetectedReason,
 			"drift detected: %s in %s", planCounts(status), strings.Join(status.Resources, ", "))
-		r.report.planEvent(obj, p.ID, rev, corev1.EventTypeWarning, infrav1.DriftDetectedReason, "drift detected by plan %s: %s", p.ID, planCounts(status))
+		r.report.PlanEvent(obj, p.ID, rev, corev1.EventTypeWarning, infrav1.DriftDetectedReason, "drift detected by plan %s: %s", p.ID, planCounts(status))
 	case drift:
 		conditions.MarkFalse(obj, infrav1.DriftedCondition, infrav1.NoDriftReason, "no drift at %s", now.UTC().Format("2006-01-02T15:04:05Z"))
 	}
 	if res.HasChanges {
-		r.report.planEvent(obj, p.ID, rev, corev1.EventTypeNormal, infrav1.PlannedWithChangesReason, "%s", summary)
+		r.report.PlanEvent(obj, p.ID, rev, corev1.EventTypeNormal, infrav1.PlannedWithChangesReason, "%s", summary)
 	} else {
-		r.report.planEvent(obj, p.ID, rev, corev1.EventTypeNormal, infrav1.PlannedNoChangesReason, "%s (no changes)", summary)
+		r.report.PlanEvent(obj, p.ID, rev, corev1.EventTypeNormal, infrav1.PlannedNoChangesReason, "%s (no changes)", summary)
 	}
 	switch {
 	case held:
 		// A Warning: left alone, it would have destroyed something.
-		r.report.planEvent(obj, p.ID, rev, corev1.EventTypeWarning, infrav1.DestructivePlanPendingReason, "%s", pendingMessage(obj))
+		r.report.PlanEvent(obj, p.ID, rev, corev1.EventTypeWarning, infrav1.DestructivePlanPendingReason, "%s", pendingMessage(obj))
 	case res.HasChanges && awaitsApproval(obj, p.ID):
 		// The one event an approver needs: a plan waits for them.
-		r.report.planEvent(obj, p.ID, rev, corev1.EventTypeNormal, infrav1.PlanPendingReason, "%s", pendingEventMessage(obj))
+		r.report.PlanEvent(obj, p.ID, rev, corev1.EventTypeNormal, infrav1.PlanPendingReason, "%s", pendingEventMessage(obj))
 	}
 	return p, nil
 }

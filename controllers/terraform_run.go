@@ -8,7 +8,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/inputs"
@@ -16,38 +15,31 @@ import (
 	"github.com/landform-dev/landform/internal/placement"
 	"github.com/landform-dev/landform/internal/redact"
 	"github.com/landform-dev/landform/internal/runs"
+	"github.com/landform-dev/landform/internal/stateguard"
 	"github.com/landform-dev/landform/runner"
 	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
-// Actions recorded in status.run.
-const (
-	runPlan    = runs.ActionPlan
-	runApply   = runs.ActionApply
-	runDestroy = runs.ActionDestroy
-)
-
-// startRun records the run in status, writes that status, and only then
-// hands it to the run tracker: a controller that dies at any point
-// afterwards leaves enough behind for its successor to find the run.
-func (r *TerraformReconciler) startRun(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform, req runs.Request) error {
+// startRun records the run of action a in status, writes that status,
+// and only then hands it to the run tracker: a controller that dies at any
+// point afterwards leaves enough behind for its successor to find the
+// run. A runner a plan left for its apply (applyRun) is its reconcile's
+// to stop when no run takes it.
+func (r *TerraformReconciler) startRun(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform, ws *workspace, a runAction) error {
+	req := a.request(r, obj, ws)
 	if !r.runs.Accepting() {
-		req.Reuse.Stop()
 		return outcome.WaitingFor(infrav1.ShuttingDownReason, time.Minute, "the controller is shutting down: the %s starts when it is back", req.Run.Action)
 	}
 	if err := r.checkRunner(obj, req.Redactor); err != nil {
 		// Refused by the runner policy: no run is recorded or started.
-		req.Reuse.Stop()
 		return err
 	}
-	if err := r.state.claimState(ctx, obj); err != nil {
+	if err := r.state.Claim(ctx, obj); err != nil {
 		// One state, one owner: refused before anything plans.
-		req.Reuse.Stop()
 		return err
 	}
-	if err := r.state.pushUnsaved(ctx, obj); err != nil {
+	if err := r.state.PushUnsaved(ctx, obj); err != nil {
 		// Never a run from the backend's state while a newer one waits.
-		req.Reuse.Stop()
 		return err
 	}
 	req.Run.ID = runner.NewRunID()
@@ -61,7 +53,6 @@ func (r *TerraformReconciler) startRun(ctx context.Context, patcher *objectPatch
 	outcome.Of(queued, "").Summarize(obj, readyMessage(obj))
 	if err := patcher.Patch(ctx, obj); err != nil {
 		obj.Status.Run = nil
-		req.Reuse.Stop()
 		return fmt.Errorf("recording run %s: %w", req.Run.ID, err)
 	}
 	req.Object = obj.DeepCopy()
@@ -125,14 +116,6 @@ func (r *TerraformReconciler) runFailure(obj *infrav1.Terraform, redactor *redac
 	return runnerError(obj, redactor, revision, err, fallback)
 }
 
-// lagsBehindRun reports whether obj, as read, does not record the run this
-// process has in flight for it: a run is recorded in status before it is
-// launched, so obj is older than that write.
-func (r *TerraformReconciler) lagsBehindRun(obj *infrav1.Terraform) bool {
-	h := r.runs.Get(client.ObjectKeyFromObject(obj))
-	return h != nil && (obj.Status.Run == nil || obj.Status.Run.ID != h.ID())
-}
-
 // forRunner is the workspace as a runner is given it.
 func (ws *workspace) forRunner() *runs.Workspace {
 	return &runs.Workspace{
@@ -169,4 +152,37 @@ func priorityOf(obj *infrav1.Terraform, d decision) runs.Priority {
 		return runs.Background
 	}
 	return runs.User
+}
+
+// runnerError turns a runner error into a typed reconcile error with a
+// condition reason and a message that says what to do.
+func runnerError(obj *infrav1.Terraform, redactor *redact.Redactor, revision string, err error, fallback string) error {
+	rerr, ok := runner.AsError(err)
+	if !ok {
+		return outcome.Retry(fallback, "%s", redactor.String(err.Error()))
+	}
+	msg := redactor.String(rerr.Message)
+	switch rerr.Reason {
+	case runner.ReasonStateLocked:
+		return outcome.WaitingFor(infrav1.StateLockedReason, obj.GetRetryInterval(), "the state is locked by %s (lock %s)", stateguard.OrUnknown(rerr.Metadata["who"]), stateguard.OrUnknown(rerr.Metadata["id"]))
+	case runner.ReasonInvalidConfiguration:
+		fix := "fix it and push a new revision"
+		if len(obj.Spec.Imports) > 0 {
+			fix += ", or fix spec.imports"
+		}
+		return outcome.Stalling(infrav1.InvalidConfigurationReason, "the module in revision %s is invalid: %s; %s", revision, msg, fix)
+	case runner.ReasonEngineVerificationFailed:
+		return outcome.Stalling(infrav1.EngineVerificationFailedReason, "%s", msg)
+	case runner.ReasonEngineUnavailable:
+		return outcome.Retry(infrav1.EngineNotFoundReason, "%s", msg)
+	case runner.ReasonImportUnsupported:
+		return outcome.Stalling(infrav1.ImportUnsupportedReason, "spec.imports needs an engine with import blocks (OpenTofu, or Terraform 1.5 or later): %s", msg)
+	case runner.ReasonMissingVariable:
+		return outcome.Retry(infrav1.MissingVariableReason, "%s; set it in spec.vars or spec.varsFrom", msg)
+	case runner.ReasonDigestMismatch:
+		return outcome.Retry(infrav1.DigestMismatchReason, "the runner rejected the artifact: %s", msg)
+	case runner.ReasonInvalidPath:
+		return outcome.Stalling(infrav1.InvalidPathReason, "spec.path %q: %s", obj.Spec.Path, msg)
+	}
+	return outcome.Retry(fallback, "%s", msg)
 }

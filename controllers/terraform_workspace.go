@@ -74,7 +74,7 @@ func (r *TerraformReconciler) fetchArtifact(ctx context.Context, obj *infrav1.Te
 	a, err = source.GetArtifact(ctx, r.Client, r.sourceKinds, ref.Kind, ns, ref.Name)
 	switch {
 	case deleting && (errors.Is(err, source.ErrSourceNotFound) || errors.Is(err, source.ErrSourceNotReady) || errors.Is(err, source.ErrKindNotServed)):
-		return r.state.keptForDestroy(ctx, obj, err)
+		return r.state.KeptForDestroy(ctx, obj, err)
 	case errors.Is(err, source.ErrKindNotServed):
 		// The watch on source kinds wakes the object when the kind appears.
 		return nil, "", "", outcome.Stalling(infrav1.SourceKindNotServedReason, "%v", err)
@@ -89,7 +89,7 @@ func (r *TerraformReconciler) fetchArtifact(ctx context.Context, obj *infrav1.Te
 	switch {
 	case err != nil && deleting && custody.KeptDigest(obj) == a.Digest:
 		// The same bytes are kept: the source-controller's copy is not needed.
-		return r.state.keptForDestroy(ctx, obj, err)
+		return r.state.KeptForDestroy(ctx, obj, err)
 	case errors.Is(err, source.ErrDigestMismatch):
 		return nil, "", "", outcome.Retry(infrav1.DigestMismatchReason, "artifact of %s %s/%s revision %s was rejected: %v", ref.Kind, ns, ref.Name, a.Revision, err)
 	case errors.Is(err, source.ErrArtifactTooLarge):
@@ -99,7 +99,7 @@ func (r *TerraformReconciler) fetchArtifact(ctx context.Context, obj *infrav1.Te
 	case err != nil:
 		return nil, "", "", outcome.Retry(infrav1.ArtifactFailedReason, "downloading the artifact of %s %s/%s: %v", ref.Kind, ns, ref.Name, err)
 	}
-	r.state.artifactNotKept(obj, a.Revision, r.custody.KeepAgain(ctx, obj, a))
+	r.state.KeepAgain(ctx, obj, a)
 	return a, tarball, dir, nil
 }
 

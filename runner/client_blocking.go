@@ -16,7 +16,7 @@ const cancelTimeout = 10 * time.Second
 // Plan runs a plan to its end (the destruction of everything when destroy
 // is set), passing each log line to logf. Ending ctx interrupts it.
 func (c *Client) Plan(ctx context.Context, destroy bool, logf func(line string)) (*PlanOutput, error) {
-	res, err := c.runToEnd(ctx, RunSpec{Action: RunPlan, Destroy: destroy}, logf)
+	res, err := c.runToEnd(ctx, RunSpec{Action: Plan, Destroy: destroy}, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -33,7 +33,7 @@ func (c *Client) Apply(ctx context.Context, planFile []byte, logf func(string)) 
 // made with (PlanOutput.LockFile), so that the apply uses exactly the
 // plan's providers.
 func (c *Client) ApplyWithLockFile(ctx context.Context, planFile, lockFile []byte, logf func(string)) ([]*runnerpb.Output, error) {
-	res, err := c.runToEnd(ctx, RunSpec{Action: RunApply, PlanFile: planFile, LockFile: lockFile}, logf)
+	res, err := c.runToEnd(ctx, RunSpec{Action: Apply, PlanFile: planFile, LockFile: lockFile}, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +42,7 @@ func (c *Client) ApplyWithLockFile(ctx context.Context, planFile, lockFile []byt
 
 // Destroy destroys everything in the state. Ending ctx interrupts it.
 func (c *Client) Destroy(ctx context.Context, logf func(string)) error {
-	_, err := c.runToEnd(ctx, RunSpec{Action: RunDestroy}, logf)
+	_, err := c.runToEnd(ctx, RunSpec{Action: Destroy}, logf)
 	return err
 }
 

@@ -17,13 +17,13 @@ import (
 // StartRun hands a run to the runner, which starts it in the background and
 // keeps its log and result until it exits.
 func (c *Client) StartRun(ctx context.Context, spec RunSpec) error {
-	action, ok := map[RunAction]runnerpb.Action{RunPlan: runnerpb.Action_PLAN, RunApply: runnerpb.Action_APPLY, RunDestroy: runnerpb.Action_DESTROY}[spec.Action]
+	action, ok := map[Action]runnerpb.Action{Plan: runnerpb.Action_PLAN, Apply: runnerpb.Action_APPLY, Destroy: runnerpb.Action_DESTROY}[spec.Action]
 	switch {
 	case !ok:
-		return fmt.Errorf("start run: unknown action %d", spec.Action)
+		return fmt.Errorf("start run: unknown action %q", spec.Action)
 	case spec.ID == "":
 		return errors.New("start run: no run id")
-	case spec.Action == RunApply && len(spec.PlanFile) == 0:
+	case spec.Action == Apply && len(spec.PlanFile) == 0:
 		return errors.New("apply: empty plan file")
 	case spec.Deadline < 0:
 		return errors.New("start run: negative deadline")

@@ -14,29 +14,32 @@ import (
 // leave both behind. The controller counts it in its own waits for a run.
 const DefaultInterruptGrace = 60 * time.Second
 
-// RunAction is what a run does.
-type RunAction int
+// Action is what a run does. It is the one name of an action from
+// status.run.action (a string in the API) through internal/runs and this
+// client to the runner's protocol (runnerpb.Action, mapped in
+// client_run.go only) and the run log's phase.
+type Action string
 
 // The actions of a run.
 const (
-	RunPlan RunAction = iota + 1
-	RunApply
-	RunDestroy
+	Plan    Action = "plan"
+	Apply   Action = "apply"
+	Destroy Action = "destroy"
 )
 
 // RunSpec is one run as the controller asks for it.
 type RunSpec struct {
 	// ID identifies the run; starting the same id twice starts it once.
 	ID     string
-	Action RunAction
-	// Destroy plans the destruction of everything (RunPlan).
+	Action Action
+	// Destroy plans the destruction of everything (Plan).
 	Destroy bool
 	// Deadline bounds the run, counted by the runner from its start.
 	Deadline time.Duration
-	// PlanFile is the saved plan to apply (RunApply).
+	// PlanFile is the saved plan to apply (Apply).
 	PlanFile []byte
 	// LockFile is the dependency lock file the plan was made with
-	// (RunApply).
+	// (Apply).
 	LockFile []byte
 	// StateToken is the bearer token of the object's state identity (see
 	// runnerpb.RunSpec.state_token); never logged.

@@ -319,7 +319,7 @@ func (k *Keeper) firstClaimant(ctx context.Context, obj *v1alpha1.Terraform) (*v
 	var claimants []*v1alpha1.Terraform
 	for i := range list.Items {
 		o := &list.Items[i]
-		if customBackend(o) {
+		if CustomBackend(o) {
 			continue
 		}
 		if o.UID != obj.UID && names.StateSecret(o) == state {

@@ -26,7 +26,7 @@ func (k *Keeper) history() statehistory.Store {
 // is the backend's to keep. In a namespace being deleted no Secret can be
 // made, and a version would go with the namespace: none is kept.
 func (k *Keeper) KeepVersion(ctx context.Context, obj *v1alpha1.Terraform, why, revision string) error {
-	if customBackend(obj) {
+	if CustomBackend(obj) {
 		return nil
 	}
 	_, err := k.history().Keep(ctx, obj, why, revision)
@@ -40,7 +40,7 @@ func (k *Keeper) KeepVersion(ctx context.Context, obj *v1alpha1.Terraform, why, 
 // destroy ran: the state Secret (released first), its kept versions (those
 // carrying obj's UID) and its Lease.
 func (k *Keeper) DeleteState(ctx context.Context, obj *v1alpha1.Terraform) error {
-	if customBackend(obj) {
+	if CustomBackend(obj) {
 		return nil
 	}
 	if err := k.Release(ctx, obj); err != nil {
@@ -60,7 +60,7 @@ func (k *Keeper) DeleteState(ctx context.Context, obj *v1alpha1.Terraform) error
 // backend's state Secret has data (it is created empty for the state
 // identity); for a custom backend, whether obj ever applied.
 func (k *Keeper) HasState(ctx context.Context, obj *v1alpha1.Terraform) (bool, error) {
-	if customBackend(obj) {
+	if CustomBackend(obj) {
 		return obj.Status.LastAppliedRevision != "", nil
 	}
 	var s corev1.Secret

@@ -64,7 +64,7 @@ func (k *Keeper) Reusable(validUntil time.Time, deadline time.Duration) bool {
 // deadline, and until when it is valid, preparing the identity and
 // claiming the state first. A custom backend has no state here: no token.
 func (k *Keeper) Issue(ctx context.Context, obj *v1alpha1.Terraform, deadline time.Duration) (string, time.Time, error) {
-	if customBackend(obj) {
+	if CustomBackend(obj) {
 		return "", time.Time{}, nil
 	}
 	if err := k.ensureIdentity(ctx, obj); err != nil {
@@ -141,7 +141,7 @@ func (k *Keeper) ensureIdentity(ctx context.Context, obj *v1alpha1.Terraform) er
 // ClaimOnce is Claim, remembered like the identity until a run fails
 // (Forget): one read per object and process once it is claimed.
 func (k *Keeper) ClaimOnce(ctx context.Context, obj *v1alpha1.Terraform) error {
-	if customBackend(obj) {
+	if CustomBackend(obj) {
 		return nil
 	}
 	key := claimPrefix + identityKey(obj)
@@ -200,7 +200,7 @@ func (k *Keeper) DeleteIdentity(ctx context.Context, obj *v1alpha1.Terraform) er
 // DeleteLease deletes the state's Lease with the state (deletionPolicy
 // Delete).
 func (k *Keeper) DeleteLease(ctx context.Context, obj *v1alpha1.Terraform) error {
-	if customBackend(obj) {
+	if CustomBackend(obj) {
 		return nil
 	}
 	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: names.StateLease(obj)}}
@@ -210,7 +210,8 @@ func (k *Keeper) DeleteLease(ctx context.Context, obj *v1alpha1.Terraform) error
 	return nil
 }
 
-// customBackend: the state is not the kubernetes backend's here.
-func customBackend(obj *v1alpha1.Terraform) bool {
+// CustomBackend: the state is not the kubernetes backend's here, and
+// Landform keeps no custody of it.
+func CustomBackend(obj *v1alpha1.Terraform) bool {
 	return obj.Spec.BackendConfig != nil && obj.Spec.BackendConfig.CustomConfiguration != ""
 }

@@ -27,7 +27,7 @@ type GoneLock struct {
 // just freed) and the lock it released (nil when none). A custom
 // backend's lock is not Landform's to read: ErrNotOurBackend.
 func (k *Keeper) ReleaseGoneLock(ctx context.Context, obj *v1alpha1.Terraform) (held *statelock.LockInfo, released *GoneLock, err error) {
-	if customBackend(obj) || k.Leases == nil {
+	if CustomBackend(obj) || k.Leases == nil {
 		return nil, nil, ErrNotOurBackend
 	}
 	leases := k.Leases(obj.Namespace)

@@ -27,7 +27,7 @@ func (k *Keeper) PushUnsaved(ctx context.Context, obj *v1alpha1.Terraform) (*uns
 	if err != nil || kept == nil {
 		return nil, nil, err
 	}
-	if customBackend(obj) || k.Secrets == nil || k.Leases == nil {
+	if CustomBackend(obj) || k.Secrets == nil || k.Leases == nil {
 		return kept, nil, ErrNotOurBackend
 	}
 	holder, err := ControllerHolder()

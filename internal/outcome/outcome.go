@@ -41,6 +41,11 @@ const (
 	Retrying
 )
 
+// ReplanSoon is how soon an object plans again after a run that must not
+// be repeated as it was (a lost runner, an unusable plan, a released
+// lock).
+const ReplanSoon = time.Second
+
 // Outcome is how one reconcile, or one of its steps, ended.
 type Outcome struct {
 	Kind   Kind

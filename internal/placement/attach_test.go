@@ -52,7 +52,7 @@ func TestAttachCollectsARunItDidNotStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := first.Client.StartRun(ctx, runner.RunSpec{ID: "run-apply", Action: runner.RunApply, PlanFile: plan.PlanFile, LockFile: plan.LockFile}); err != nil {
+	if err := first.Client.StartRun(ctx, runner.RunSpec{ID: "run-apply", Action: runner.Apply, PlanFile: plan.PlanFile, LockFile: plan.LockFile}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, time.Minute, "the create to begin", func() bool {

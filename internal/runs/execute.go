@@ -33,20 +33,15 @@ const (
 // whose connection broke: from a second, doubling up to ten.
 var reconnect = wait.Backoff{Duration: time.Second, Factor: 2, Steps: math.MaxInt32, Cap: 10 * time.Second}
 
-// Actions recorded in status.run.
-const (
-	ActionPlan    = "plan"
-	ActionApply   = "apply"
-	ActionDestroy = "destroy"
-)
-
 // Request is everything a run's goroutine needs. It is built by the
 // reconcile and owned by the run afterwards: nothing in it is shared.
 type Request struct {
 	// Object is a copy of the object as recorded with the run.
 	Object *infrav1.Terraform
-	// Run is the run as recorded in status.run.
-	Run  infrav1.RunStatus
+	// Run is the run as recorded in status.run. Its Action (and Destroy)
+	// is the run's: Launch copies them into Spec.
+	Run infrav1.RunStatus
+	// Spec is what the runner is asked for, but the action.
 	Spec runner.RunSpec
 	// Priority orders the run among those waiting for a slot.
 	Priority Priority
@@ -296,11 +291,9 @@ func (t *Tracker) endLog(rec *runlog.Recorder, runErr error) {
 const endLogWithin = 3 * time.Minute
 
 func phaseOf(action string) runlog.Phase {
-	switch action {
-	case ActionApply:
-		return runlog.PhaseApply
-	case ActionDestroy:
-		return runlog.PhaseDestroy
+	switch a := runner.Action(action); a {
+	case runner.Apply, runner.Destroy:
+		return runlog.Phase(a)
 	}
 	return runlog.PhasePlan
 }

@@ -88,7 +88,9 @@ type Tracker struct {
 type Handle struct {
 	id     string
 	action string
-	key    types.NamespacedName
+	// inputsDigest is the workspace the run's runner holds.
+	inputsDigest string
+	key          types.NamespacedName
 	// redactor masks the run's secret values in everything it reports.
 	redactor *redact.Redactor
 	// done is closed once result and err are set.
@@ -199,6 +201,7 @@ func (t *Tracker) Attach(req Request) (*Handle, error) {
 }
 
 func (t *Tracker) launch(req Request, attach bool) (*Handle, error) {
+	req.Spec.Action, req.Spec.Destroy = runner.Action(req.Run.Action), req.Run.Destroy
 	key := client.ObjectKeyFromObject(req.Object)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -218,7 +221,7 @@ func (t *Tracker) launch(req Request, attach bool) (*Handle, error) {
 	}
 	// Not derived from t.ctx: stopping to watch never interrupts a run.
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &Handle{id: req.Run.ID, action: req.Run.Action, key: key, redactor: req.Redactor, done: make(chan struct{}), cancel: cancel}
+	h := &Handle{id: req.Run.ID, action: req.Run.Action, inputsDigest: req.Run.InputsDigest, key: key, redactor: req.Redactor, done: make(chan struct{}), cancel: cancel}
 	t.runs[key] = h
 	t.wg.Add(1)
 	go func() {
@@ -271,20 +274,21 @@ func (t *Tracker) wake(key types.NamespacedName) {
 	}
 }
 
-// Finish forgets a collected run. Its runner is stopped and its slot
-// given back, unless keep is set and the run had a runner: then the
-// caller gets both as an Idle runner, for a following run on the same
-// runner, with the workspace of inputsDigest.
-func (t *Tracker) Finish(h *Handle, keep bool, inputsDigest string) *Idle {
+// Finish forgets a collected run: call it once the run is done, on every
+// path. Its runner is stopped and its slot given back, unless the run was
+// a plan that succeeded on a runner: then the caller gets both as an Idle
+// runner holding the plan's workspace, for the apply that may follow at
+// once, and must pass it to Launch or stop it.
+func (t *Tracker) Finish(h *Handle) *Idle {
 	t.mu.Lock()
 	if t.runs[h.key] == h {
 		delete(t.runs, h.key)
 	}
 	rn, release := h.rn, h.release
-	if keep && rn != nil {
+	if runner.Action(h.action) == runner.Plan && h.err == nil && rn != nil {
 		h.reused = true
 		t.mu.Unlock()
-		return &Idle{rn: rn, release: release, inputsDigest: inputsDigest, log: t.logStop(h.key)}
+		return &Idle{rn: rn, release: release, inputsDigest: h.inputsDigest, log: t.logStop(h.key)}
 	}
 	t.mu.Unlock()
 	h.cancel()
@@ -434,4 +438,13 @@ func (t *Tracker) collectDrained(h *Handle) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	t.cfg.Collect(ctx, h.key)
+}
+
+// Behind reports whether obj, as read, does not record the run this
+// process has in flight for it: a run is recorded in status before it is
+// launched, so obj is older than that write (a cache that has not caught
+// up), and acting on it would take that run for another process's.
+func (t *Tracker) Behind(obj *infrav1.Terraform) bool {
+	h := t.Get(client.ObjectKeyFromObject(obj))
+	return h != nil && (obj.Status.Run == nil || obj.Status.Run.ID != h.ID())
 }

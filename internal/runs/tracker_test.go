@@ -70,7 +70,7 @@ func (f *fixture) request(id, action string, priority Priority) Request {
 	return Request{
 		Object:   f.obj.DeepCopy(),
 		Run:      infrav1.RunStatus{ID: id, Action: action, InputsDigest: "sha256:inputs"},
-		Spec:     runner.RunSpec{ID: id, Action: runner.RunPlan, Deadline: time.Minute},
+		Spec:     runner.RunSpec{ID: id, Action: runner.Plan, Deadline: time.Minute},
 		Priority: priority,
 		Workspace: &Workspace{Tarball: f.tarball, Spec: func(obj *infrav1.Terraform, backend map[string]string) *runnerpb.WorkspaceSpec {
 			return &runnerpb.WorkspaceSpec{Path: ".", BackendConfig: backend}
@@ -155,7 +155,7 @@ func TestRuns(t *testing.T) {
 	}{{
 		name: "a plan on a new runner: slot, runner, workspace, token, log",
 		do: func(f *fixture) (*runner.RunResult, error) {
-			h, fr, run := f.start("run-1", ActionPlan)
+			h, fr, run := f.start("run-1", string(runner.Plan))
 			run.log("Plan: 1 to add (password hunter2)")
 			run.end(planned, nil)
 			res, err := f.ended(h)
@@ -165,7 +165,7 @@ func TestRuns(t *testing.T) {
 			f.g.Expect(log.State).To(Equal(runlog.StateSucceeded))
 			f.g.Expect(log.Text).To(ContainSubstring("Plan: 1 to add"))
 			f.g.Expect(log.Text).NotTo(ContainSubstring("hunter2"), "the log is redacted")
-			f.tracker.Finish(h, false, "")
+			f.tracker.Finish(h).Stop()
 			return res, err
 		},
 		wantResult: planned,
@@ -173,12 +173,12 @@ func TestRuns(t *testing.T) {
 	}, {
 		name: "the plan's runner is kept for its apply: no new runner, upload or token",
 		do: func(f *fixture) (*runner.RunResult, error) {
-			h, _, run := f.start("run-plan", ActionPlan)
+			h, _, run := f.start("run-plan", string(runner.Plan))
 			run.end(planned, nil)
 			f.ended(h)
-			idle := f.tracker.Finish(h, true, "sha256:inputs")
+			idle := f.tracker.Finish(h)
 			f.g.Expect(idle.For("sha256:other")).To(BeNil(), "another workspace is not on that runner")
-			apply := f.request("run-apply", ActionApply, User)
+			apply := f.request("run-apply", string(runner.Apply), User)
 			apply.Workspace, apply.Reuse = nil, idle.For("sha256:inputs")
 			f.g.Expect(f.slotsInUse()).To(Equal(1), "the idle runner keeps its slot")
 			h = f.launch(apply)
@@ -188,7 +188,7 @@ func TestRuns(t *testing.T) {
 			res, err := f.ended(h)
 			f.g.Expect(fr.tokens).To(Equal([]string{"token-1", ""}), "the apply keeps the plan's token")
 			idle.Stop() // taken: does nothing
-			f.tracker.Finish(h, false, "")
+			f.tracker.Finish(h).Stop()
 			return res, err
 		},
 		wantResult: &runner.RunResult{},
@@ -196,10 +196,10 @@ func TestRuns(t *testing.T) {
 	}, {
 		name: "an idle runner nobody takes is stopped and frees its slot",
 		do: func(f *fixture) (*runner.RunResult, error) {
-			h, _, run := f.start("run-1", ActionPlan)
+			h, _, run := f.start("run-1", string(runner.Plan))
 			run.end(planned, nil)
 			res, err := f.ended(h)
-			f.tracker.Finish(h, true, "sha256:inputs").Stop()
+			f.tracker.Finish(h).Stop()
 			return res, err
 		},
 		wantResult: planned,
@@ -207,7 +207,7 @@ func TestRuns(t *testing.T) {
 	}, {
 		name: "abandoned: terraform is interrupted, then its runner stopped and its slot freed",
 		do: func(f *fixture) (*runner.RunResult, error) {
-			h, fr, _ := f.start("run-1", ActionApply)
+			h, fr, _ := f.start("run-1", string(runner.Apply))
 			f.tracker.Abandon(f.key())
 			res, err := f.ended(h)
 			f.g.Eventually(func() []string { fr.mu.Lock(); defer fr.mu.Unlock(); return fr.cancelled }).Should(Equal([]string{"run-1"}))
@@ -229,7 +229,7 @@ func TestRuns(t *testing.T) {
 			fr.run("run-1").log("creating...")
 			f.placer.byRun["run-1"] = fr
 
-			h, err := f.tracker.Attach(Request{Object: f.obj.DeepCopy(), Run: infrav1.RunStatus{ID: "run-1", Action: ActionPlan}, Redactor: redact.New()})
+			h, err := f.tracker.Attach(Request{Object: f.obj.DeepCopy(), Run: infrav1.RunStatus{ID: "run-1", Action: string(runner.Plan)}, Redactor: redact.New()})
 			f.g.Expect(err).NotTo(HaveOccurred())
 			fr.run("run-1").end(planned, nil)
 			res, err := f.ended(h)
@@ -241,7 +241,7 @@ func TestRuns(t *testing.T) {
 	}, {
 		name: "attach to a runner that is gone: the run is lost",
 		do: func(f *fixture) (*runner.RunResult, error) {
-			h, err := f.tracker.Attach(Request{Object: f.obj.DeepCopy(), Run: infrav1.RunStatus{ID: "run-gone", Action: ActionApply}, Redactor: redact.New()})
+			h, err := f.tracker.Attach(Request{Object: f.obj.DeepCopy(), Run: infrav1.RunStatus{ID: "run-gone", Action: string(runner.Apply)}, Redactor: redact.New()})
 			f.g.Expect(err).NotTo(HaveOccurred())
 			return f.ended(h)
 		},
@@ -250,7 +250,7 @@ func TestRuns(t *testing.T) {
 	}, {
 		name: "a broken watch resumes from the next line while the runner lives",
 		do: func(f *fixture) (*runner.RunResult, error) {
-			h, fr, run := f.start("run-1", ActionPlan)
+			h, fr, run := f.start("run-1", string(runner.Plan))
 			run.log("one")
 			run.log("two")
 			fr.breakWatches()
@@ -258,7 +258,7 @@ func TestRuns(t *testing.T) {
 			run.end(planned, nil)
 			res, err := f.ended(h)
 			f.g.Expect(f.planLog().Text).To(Equal("one\ntwo\nthree\n"), "each line once")
-			f.tracker.Finish(h, false, "")
+			f.tracker.Finish(h).Stop()
 			return res, err
 		},
 		wantResult: planned,
@@ -266,14 +266,14 @@ func TestRuns(t *testing.T) {
 	}, {
 		name: "a runner that dies while watched: the run is lost",
 		do: func(f *fixture) (*runner.RunResult, error) {
-			h, fr, _ := f.start("run-1", ActionApply)
+			h, fr, _ := f.start("run-1", string(runner.Apply))
 			fr.run("run-1").log("creating...")
 			fr.mu.Lock()
 			fr.alive = false
 			fr.mu.Unlock()
 			fr.breakWatches()
 			res, err := f.ended(h)
-			f.tracker.Finish(h, false, "")
+			f.tracker.Finish(h).Stop()
 			return res, err
 		},
 		wantErr: func(err error) bool { var l *LostError; return errors.As(err, &l) && strings.Contains(l.Why, "exited") },
@@ -284,7 +284,7 @@ func TestRuns(t *testing.T) {
 			f.placer.startErr = &placement.Error{Reason: infrav1.RunnerImageNotAllowedReason, Message: "image hunter2 not allowed", Stalling: true}
 		},
 		do: func(f *fixture) (*runner.RunResult, error) {
-			res, err := f.ended(f.launch(f.request("run-1", ActionPlan, User)))
+			res, err := f.ended(f.launch(f.request("run-1", string(runner.Plan), User)))
 			f.g.Expect(err.Error()).NotTo(ContainSubstring("hunter2"), "redacted")
 			return res, err
 		},
@@ -297,20 +297,20 @@ func TestRuns(t *testing.T) {
 		name:  "one slot: a drift check waits behind the run holding it, and gets it after",
 		slots: 1,
 		do: func(f *fixture) (*runner.RunResult, error) {
-			first, _, run := f.start("run-1", ActionPlan)
+			first, _, run := f.start("run-1", string(runner.Plan))
 			other := f.obj.DeepCopy()
 			other.Name = "other"
-			drift := f.request("run-2", ActionPlan, Background)
+			drift := f.request("run-2", string(runner.Plan), Background)
 			drift.Object = other
 			second := f.launch(drift)
 			f.g.Consistently(func() string { return f.tracker.Runner(second) }, 300*time.Millisecond).Should(BeEmpty(), "waits for a slot")
 			run.end(planned, nil)
 			f.ended(first)
-			f.tracker.Finish(first, false, "")
+			f.tracker.Finish(first).Stop()
 			_, run2 := f.running("run-2")
 			run2.end(planned, nil)
 			res, err := f.ended(second)
-			f.tracker.Finish(second, false, "")
+			f.tracker.Finish(second).Stop()
 			return res, err
 		},
 		wantResult: planned,
@@ -350,10 +350,10 @@ func TestRuns(t *testing.T) {
 func TestDrain(t *testing.T) {
 	t.Run("local: finished within the drain, collected", func(t *testing.T) {
 		f := newFixture(t, 4, nil)
-		h, fr, run := f.start("run-1", ActionApply)
+		h, fr, run := f.start("run-1", string(runner.Apply))
 		f.stop()
 		f.g.Consistently(f.stopped, 200*time.Millisecond).ShouldNot(Receive(), "drains")
-		_, err := f.tracker.Launch(f.request("run-2", ActionPlan, User))
+		_, err := f.tracker.Launch(f.request("run-2", string(runner.Plan), User))
 		f.g.Expect(err).To(MatchError(ErrShuttingDown))
 		run.end(&runner.RunResult{}, nil)
 		f.g.Eventually(f.collected, 5*time.Second).Should(Receive(Equal(f.key())))
@@ -365,7 +365,7 @@ func TestDrain(t *testing.T) {
 	})
 	t.Run("local: the drain times out, the run is interrupted and collected", func(t *testing.T) {
 		f := newFixture(t, 4, nil)
-		h, fr, _ := f.start("run-1", ActionApply)
+		h, fr, _ := f.start("run-1", string(runner.Apply))
 		f.stop()
 		f.g.Eventually(f.collected, 10*time.Second).Should(Receive(Equal(f.key())))
 		f.g.Eventually(f.stopped, 5*time.Second).Should(Receive(BeNil()))
@@ -377,8 +377,8 @@ func TestDrain(t *testing.T) {
 	})
 	t.Run("local: two runs past the deadline are both interrupted", func(t *testing.T) {
 		f := newFixture(t, 4, nil)
-		h1 := f.launch(f.request("run-1", ActionApply, User))
-		other := f.request("run-2", ActionApply, User)
+		h1 := f.launch(f.request("run-1", string(runner.Apply), User))
+		other := f.request("run-2", string(runner.Apply), User)
 		other.Object.Name = "other"
 		h2 := f.launch(other)
 		f.running("run-1")
@@ -396,7 +396,7 @@ func TestDrain(t *testing.T) {
 	})
 	t.Run("pods: the run carries on, the watch detaches", func(t *testing.T) {
 		f := newFixture(t, 4, func(f *fixture) { f.placer.durable = true })
-		h, fr, _ := f.start("run-1", ActionApply)
+		h, fr, _ := f.start("run-1", string(runner.Apply))
 		f.stop()
 		f.g.Eventually(f.stopped, 5*time.Second).Should(Receive(BeNil()))
 		_, err := f.ended(h)
@@ -406,4 +406,23 @@ func TestDrain(t *testing.T) {
 		f.g.Expect(f.collected).NotTo(Receive())
 		f.stopped <- nil
 	})
+}
+
+// A copy of the object that does not record the run this process has in
+// flight is behind; one that records it, or any copy once the run is
+// finished, is not.
+func TestBehind(t *testing.T) {
+	f := newFixture(t, 4, nil)
+	h, _, run := f.start("run-1", string(runner.Plan))
+	stale := f.obj.DeepCopy()
+	f.g.Expect(f.tracker.Behind(stale)).To(BeTrue(), "no status.run yet")
+	stale.Status.Run = &infrav1.RunStatus{ID: "run-0"}
+	f.g.Expect(f.tracker.Behind(stale)).To(BeTrue(), "an older run")
+	current := f.obj.DeepCopy()
+	current.Status.Run = &infrav1.RunStatus{ID: "run-1"}
+	f.g.Expect(f.tracker.Behind(current)).To(BeFalse())
+	run.end(&runner.RunResult{}, nil)
+	f.ended(h)
+	f.tracker.Finish(h).Stop()
+	f.g.Expect(f.tracker.Behind(stale)).To(BeFalse(), "nothing in flight")
 }

@@ -18,7 +18,7 @@ func TestRunnerExitsWhenIdle(t *testing.T) {
 	plan, effects, _ := countedPlan(t, ctx, lr.Client, 8)
 
 	// The apply runs four times the idle time, watched by nobody.
-	id := startRun(t, ctx, lr.Client, runner.RunSpec{Action: runner.RunApply, PlanFile: plan.PlanFile})
+	id := startRun(t, ctx, lr.Client, runner.RunSpec{Action: runner.Apply, PlanFile: plan.PlanFile})
 	for countCreates(t, effects) == 0 {
 		select {
 		case <-lr.Exited():

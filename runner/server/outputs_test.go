@@ -61,7 +61,7 @@ func TestApplyReadsTheOutputs(t *testing.T) {
 			upload(t, ctx, r.client, k.useBackend(workspaceSpec(t, tb, tt.module, nil, "")), tb)
 			plan := planFor(t, ctx, r.client)
 
-			id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.RunApply, PlanFile: plan.PlanFile, LockFile: plan.LockFile})
+			id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.Apply, PlanFile: plan.PlanFile, LockFile: plan.LockFile})
 			res, err := r.client.WatchRun(ctx, id, 0, nil)
 			if err != nil {
 				t.Fatal(err)

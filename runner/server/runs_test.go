@@ -41,7 +41,7 @@ func countCreates(t *testing.T, path string) int {
 
 func planFor(t *testing.T, ctx context.Context, c *runner.Client) *runner.PlanOutput {
 	t.Helper()
-	id := startRun(t, ctx, c, runner.RunSpec{Action: runner.RunPlan})
+	id := startRun(t, ctx, c, runner.RunSpec{Action: runner.Plan})
 	res, err := c.WatchRun(ctx, id, 0, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +106,7 @@ func TestRunOutlivesItsWatch(t *testing.T) {
 	r := startRunner(t)
 	plan, effects, _ := countedPlan(t, ctx, r.client, 3)
 
-	spec := runner.RunSpec{ID: runner.NewRunID(), Action: runner.RunApply, PlanFile: plan.PlanFile, LockFile: plan.LockFile}
+	spec := runner.RunSpec{ID: runner.NewRunID(), Action: runner.Apply, PlanFile: plan.PlanFile, LockFile: plan.LockFile}
 	id := startRun(t, ctx, r.client, spec)
 	// Starting it again (a retry after a lost answer) starts nothing.
 	startRun(t, ctx, r.client, spec)
@@ -183,7 +183,7 @@ func TestRunDeadlineInterruptsGracefully(t *testing.T) {
 	plan, effects, stateDir := countedPlan(t, ctx, r.client, 20)
 
 	started := time.Now()
-	id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.RunApply, PlanFile: plan.PlanFile, Deadline: 3 * time.Second})
+	id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.Apply, PlanFile: plan.PlanFile, Deadline: 3 * time.Second})
 	_, err := r.client.WatchRun(ctx, id, 0, nil)
 	e := wantError(t, err, codes.DeadlineExceeded, runner.ReasonDeadlineExceeded)
 	if !strings.Contains(e.Message, "ran out of") || !strings.Contains(e.Message, "interrupted") {
@@ -211,11 +211,11 @@ func TestCancelRun(t *testing.T) {
 	r := startRunner(t)
 	plan, _, _ := countedPlan(t, ctx, r.client, 20)
 
-	id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.RunApply, PlanFile: plan.PlanFile})
+	id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.Apply, PlanFile: plan.PlanFile})
 	_, done := watchExecuting(t, ctx, r.client, id)
 
 	// A second run is refused while this one goes on.
-	err := r.client.StartRun(ctx, runner.RunSpec{ID: runner.NewRunID(), Action: runner.RunPlan})
+	err := r.client.StartRun(ctx, runner.RunSpec{ID: runner.NewRunID(), Action: runner.Plan})
 	wantError(t, err, codes.FailedPrecondition, runner.ReasonRunnerBusy)
 
 	if err := r.client.CancelRun(ctx, id); err != nil {

@@ -45,7 +45,7 @@ func TestRunTakesTheStateLock(t *testing.T) {
 		t.Fatalf("locked after the plan: %+v", info)
 	}
 
-	id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.RunApply, PlanFile: plan.PlanFile, LockFile: plan.LockFile})
+	id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.Apply, PlanFile: plan.PlanFile, LockFile: plan.LockFile})
 	l, watched := watchExecuting(t, ctx, r.client, id)
 	info := k.lock(t)
 	if info == nil {
@@ -167,7 +167,7 @@ func TestKilledRunnerLeavesAProvablyGoneLock(t *testing.T) {
 	countedOnKube(t, ctx, lr.Client, k, 20)
 	plan := planFor(t, ctx, lr.Client)
 
-	id := startRun(t, ctx, lr.Client, runner.RunSpec{Action: runner.RunApply, PlanFile: plan.PlanFile})
+	id := startRun(t, ctx, lr.Client, runner.RunSpec{Action: runner.Apply, PlanFile: plan.PlanFile})
 	info := k.waitLocked(t, time.Minute)
 	h, ok := statelock.ParseHolder(*info)
 	if !ok || h.Run != id || h.Process == nil || h.Process.PID != lr.PID {
@@ -207,7 +207,7 @@ func TestShutdownReleasesTheStateLock(t *testing.T) {
 	ctx := testContext(t, 3*time.Minute)
 	r, k, _ := runnerOnKube(t, ctx, "shutdown", 20)
 	plan := planFor(t, ctx, r.client)
-	id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.RunApply, PlanFile: plan.PlanFile})
+	id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.Apply, PlanFile: plan.PlanFile})
 	_, watched := watchExecuting(t, ctx, r.client, id)
 	if k.lock(t) == nil {
 		t.Fatal("no lock while terraform applies")
@@ -231,7 +231,7 @@ func TestRunnerReleasesItsOwnLeftoverLock(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t, 3*time.Minute)
 	r, k, _ := runnerOnKube(t, ctx, "leftover", 1)
-	earlier := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.RunPlan})
+	earlier := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.Plan})
 	if _, err := r.client.WatchRun(ctx, earlier, 0, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -169,7 +169,7 @@ func writesTheStateTheEngineCouldNotSave(t *testing.T, module string) {
 	upload(t, ctx, r.client, spec, tb)
 	plan := planFor(t, ctx, r.client)
 
-	id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.RunApply, PlanFile: plan.PlanFile, LockFile: plan.LockFile})
+	id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.Apply, PlanFile: plan.PlanFile, LockFile: plan.LockFile})
 	var persist persistEvents
 	l, watched := watchExecuting(t, ctx, r.client, id, runner.OnStatePersist(persist.add))
 	link.setCut(true)
@@ -235,7 +235,7 @@ func TestRunnerKeepsTheStateItCouldNotSaveByTheDeadline(t *testing.T) {
 	upload(t, ctx, r.client, spec, tb)
 	plan := planFor(t, ctx, r.client)
 
-	id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.RunApply, PlanFile: plan.PlanFile, LockFile: plan.LockFile, Deadline: 25 * time.Second})
+	id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.Apply, PlanFile: plan.PlanFile, LockFile: plan.LockFile, Deadline: 25 * time.Second})
 	var persist persistEvents
 	_, watched := watchExecuting(t, ctx, r.client, id, runner.OnStatePersist(persist.add))
 	link.setCut(true)
@@ -292,7 +292,7 @@ func TestRunnerIgnoresAShippedErroredState(t *testing.T) {
 	upload(t, ctx, r.client, spec, tb)
 	plan := planFor(t, ctx, r.client)
 
-	id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.RunApply, PlanFile: plan.PlanFile, LockFile: plan.LockFile})
+	id := startRun(t, ctx, r.client, runner.RunSpec{Action: runner.Apply, PlanFile: plan.PlanFile, LockFile: plan.LockFile})
 	var persist persistEvents
 	l := newLogs()
 	res, err := r.client.WatchRun(ctx, id, 0, func(_ int64, line string) { l.add(line) }, runner.OnStatePersist(persist.add))

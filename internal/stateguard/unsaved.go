@@ -1,4 +1,4 @@
-package controllers
+package stateguard
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	"github.com/landform-dev/landform/internal/unsavedstate"
 )
 
-// pushUnsaved writes the state an earlier apply or destroy could not save,
+// PushUnsaved writes the state an earlier apply or destroy could not save,
 // kept in Secret tfunsaved-<name>-0, into the backend before any run
 // starts (and before a deletion lets go of the state): a plan from the
 // backend's older state would create again what that apply created. It
@@ -31,8 +31,8 @@ import (
 // person. A custom backend's state Landform cannot write: a person pushes
 // it. One metadata read when there is nothing to push
 // (custody.Keeper.PushUnsaved); this turns what it found into conditions.
-func (g *stateGuard) pushUnsaved(ctx context.Context, obj *infrav1.Terraform) error {
-	st, pushed, err := g.keeper.PushUnsaved(ctx, obj)
+func (g *Guard) PushUnsaved(ctx context.Context, obj *infrav1.Terraform) error {
+	st, pushed, err := g.Keeper.PushUnsaved(ctx, obj)
 	if st == nil {
 		if err != nil {
 			return outcome.Retry(infrav1.StateUnsavedReason, "looking for a state an apply could not save (Secret %s): %v", unsavedstate.SecretName(obj), err)
@@ -40,7 +40,7 @@ func (g *stateGuard) pushUnsaved(ctx context.Context, obj *infrav1.Terraform) er
 		return nil
 	}
 	secret := unsavedstate.SecretName(obj)
-	what := fmt.Sprintf("the state that run %s could not save (%s), kept in Secret %s,", orUnknown(st.Run), st.Identity, secret)
+	what := fmt.Sprintf("the state that run %s could not save (%s), kept in Secret %s,", OrUnknown(st.Run), st.Identity, secret)
 	var locked *statelock.LockedError
 	switch {
 	case errors.Is(err, custody.ErrNotOurBackend):
@@ -50,14 +50,14 @@ func (g *stateGuard) pushUnsaved(ctx context.Context, obj *infrav1.Terraform) er
 			what, obj.Namespace, secret)
 	case errors.As(err, &locked):
 		i := locked.Info
-		return g.lockHeld(ctx, obj, map[string]string{"id": i.ID, "who": i.Who, "operation": i.Operation, "created": i.Created.UTC().Format(time.RFC3339)})
+		return g.LockHeld(ctx, obj, map[string]string{"id": i.ID, "who": i.Who, "operation": i.Operation, "created": i.Created.UTC().Format(time.RFC3339)})
 	case tfstate.IsRefused(err):
 		msg := fmt.Sprintf("%s cannot be written to the backend: %v; nothing runs until a person decides which state is right: "+
 			"compare them first (their serials and lineages are above; `kubectl get secret -n %s %s -o jsonpath='{.data.tfstate}' | base64 -d` shows what the kept one holds); "+
 			"only if it holds what that run did, `landform state push %s --force` writes it over the backend's state, and the next plan starts from it; deleting the Secret discards it",
 			what, err, obj.Namespace, secret, obj.Name)
 		if conditions.GetReason(obj, meta.ReadyCondition) != infrav1.StateUnsavedReason {
-			g.report.event(obj, obj.Status.LastAttemptedRevision, corev1.EventTypeWarning, infrav1.StateUnsavedReason, "%s", msg)
+			g.Events.Event(obj, obj.Status.LastAttemptedRevision, corev1.EventTypeWarning, infrav1.StateUnsavedReason, "%s", msg)
 		}
 		return outcome.WaitingFor(infrav1.StateUnsavedReason, obj.GetRetryInterval(), "%s", msg)
 	case err != nil:
@@ -68,15 +68,15 @@ func (g *stateGuard) pushUnsaved(ctx context.Context, obj *infrav1.Terraform) er
 	}
 	metrics.SetStateUnsaved(obj.Namespace, obj.Name, false)
 	ctrl.LoggerFrom(ctx).Info("wrote a state an apply could not save", "run", st.Run, "state", st.Identity.String())
-	g.report.event(obj, obj.Status.LastAttemptedRevision, corev1.EventTypeNormal, infrav1.StatePersistedReason,
-		"wrote the state that run %s could not save (%s) to the backend, over %s", orUnknown(st.Run), st.Identity, pushed.Previous)
+	g.Events.Event(obj, obj.Status.LastAttemptedRevision, corev1.EventTypeNormal, infrav1.StatePersistedReason,
+		"wrote the state that run %s could not save (%s) to the backend, over %s", OrUnknown(st.Run), st.Identity, pushed.Previous)
 	return nil
 }
 
-// persistProgress is the progress of a run whose engine could not save the
+// PersistProgress is the progress of a run whose engine could not save the
 // state, which its runner retries writing; nil for any other run.
-func (g *stateGuard) persistProgress(obj *infrav1.Terraform, h *runs.Handle, what, runnerID string, after time.Duration) error {
-	p := g.runs.StatePersist(h)
+func (g *Guard) PersistProgress(obj *infrav1.Terraform, h *runs.Handle, what, runnerID string, after time.Duration) error {
+	p := g.Runs.StatePersist(h)
 	if p.Digest == "" || p.Saved {
 		return nil
 	}
@@ -86,16 +86,16 @@ func (g *stateGuard) persistProgress(obj *infrav1.Terraform, h *runs.Handle, wha
 	}
 	msg := fmt.Sprintf("%s: terraform could not write the state to the backend; runner %s keeps it%s and retries writing it until the run's deadline", what, runnerID, kept)
 	if conditions.GetReason(obj, meta.ReadyCondition) != infrav1.StatePersistRetryingReason {
-		g.report.event(obj, obj.Status.Run.Revision, corev1.EventTypeWarning, infrav1.StatePersistRetryingReason, "%s", msg)
+		g.Events.Event(obj, obj.Status.Run.Revision, corev1.EventTypeWarning, infrav1.StatePersistRetryingReason, "%s", msg)
 	}
 	return outcome.InProgress(infrav1.StatePersistRetryingReason, after, "%s", msg)
 }
 
-// persisted records, for a run that ended well, that its runner wrote a
+// Persisted records, for a run that ended well, that its runner wrote a
 // state the engine could not save.
-func (g *stateGuard) persisted(obj *infrav1.Terraform, run *infrav1.RunStatus, h *runs.Handle) {
-	if p := g.runs.StatePersist(h); p.Saved {
-		g.report.planEvent(obj, run.Plan, run.Revision, corev1.EventTypeNormal, infrav1.StatePersistedReason,
+func (g *Guard) Persisted(obj *infrav1.Terraform, run *infrav1.RunStatus, h *runs.Handle) {
+	if p := g.Runs.StatePersist(h); p.Saved {
+		g.Events.PlanEvent(obj, run.Plan, run.Revision, corev1.EventTypeNormal, infrav1.StatePersistedReason,
 			"%s run %s: terraform could not write the state to the backend; its runner did", run.Action, run.ID)
 	}
 }

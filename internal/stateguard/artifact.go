@@ -1,4 +1,4 @@
-package controllers
+package stateguard
 
 import (
 	"context"
@@ -14,30 +14,36 @@ import (
 	"github.com/landform-dev/landform/internal/source"
 )
 
-// keepApplied keeps the artifact an apply run applied, for a destroy
+// KeepApplied keeps the artifact an apply run applied, for a destroy
 // without its source (custody.Keeper.KeepArtifact); what goes wrong is a
 // Warning event, never a failed apply.
-func (g *stateGuard) keepApplied(ctx context.Context, obj *infrav1.Terraform, run *infrav1.RunStatus) {
+func (g *Guard) KeepApplied(ctx context.Context, obj *infrav1.Terraform, run *infrav1.RunStatus) {
 	if run.ArtifactDigest == "" {
 		// Started by a controller that did not record it.
 		return
 	}
-	g.artifactNotKept(obj, run.Revision, g.keeper.KeepArtifact(ctx, obj, run.Revision, run.ArtifactDigest, nil))
+	g.artifactNotKept(obj, run.Revision, g.Keeper.KeepArtifact(ctx, obj, run.Revision, run.ArtifactDigest, nil))
+}
+
+// KeepAgain keeps the applied artifact a, not kept when its apply was
+// collected, now that its source publishes it again.
+func (g *Guard) KeepAgain(ctx context.Context, obj *infrav1.Terraform, a *source.Artifact) {
+	g.artifactNotKept(obj, a.Revision, g.Keeper.KeepAgain(ctx, obj, a))
 }
 
 // artifactNotKept says why the artifact of revision was not kept.
-func (g *stateGuard) artifactNotKept(obj *infrav1.Terraform, revision, why string) {
+func (g *Guard) artifactNotKept(obj *infrav1.Terraform, revision, why string) {
 	if why != "" {
-		g.report.event(obj, revision, corev1.EventTypeWarning, infrav1.ArtifactNotKeptReason, "%s", why)
+		g.Events.Event(obj, revision, corev1.EventTypeWarning, infrav1.ArtifactNotKeptReason, "%s", why)
 	}
 }
 
-// keptForDestroy returns the artifact obj last applied, as kept, for the
+// KeptForDestroy returns the artifact obj last applied, as kept, for the
 // destroy of an object whose source (or its artifact) is gone (srcErr
 // says how). Without one, the deletion is Stalled until the source is
 // back or the user lets the resources go: retrying cannot bring the
 // artifact back.
-func (g *stateGuard) keptForDestroy(ctx context.Context, obj *infrav1.Terraform, srcErr error) (*source.Artifact, string, string, error) {
+func (g *Guard) KeptForDestroy(ctx context.Context, obj *infrav1.Terraform, srcErr error) (*source.Artifact, string, string, error) {
 	ref := obj.Spec.SourceRef
 	src := fmt.Sprintf("%s %s/%s", ref.Kind, obj.GetSourceNamespace(), ref.Name)
 	reason, gone := infrav1.ArtifactFailedReason, fmt.Sprintf("the artifact of source %s cannot be downloaded (%v)", src, srcErr)
@@ -49,7 +55,7 @@ func (g *stateGuard) keptForDestroy(ctx context.Context, obj *infrav1.Terraform,
 	case errors.Is(srcErr, source.ErrKindNotServed):
 		reason, gone = infrav1.SourceKindNotServedReason, fmt.Sprintf("source %s cannot be read (%v)", src, srcErr)
 	}
-	tarball, dir, err := g.keeper.KeptArtifact(ctx, obj)
+	tarball, dir, err := g.Keeper.KeptArtifact(ctx, obj)
 	var unusable *custody.ArtifactUnusableError
 	switch {
 	case errors.As(err, &unusable):
@@ -64,7 +70,7 @@ func (g *stateGuard) keptForDestroy(ctx context.Context, obj *infrav1.Terraform,
 	k := obj.Status.LastAppliedArtifact
 	msg := fmt.Sprintf("%s; destroying with the last applied artifact %s", gone, k.Revision)
 	ctrl.LoggerFrom(ctx).Info(msg, "digest", k.Digest)
-	g.report.event(obj, k.Revision, corev1.EventTypeNormal, infrav1.DeletingReason, "%s", msg)
+	g.Events.Event(obj, k.Revision, corev1.EventTypeNormal, infrav1.DeletingReason, "%s", msg)
 	a := &source.Artifact{Kind: ref.Kind, Namespace: obj.GetSourceNamespace(), Name: ref.Name, Revision: k.Revision, Digest: k.Digest}
 	return a, tarball, dir, nil
 }
