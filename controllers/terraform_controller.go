@@ -126,6 +126,8 @@ func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 				return
 			}
 		}
+		// Told once status says it: a commit status never runs ahead.
+		r.report.finished(obj, o)
 		if o.Cause != nil {
 			ctrl.LoggerFrom(ctx).Info("reconcile did not finish", "reason", o.Reason, "error", o.Cause.Error())
 		}

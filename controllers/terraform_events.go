@@ -3,11 +3,14 @@ package controllers
 import (
 	"context"
 	"strconv"
+	"sync"
 	"time"
 
 	eventv1 "github.com/fluxcd/pkg/apis/event/v1beta1"
+	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	helper "github.com/fluxcd/pkg/runtime/controller"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
@@ -32,6 +35,16 @@ var (
 	destroyAnnotation  = metadataKey("destroy")
 	replaceAnnotation  = metadataKey("replace")
 	driftAnnotation    = metadataKey("drift")
+	// commitStatusAnnotation marks the event that says how a reconcile
+	// ended (finished): since notification-controller 1.8 a commit-status
+	// provider (github, gitlab, gitea, bitbucket, azuredevops) drops
+	// every other event but errors, and a chat provider drops this one.
+	commitStatusAnnotation = metadataKey(eventv1.MetaCommitStatusKey)
+	// tokenAnnotation tells notification-controller's duplicate filter
+	// (object, message, revision and this token, five minutes) the
+	// finished event from another event with the same message: a plan
+	// waiting for approval says the same in both.
+	tokenAnnotation = metadataKey(eventv1.MetaTokenKey)
 )
 
 func metadataKey(k string) string { return infrav1.GroupVersion.Group + "/" + k }
@@ -42,6 +55,8 @@ func metadataKey(k string) string { return infrav1.GroupVersion.Group + "/" + k 
 type reporter struct {
 	recorder record.EventRecorder
 	metrics  helper.Metrics
+	// told is the last ending each object's finished event told, by UID.
+	told sync.Map
 }
 
 // Event records an event, annotated with the revision and drift.
@@ -59,6 +74,62 @@ func (rep *reporter) PlanEvent(obj *infrav1.Terraform, id, revision, eventType, 
 		return
 	}
 	rep.recorder.AnnotatedEventf(obj, eventMetadata(obj, id, revision), eventType, reason, format, args...)
+}
+
+// ending is how a reconcile ended, as far as a commit status tells:
+// Ready's status and reason, and the revision attempted.
+type ending struct{ status, reason, revision string }
+
+// endingOf is obj's ending as it stands.
+func endingOf(obj *infrav1.Terraform) ending {
+	e := ending{revision: obj.Status.LastAttemptedRevision}
+	if c := conditions.Get(obj, meta.ReadyCondition); c != nil {
+		e.status, e.reason = string(c.Status), c.Reason
+	}
+	return e
+}
+
+// finished records, with commit_status: update, how a reconcile ended,
+// when it ended differently from the last one told (Ready's status or
+// reason, or the revision, changed: a failure retried the same way, or a
+// drift check that changes nothing, is told once; a restarted controller
+// tells the ending it finds once more): applied, or nothing to change (Normal,
+// ReconciliationSucceeded); a plan waiting for approval (Normal,
+// Progressing, which a commit status shows as pending); a failure or a
+// stall (Warning, its reason). Other waits (a dependency, a lock) and
+// runs under way are no result, and a deletion is no commit's. As
+// kustomize-controller's "Reconciliation finished", it is the event a
+// commit status shows; its message is Ready's, which carries no value.
+func (rep *reporter) finished(obj *infrav1.Terraform, o outcome.Outcome) {
+	if rep == nil || rep.recorder == nil {
+		return
+	}
+	if !obj.DeletionTimestamp.IsZero() {
+		rep.told.Delete(obj.UID)
+		return
+	}
+	ready, now := conditions.Get(obj, meta.ReadyCondition), endingOf(obj)
+	if told, ok := rep.told.Load(obj.UID); ready == nil || obj.Spec.Suspend || now.revision == "" || ok && told.(ending) == now {
+		return
+	}
+	eventType, reason := corev1.EventTypeNormal, ready.Reason
+	switch o.Kind {
+	case outcome.Succeeded:
+	case outcome.Waiting:
+		if o.Reason != infrav1.PlanPendingReason && o.Reason != infrav1.DestructivePlanPendingReason {
+			return
+		}
+		reason = meta.ProgressingReason
+	case outcome.Stalled, outcome.Retrying:
+		eventType = corev1.EventTypeWarning
+	default:
+		return
+	}
+	rep.told.Store(obj.UID, now)
+	md := eventMetadata(obj, obj.PendingPlan(), now.revision)
+	md[commitStatusAnnotation] = eventv1.MetaCommitStatusUpdateValue
+	md[tokenAnnotation] = "finished"
+	rep.recorder.AnnotatedEventf(obj, md, eventType, reason, "%s", ready.Message)
 }
 
 // eventMetadata is an event's metadata: names, ids, counts and booleans only.
