@@ -51,17 +51,27 @@ func keptSecrets(t *testing.T, c client.Client) int {
 	return len(l.Items)
 }
 
+// appliedArtifact is a keeper of object db whose artifact cache holds
+// the artifact an apply of db applied (as a Fetch left it): its bytes
+// and digest.
+func appliedArtifact(t *testing.T) (*Keeper, client.Client, *v1alpha1.Terraform, []byte, string) {
+	t.Helper()
+	db := object("db", "uid-db", 0, "")
+	k, c := keeper(t, db)
+	data, d := moduleTarball(t, `resource "terraform_data" "x" {}`)
+	k.Artifacts = source.NewFetcher(t.TempDir())
+	if _, _, err := k.Artifacts.Restore(context.Background(), d, data); err != nil {
+		t.Fatal(err)
+	}
+	return k, c, db, data, d
+}
+
 // The artifact an apply applied is kept beside the state; a controller
 // whose cache is gone (another Pod) destroys from it, the module intact.
 func TestAnAppliedArtifactOutlivesTheCache(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	db := object("db", "uid-db", 0, "")
-	k, c := keeper(t, db)
-	data, d := moduleTarball(t, `resource "terraform_data" "x" {}`)
-	k.Artifacts = source.NewFetcher(t.TempDir())
-	_, _, err := k.Artifacts.Restore(ctx, d, data) // as a Fetch left it
-	g.Expect(err).NotTo(HaveOccurred())
+	k, c, db, data, d := appliedArtifact(t)
 
 	g.Expect(k.KeepArtifact(ctx, db, "main@sha1:abc", d, nil)).To(BeEmpty())
 	g.Expect(db.Status.LastAppliedArtifact).To(Equal(&v1alpha1.AppliedArtifactStatus{
@@ -88,18 +98,13 @@ func TestAnAppliedArtifactOutlivesTheCache(t *testing.T) {
 func TestAnArtifactOverTheLimitIsNotKept(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	db := object("db", "uid-db", 0, "")
-	k, c := keeper(t, db)
-	data, d := moduleTarball(t, `resource "terraform_data" "x" {}`)
-	k.Artifacts = source.NewFetcher(t.TempDir())
-	_, _, err := k.Artifacts.Restore(ctx, d, data)
-	g.Expect(err).NotTo(HaveOccurred())
+	k, c, db, _, d := appliedArtifact(t)
 	k.ArtifactMaxSize = 10
 
 	g.Expect(k.KeepArtifact(ctx, db, "main@sha1:abc", d, nil)).To(ContainSubstring("larger than --kept-artifact-max-size"))
 	g.Expect(db.Status.LastAppliedArtifact.Kept).To(BeFalse())
 	g.Expect(keptSecrets(t, c)).To(BeZero())
-	_, _, err = k.KeptArtifact(ctx, db)
+	_, _, err := k.KeptArtifact(ctx, db)
 	var unusable *ArtifactUnusableError
 	g.Expect(errors.As(err, &unusable)).To(BeTrue(), "%v", err)
 	g.Expect(unusable.Why).To(ContainSubstring("too large to keep"))

@@ -12,6 +12,7 @@ import (
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/statehistory"
+	"github.com/landform-dev/landform/internal/tfstate"
 )
 
 // history is the store of obj's kept state versions, read uncached so
@@ -71,5 +72,5 @@ func (k *Keeper) HasState(ctx context.Context, obj *v1alpha1.Terraform) (bool, e
 	if err != nil {
 		return false, fmt.Errorf("checking for state Secret %s: %w", names.StateSecret(obj), err)
 	}
-	return len(s.Data["tfstate"]) > 0, nil
+	return len(s.Data[tfstate.DataKey]) > 0, nil
 }

@@ -19,6 +19,7 @@ import (
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/engines"
 	"github.com/landform-dev/landform/internal/outcome"
+	"github.com/landform-dev/landform/internal/outcome/outcometest"
 )
 
 const ns = "team"
@@ -76,18 +77,6 @@ func lbFields(name string) []infrav1.FieldVariable {
 
 func jsonValue(v string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(v)} }
 
-// expectOutcome checks err's kind and reason, and that its message says
-// each of says.
-func expectOutcome(g Gomega, err error, kind outcome.Kind, reason string, says ...string) {
-	g.ExpectWithOffset(1, err).To(HaveOccurred())
-	o := outcome.Of(err, "")
-	g.ExpectWithOffset(1, o.Kind).To(Equal(kind), err.Error())
-	g.ExpectWithOffset(1, o.Reason).To(Equal(reason), err.Error())
-	for _, s := range says {
-		g.ExpectWithOffset(1, err.Error()).To(ContainSubstring(s))
-	}
-}
-
 // varsFrom merges in order, then vars: a later source wins, varsKeys
 // selects and renames, JSON objects stay structured; the Secret's values
 // are what a log is redacted of, and all a redaction read reads.
@@ -125,12 +114,12 @@ func TestMissingVarsSources(t *testing.T) {
 	_, err := r.Vars(ctx, object(func(tf *infrav1.Terraform) {
 		tf.Spec.VarsFrom = []infrav1.VarsReference{{Kind: "Secret", Name: "creds"}}
 	}), Plan)
-	expectOutcome(g, err, outcome.Retrying, infrav1.VarsNotFoundReason, "varsFrom Secret team/creds not found: create it, or mark the reference optional")
+	outcometest.Expect(g, err, outcome.Retrying, infrav1.VarsNotFoundReason, "varsFrom Secret team/creds not found: create it, or mark the reference optional")
 
 	_, err = r.Vars(ctx, object(func(tf *infrav1.Terraform) {
 		tf.Spec.VarsFrom = []infrav1.VarsReference{{Kind: "ConfigMap", Name: "settings", VarsKeys: []string{"b"}}}
 	}), Plan)
-	expectOutcome(g, err, outcome.Retrying, infrav1.VarsNotFoundReason, `has no key "b"`)
+	outcometest.Expect(g, err, outcome.Retrying, infrav1.VarsNotFoundReason, `has no key "b"`)
 
 	v, err := r.Vars(ctx, object(func(tf *infrav1.Terraform) {
 		tf.Spec.VarsFrom = []infrav1.VarsReference{{Kind: "Secret", Name: "creds", Optional: true},
@@ -150,11 +139,11 @@ func TestFieldInputs(t *testing.T) {
 		tf.Spec.VarsFrom = []infrav1.VarsReference{{APIVersion: "v1", Kind: "Service", Name: "web", Fields: lbFields("lb")}}
 	})
 	_, err := resolver(t, service("web", "")).Vars(ctx, tf, Plan)
-	expectOutcome(g, err, outcome.Waiting, infrav1.InputNotReadyReason,
+	outcometest.Expect(g, err, outcome.Waiting, infrav1.InputNotReadyReason,
 		"waiting for Service team/web to set .status.loadBalancer.ingress[0].hostname (lb)")
 
 	_, err = resolver(t).Vars(ctx, tf, Plan)
-	expectOutcome(g, err, outcome.Waiting, infrav1.InputNotFoundReason, "input Service team/web not found")
+	outcometest.Expect(g, err, outcome.Waiting, infrav1.InputNotFoundReason, "input Service team/web not found")
 
 	v, err := resolver(t, service("web", "lb.example")).Vars(ctx, tf, Plan)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -170,7 +159,7 @@ func TestFieldInputs(t *testing.T) {
 		tf.Spec.VarsFrom = []infrav1.VarsReference{{APIVersion: "v1", Kind: "Service", Name: "web",
 			Fields: []infrav1.FieldVariable{{Path: ".status[", Name: "bad"}}}}
 	}), Plan)
-	expectOutcome(g, err, outcome.Stalled, infrav1.InvalidInputPathReason, `path ".status[" of bad`, "fix the path")
+	outcometest.Expect(g, err, outcome.Stalled, infrav1.InvalidInputPathReason, `path ".status[" of bad`, "fix the path")
 }
 
 // A Secret is refused as a field input however its kind is spelled (kind:
@@ -188,7 +177,7 @@ func TestSecretFieldsAreRefusedByAnySpelling(t *testing.T) {
 			})
 			_, err := r.Vars(context.Background(), tf, Plan)
 			g.Expect(err).To(MatchError(ErrSecretInput))
-			expectOutcome(g, err, outcome.Stalled, infrav1.InvalidInputPathReason, "use kind: Secret with varsKeys instead")
+			outcometest.Expect(g, err, outcome.Stalled, infrav1.InvalidInputPathReason, "use kind: Secret with varsKeys instead")
 			g.Expect(err.Error()).NotTo(Or(ContainSubstring("hunter2"), ContainSubstring("aHVudGVyMg")))
 			g.Expect(tf.Status.Inputs).To(BeNil())
 		})
@@ -226,7 +215,7 @@ func TestImports(t *testing.T) {
 
 	tf.Spec.Imports = []infrav1.Import{{To: "aws_instance.a\n}\nresource", ID: "x"}}
 	_, err = r.Vars(ctx, tf, Plan)
-	expectOutcome(g, err, outcome.Stalled, infrav1.InvalidConfigurationReason, "is not a resource address")
+	outcometest.Expect(g, err, outcome.Stalled, infrav1.InvalidConfigurationReason, "is not a resource address")
 }
 
 // A dependency is awaited until it is Ready at its current generation.
@@ -240,7 +229,7 @@ func TestDependencies(t *testing.T) {
 		tf.Spec.DependsOn = []infrav1.DependencyReference{{Name: "network"}, {Name: "missing"}}
 	})
 	err := r.Dependencies(ctx, tf)
-	expectOutcome(g, err, outcome.Waiting, infrav1.DependencyNotReadyReason,
+	outcometest.Expect(g, err, outcome.Waiting, infrav1.DependencyNotReadyReason,
 		"Terraform team/network (not reconciled at its current generation yet)", "Terraform team/missing (not found)")
 
 	dep = dep.DeepCopy()
@@ -260,7 +249,7 @@ func TestCheckNamespaces(t *testing.T) {
 		tf.Spec.DependsOn = []infrav1.DependencyReference{{Name: "net", Namespace: "infra"}}
 	})
 	r := resolver(t)
-	expectOutcome(g, r.CheckNamespaces(tf), outcome.Stalled, infrav1.CrossNamespaceRefDeniedReason,
+	outcometest.Expect(g, r.CheckNamespaces(tf), outcome.Stalled, infrav1.CrossNamespaceRefDeniedReason,
 		"sourceRef GitRepository flux-system/repo", "varsFrom Service apps/web", "dependsOn Terraform infra/net", "--no-cross-namespace-refs=false")
 	r.AllowCrossNamespaceRefs = true
 	g.Expect(r.CheckNamespaces(tf)).To(Succeed())
@@ -291,7 +280,7 @@ func TestEngine(t *testing.T) {
 
 	tf.Spec.Engine.Version = "~> 1.9"
 	_, err = r.Engine(ctx, tf, Plan)
-	expectOutcome(g, err, outcome.Retrying, infrav1.EngineNotFoundReason, "spec.engine")
+	outcometest.Expect(g, err, outcome.Retrying, infrav1.EngineNotFoundReason, "spec.engine")
 	tf.Status.Plan = &infrav1.PlanStatus{Engine: &infrav1.EngineStatus{Name: engines.OpenTofu, Version: "1.9.0"}}
 	e, err = r.Engine(ctx, tf, Destroy)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -31,7 +31,7 @@ func End(ctx context.Context, c client.Client, reader client.Reader, owner *v1al
 	case err != nil:
 		return fmt.Errorf("reading outputs Secret %s: %w", name, err)
 	}
-	if ref := metav1.GetControllerOf(s); ref == nil || ref.UID != owner.UID {
+	if !metav1.IsControlledBy(s, owner) {
 		return nil
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: owner.Namespace, Name: name}}

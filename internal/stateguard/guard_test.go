@@ -21,6 +21,7 @@ import (
 	"github.com/landform-dev/landform/internal/custody"
 	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/outcome"
+	"github.com/landform-dev/landform/internal/outcome/outcometest"
 	"github.com/landform-dev/landform/internal/source"
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/internal/tfstate"
@@ -64,16 +65,6 @@ func guard(t *testing.T, objs ...client.Object) (*Guard, *recorded, *kubefake.Cl
 	return &Guard{Keeper: k, Events: ev}, ev, kube, c
 }
 
-func expectOutcome(g Gomega, err error, kind outcome.Kind, reason string, says ...string) {
-	g.ExpectWithOffset(1, err).To(HaveOccurred())
-	o := outcome.Of(err, "")
-	g.ExpectWithOffset(1, o.Kind).To(Equal(kind), err.Error())
-	g.ExpectWithOffset(1, o.Reason).To(Equal(reason), err.Error())
-	for _, s := range says {
-		g.ExpectWithOffset(1, err.Error()).To(ContainSubstring(s))
-	}
-}
-
 // The second object resolving to a state is refused, naming the owner;
 // its deletion neither destroys nor deletes that state, and says so.
 func TestASecondClaimantIsStalledAndItsDeletionKeepsTheState(t *testing.T) {
@@ -84,7 +75,7 @@ func TestASecondClaimantIsStalledAndItsDeletionKeepsTheState(t *testing.T) {
 	gd, ev, _, _ := guard(t, first, second)
 	g.Expect(gd.Claim(ctx, first)).To(Succeed())
 
-	expectOutcome(g, gd.Claim(ctx, second), outcome.Stalled, infrav1.StateOwnedElsewhereReason, "team/db")
+	outcometest.Expect(g, gd.Claim(ctx, second), outcome.Stalled, infrav1.StateOwnedElsewhereReason, "team/db")
 	owns, err := gd.Owns(ctx, second)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(owns).To(BeFalse())
@@ -104,7 +95,7 @@ func TestLockHeld(t *testing.T) {
 	id, err := statelock.Acquire(ctx, leases, names.StateLease(db), statelock.Holder{Run: "tofu"}, statelock.OperationApply)
 	g.Expect(err).NotTo(HaveOccurred())
 	err = gd.LockHeld(ctx, db, map[string]string{"id": id, "who": "alice"})
-	expectOutcome(g, err, outcome.Waiting, infrav1.StateLockedReason, "locked by alice", "landform unlock db")
+	outcometest.Expect(g, err, outcome.Waiting, infrav1.StateLockedReason, "locked by alice", "landform unlock db")
 	g.Expect(db.Status.Lock.ID).To(Equal(id))
 	g.Expect(statelock.Release(ctx, leases, names.StateLease(db), id)).To(Succeed())
 
@@ -112,7 +103,7 @@ func TestLockHeld(t *testing.T) {
 	id, err = statelock.Acquire(ctx, leases, names.StateLease(db), gone, statelock.OperationApply)
 	g.Expect(err).NotTo(HaveOccurred())
 	err = gd.LockHeld(ctx, db, map[string]string{"id": id})
-	expectOutcome(g, err, outcome.Waiting, infrav1.StateLockReleasedReason, "planning again")
+	outcometest.Expect(g, err, outcome.Waiting, infrav1.StateLockReleasedReason, "planning again")
 	g.Expect(outcome.Of(err, "").After).To(Equal(outcome.ReplanSoon))
 	g.Expect(db.Status.Lock).To(BeNil())
 	g.Expect(*ev).To(ConsistOf(ContainSubstring("Warning StateLockReleased: released state lock " + id)))
@@ -136,7 +127,7 @@ func TestPushUnsaved(t *testing.T) {
 	_, err = (unsavedstate.Store{Client: c}).Keep(ctx, db, "run-1", state(4), time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
 	err = gd.PushUnsaved(ctx, db)
-	expectOutcome(g, err, outcome.Waiting, infrav1.StateUnsavedReason, "the state that run run-1 could not save", "landform state push db --force")
+	outcometest.Expect(g, err, outcome.Waiting, infrav1.StateUnsavedReason, "the state that run run-1 could not save", "landform state push db --force")
 	g.Expect(*ev).To(HaveLen(1))
 
 	// The backend's state is older (a person restored one): written.
@@ -164,7 +155,7 @@ func TestInTerminatingNamespace(t *testing.T) {
 
 	verdict, err := gd.InTerminatingNamespace(ctx, db, false)
 	g.Expect(verdict).To(Equal(DeleteAsUsual))
-	expectOutcome(g, err, outcome.Stalled, infrav1.NamespaceTerminatingReason,
+	outcometest.Expect(g, err, outcome.Stalled, infrav1.NamespaceTerminatingReason,
 		"kubectl get secret -n team "+names.StateSecret(db), "kubectl patch secret -n team "+names.StateSecret(db))
 	g.Expect(outcome.Of(err, "").After).To(BeNumerically(">", 0), "looked at again: nothing watches the state Secret")
 
@@ -183,6 +174,6 @@ func TestKeptForDestroyWithoutAnArtifact(t *testing.T) {
 	db.Status.LastAppliedRevision = "main@sha1:abc"
 	gd, _, _, _ := guard(t, db)
 	_, _, _, err := gd.KeptForDestroy(context.Background(), db, source.ErrSourceNotFound)
-	expectOutcome(g, err, outcome.Stalled, infrav1.SourceNotFoundReason,
+	outcometest.Expect(g, err, outcome.Stalled, infrav1.SourceNotFoundReason,
 		"source GitRepository team/repo is gone", "no applied artifact was kept", "restore the source (revision main@sha1:abc)")
 }
