@@ -73,7 +73,7 @@ func (k *Keeper) KeepArtifact(ctx context.Context, obj *v1alpha1.Terraform, revi
 	st.Size = fi.Size()
 	if st.Size > limit {
 		return drop("the artifact of revision %s (%s) is larger than --kept-artifact-max-size (%s) and is not kept: deleting this object will need its source, so keep the source until then, or raise the limit",
-			revision, BytesString(st.Size), BytesString(limit))
+			revision, bytesString(st.Size), bytesString(limit))
 	}
 	data, err := os.ReadFile(tarball)
 	if err == nil {
@@ -132,7 +132,7 @@ func (k *Keeper) KeptArtifact(ctx context.Context, obj *v1alpha1.Terraform) (tar
 	case limit < 0:
 		return unusable("the controller keeps no artifacts (--kept-artifact-max-size is negative)")
 	case st.Size > limit:
-		return unusable("the last applied artifact (%s) was too large to keep (--kept-artifact-max-size is %s)", BytesString(st.Size), BytesString(limit))
+		return unusable("the last applied artifact (%s) was too large to keep (--kept-artifact-max-size is %s)", bytesString(st.Size), bytesString(limit))
 	default:
 		return unusable("the last applied artifact could not be kept (see the ArtifactNotKept events)")
 	}
@@ -161,7 +161,7 @@ func (k *Keeper) DeleteArtifact(ctx context.Context, obj *v1alpha1.Terraform) er
 	return k.keptArtifacts().Delete(ctx, obj)
 }
 
-// BytesString is n bytes for people.
-func BytesString(n int64) string {
+// bytesString is n bytes for people.
+func bytesString(n int64) string {
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }

@@ -81,9 +81,9 @@ func (k *Keeper) holderGone(ctx context.Context, obj *v1alpha1.Terraform, h *sta
 	return false, ""
 }
 
-// ControllerHolder is who the controller takes a state lock as: this
+// controllerHolder is who the controller takes a state lock as: this
 // process, which a restarted controller on the same host can prove gone.
-var ControllerHolder = sync.OnceValues(func() (statelock.Holder, error) {
+var controllerHolder = sync.OnceValues(func() (statelock.Holder, error) {
 	proc, err := statelock.CurrentProcess()
 	if err != nil {
 		return statelock.Holder{}, fmt.Errorf("identifying the controller process for the state lock: %w", err)

@@ -15,7 +15,7 @@ var ErrNotOurBackend = errors.New("Landform writes only its default backend")
 
 // PushUnsaved writes the state an earlier apply or destroy could not save
 // (kept in Secret tfunsaved-<name>-0) into obj's backend, as `landform
-// state push` does: under the state lock, taken as ControllerHolder. It
+// state push` does: under the state lock, taken as controllerHolder. It
 // returns what was kept (nil: nothing, one metadata read) and what the
 // push did. A lock someone else holds fails with *statelock.LockedError;
 // a state the backend refuses (another lineage, a newer serial) with
@@ -30,7 +30,7 @@ func (k *Keeper) PushUnsaved(ctx context.Context, obj *v1alpha1.Terraform) (*uns
 	if CustomBackend(obj) || k.Secrets == nil || k.Leases == nil {
 		return kept, nil, ErrNotOurBackend
 	}
-	holder, err := ControllerHolder()
+	holder, err := controllerHolder()
 	if err != nil {
 		return kept, nil, err
 	}

@@ -165,9 +165,6 @@ func FieldValue(u *unstructured.Unstructured, path string) (json.RawMessage, err
 	return json.Marshal(value)
 }
 
-// IsNotSet reports whether FieldValue found nothing set.
-func IsNotSet(err error) bool { return errors.Is(err, errFieldNotSet) }
-
 // parseFieldPath parses path, adding kubectl's braces when it has none.
 func parseFieldPath(path string) (*jsonpath.JSONPath, error) {
 	if !strings.HasPrefix(strings.TrimSpace(path), "{") {

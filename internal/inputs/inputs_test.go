@@ -322,10 +322,10 @@ func TestFieldValue(t *testing.T) {
 			got, err := FieldValue(&unstructured.Unstructured{Object: obj}, tc.path)
 			switch {
 			case tc.notSet:
-				g.Expect(IsNotSet(err)).To(BeTrue(), "%v", err)
+				g.Expect(err).To(MatchError(errFieldNotSet))
 			case tc.invalid:
 				g.Expect(err).To(HaveOccurred())
-				g.Expect(IsNotSet(err)).To(BeFalse())
+				g.Expect(err).NotTo(MatchError(errFieldNotSet))
 			default:
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(string(got)).To(Equal(tc.want))

@@ -28,7 +28,7 @@ func (g *Guard) LockHeld(ctx context.Context, obj *infrav1.Terraform, md map[str
 	if released {
 		return outcome.WaitingFor(infrav1.StateLockReleasedReason, outcome.ReplanSoon, "released the state lock %s left by a runner that is gone; planning again", OrUnknown(md["id"]))
 	}
-	MarkLocked(obj, md)
+	markLocked(obj, md)
 	return outcome.WaitingFor(infrav1.StateLockedReason, obj.GetRetryInterval(),
 		"the state is locked by %s (lock %s, %s since %s); Landform retries until the holder releases it, or run `landform unlock %s` once the holder has stopped",
 		OrUnknown(md["who"]), OrUnknown(md["id"]), OrUnknown(md["operation"]), OrUnknown(md["created"]), obj.Name)
@@ -63,8 +63,8 @@ func (g *Guard) releaseGoneLock(ctx context.Context, obj *infrav1.Terraform) (bo
 	return true, nil
 }
 
-// MarkLocked records who holds the state lock.
-func MarkLocked(obj *infrav1.Terraform, md map[string]string) {
+// markLocked records who holds the state lock.
+func markLocked(obj *infrav1.Terraform, md map[string]string) {
 	obj.Status.Lock = &infrav1.LockStatus{ID: md["id"], Holder: md["who"]}
 	if t, ok := lockCreated(md["created"]); ok {
 		obj.Status.Lock.Since = &metav1.Time{Time: t}
