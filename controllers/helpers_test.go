@@ -22,13 +22,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/cli"
+	"github.com/landform-dev/landform/internal/custody"
+	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/internal/testenv"
+	"github.com/landform-dev/landform/internal/unsavedstate"
 )
 
 const (
@@ -340,4 +345,28 @@ func runCLI(ns string, args ...string) (stdout, stderr string, err error) {
 	err = cli.Execute(context.Background(), cli.Options{Streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}},
 		append([]string{"--kubeconfig", testKubeconfig, "-n", ns}, args...))
 	return out.String(), errOut.String(), err
+}
+
+// withRuns gives r a state keeper and a run tracker (added to mgr) as
+// internal/app gives the controller process its own: the suites cannot
+// build theirs with internal/app, which imports this package.
+func withRuns(mgr ctrl.Manager, r *TerraformReconciler, kube kubernetes.Interface, slots int) error {
+	r.Custody = &custody.Keeper{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Objects: mgr.GetClient(),
+		FieldOwner: FieldOwner,
+		Leases:     kube.CoordinationV1().Leases,
+		Secrets:    kube.CoreV1().Secrets,
+		Artifacts:  r.Fetcher,
+	}
+	r.Runs = runs.New(runs.Config{
+		Placer:  r.Placer,
+		Tokens:  r.Custody,
+		Unsaved: unsavedstate.Store{Client: mgr.GetClient()},
+		Client:  mgr.GetClient(),
+		Slots:   slots,
+		Drain:   time.Minute,
+		Collect: r,
+		Log:     mgr.GetLogger().WithName("runs"),
+	})
+	return mgr.Add(r.Runs)
 }

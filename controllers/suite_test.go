@@ -174,8 +174,6 @@ func runSuite(m *testing.M) int {
 	}
 	controllerView = mgr.GetClient()
 	r := &TerraformReconciler{
-		Leases:        kube.CoordinationV1().Leases,
-		Secrets:       kube.CoreV1().Secrets,
 		Client:        mgr.GetClient(),
 		EventRecorder: mgr.GetEventRecorderFor("landform-controller"),
 		Fetcher:       source.NewFetcher(filepath.Join(tmp, "cache")),
@@ -186,9 +184,12 @@ func runSuite(m *testing.M) int {
 			OpenTofu:  inputs.EngineSource{ReleasesURL: otherSigner.URL("opentofu"), SigningKey: otherSigner.SigningKey()},
 		},
 	}
+	if err := withRuns(mgr, r, kube, 8); err != nil {
+		panic(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := r.SetupWithManager(ctx, mgr, Options{MaxConcurrentReconciles: 2, MaxConcurrentRuns: 8, DrainTimeout: time.Minute}); err != nil {
+	if err := r.SetupWithManager(ctx, mgr, Options{MaxConcurrentReconciles: 2}); err != nil {
 		panic(err)
 	}
 	done := make(chan struct{})

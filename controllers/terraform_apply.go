@@ -95,7 +95,7 @@ func planEngine(obj *infrav1.Terraform, id string) *infrav1.EngineStatus {
 // that made it when it is still at hand. A stored plan that cannot be read
 // back intact is dropped, and the module planned again. just is the plan
 // this reconcile stored, if any: it needs no reading back.
-func (r *TerraformReconciler) startApply(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform, ws *workspace, idle *runs.Idle, just *planstore.Plan) error {
+func (r *TerraformReconciler) startApply(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform, ws *workspace, idle *runs.Idle, just *planstore.Plan) (outcome.Outcome, error) {
 	if just != nil && just.ID == obj.PendingPlan() {
 		return r.applyPlan(ctx, patcher, obj, ws, idle, just)
 	}
@@ -104,28 +104,28 @@ func (r *TerraformReconciler) startApply(ctx context.Context, patcher *objectPat
 		// Told before dropPlan forgets which plan it was.
 		msg := fmt.Sprintf("stored plan %s cannot be read back intact (%v); planning again", obj.PendingPlan(), err)
 		if derr := r.dropPlan(ctx, obj); derr != nil {
-			return derr
+			return outcome.Outcome{}, derr
 		}
 		conditions.MarkFalse(obj, infrav1.AppliedCondition, infrav1.PlanUnusableReason, "%s", msg)
 		r.report.Event(obj, ws.artifact.Revision, corev1.EventTypeWarning, infrav1.PlanUnusableReason, "%s", msg)
-		return outcome.WaitingFor(infrav1.PlanUnusableReason, outcome.ReplanSoon, "%s", msg)
+		return outcome.Outcome{}, outcome.WaitingFor(infrav1.PlanUnusableReason, outcome.ReplanSoon, "%s", msg)
 	}
 	if err != nil {
-		return outcome.Retry(infrav1.ApplyFailedReason, "loading plan %s: %v", obj.PendingPlan(), err)
+		return outcome.Outcome{}, outcome.Retry(infrav1.ApplyFailedReason, "loading plan %s: %v", obj.PendingPlan(), err)
 	}
 	return r.applyPlan(ctx, patcher, obj, ws, idle, p)
 }
 
 // applyPlan starts the apply of p once its bytes are those recorded when
 // it was made.
-func (r *TerraformReconciler) applyPlan(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform, ws *workspace, idle *runs.Idle, p *planstore.Plan) error {
+func (r *TerraformReconciler) applyPlan(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform, ws *workspace, idle *runs.Idle, p *planstore.Plan) (outcome.Outcome, error) {
 	if err := r.verifyPlan(ctx, obj, ws, p); err != nil {
-		return err
+		return outcome.Outcome{}, err
 	}
 	// Without the copy the apply does not start: nothing is written that
 	// could not be rolled back.
-	if err := r.custody.KeepVersion(ctx, obj, "apply of plan "+p.ID, p.Revision); err != nil {
-		return outcome.Retry(infrav1.ApplyFailedReason, "keeping the current state before the apply of plan %s: %v", p.ID, err)
+	if err := r.Custody.KeepVersion(ctx, obj, "apply of plan "+p.ID, p.Revision); err != nil {
+		return outcome.Outcome{}, outcome.Retry(infrav1.ApplyFailedReason, "keeping the current state before the apply of plan %s: %v", p.ID, err)
 	}
 	return r.startRun(ctx, patcher, obj, ws, applyRun{plan: p, idle: idle})
 }

@@ -20,8 +20,11 @@ import (
 	"github.com/landform-dev/landform/runner"
 )
 
-// collected is what the reconcile learns from a run that ended well.
+// collected is what the reconcile learns from the run in status.run: that
+// it goes on, or how it ended.
 type collected struct {
+	// running is how the reconcile ends while the run goes on.
+	running *outcome.Outcome
 	// idle is the runner of a plan run, kept for an apply that may follow
 	// at once; the reconcile must use it or stop it.
 	idle *runs.Idle
@@ -45,7 +48,7 @@ type collected struct {
 func (r *TerraformReconciler) inspectRun(ctx context.Context, obj *infrav1.Terraform) (*collected, error) {
 	key := client.ObjectKeyFromObject(obj)
 	run := obj.Status.Run
-	h := r.runs.Get(key)
+	h := r.Runs.Get(key)
 	if h == nil || h.ID() != run.ID {
 		var err error
 		if h, err = r.attachRun(ctx, obj); err != nil {
@@ -58,12 +61,13 @@ func (r *TerraformReconciler) inspectRun(ctx context.Context, obj *infrav1.Terra
 	select {
 	case <-h.Done():
 	default:
-		return nil, r.runProgress(obj, h)
+		o := r.runProgress(obj, h)
+		return &collected{running: &o}, nil
 	}
 	// Finished once, however it ended: its runner stopped and its slot
 	// given back, but for a plan that succeeded, whose runner waits
 	// for the apply.
-	idle := r.runs.Finish(h)
+	idle := r.Runs.Finish(h)
 	_, runErr := h.Result()
 	var attachErr *runs.AttachError
 	switch {
@@ -79,7 +83,7 @@ func (r *TerraformReconciler) inspectRun(ctx context.Context, obj *infrav1.Terra
 }
 
 // runProgress says what the run is doing, for status while it goes on.
-func (r *TerraformReconciler) runProgress(obj *infrav1.Terraform, h *runs.Handle) error {
+func (r *TerraformReconciler) runProgress(obj *infrav1.Terraform, h *runs.Handle) outcome.Outcome {
 	run := obj.Status.Run
 	what := run.Action + " run " + run.ID
 	if run.Plan != "" {
@@ -88,15 +92,15 @@ func (r *TerraformReconciler) runProgress(obj *infrav1.Terraform, h *runs.Handle
 	// Look again once the phase's deadline has certainly passed, in case
 	// the run's end does not wake the object.
 	after := obj.GetTimeout() + runner.DefaultInterruptGrace + time.Minute
-	id := r.runs.Runner(h)
+	id := r.Runs.Runner(h)
 	if id == "" {
-		return outcome.InProgress(infrav1.RunQueuedReason, after, "%s waits for a runner (revision %s)", what, run.Revision)
+		return outcome.Progress(infrav1.RunQueuedReason, after, "%s waits for a runner (revision %s)", what, run.Revision)
 	}
 	run.Runner = id
-	if err := r.state.PersistProgress(obj, h, what, id, after); err != nil {
-		return err
+	if o := r.state.PersistProgress(obj, h, what, id, after); o != nil {
+		return *o
 	}
-	return outcome.InProgress(infrav1.RunInProgressReason, after, "%s in progress on %s (revision %s)", what, id, run.Revision)
+	return outcome.Progress(infrav1.RunInProgressReason, after, "%s in progress on %s (revision %s)", what, id, run.Revision)
 }
 
 // collectApply records the outcome of an apply run. A plan that could not
@@ -150,7 +154,7 @@ func (r *TerraformReconciler) runFailed(ctx context.Context, obj *infrav1.Terraf
 	// Whatever failed, the next run applies the state identity and
 	// creates the state Secret and Lease again, in case one of them was
 	// deleted (the identity cannot create what it may use).
-	r.custody.Forget(obj)
+	r.Custody.Forget(obj)
 	_, runErr := h.Result()
 	var lost *runs.LostError
 	switch {

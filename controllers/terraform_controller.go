@@ -13,9 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/custody"
 	"github.com/landform-dev/landform/internal/inputs"
@@ -30,7 +27,8 @@ import (
 
 const (
 	reconcileRequestAnnotation = meta.ReconcileRequestAnnotation
-	fieldOwner                 = "landform-controller"
+	// FieldOwner is the field manager of the controller's writes.
+	FieldOwner = "landform-controller"
 )
 
 // TerraformReconciler reconciles Terraform objects.
@@ -41,24 +39,20 @@ type TerraformReconciler struct {
 	Fetcher       *source.Fetcher
 	Plans         planstore.Store
 	Placer        placement.Placer
-	// Leases reads and releases state locks (Leases) in a namespace.
-	Leases func(namespace string) coordinationv1client.LeaseInterface
-	// Secrets writes a state an apply could not save into its backend's
-	// state Secret in a namespace. Nil: Landform leaves that to a person.
-	Secrets func(namespace string) corev1client.SecretInterface
+	// Runs starts, follows and finishes the runs of this process
+	// (internal/runs); the process adds it to the manager. Passed in, not
+	// built here: it calls back into Reconcile while draining, and the
+	// process decides its slots and drain.
+	Runs *runs.Tracker
+	// Custody owns the states: who owns each, the identity runners reach
+	// it with, its lock, kept versions and artifact (internal/custody).
+	Custody *custody.Keeper
 	// AllowCrossNamespaceRefs lets sourceRef and dependsOn name objects in
 	// other namespaces; refused by default so tenants stay apart.
 	AllowCrossNamespaceRefs bool
-	// StateHistory is how many versions of an object's state are kept
-	// before applies and destroys (--state-history; 0: the default,
-	// negative: none). See internal/statehistory.
-	StateHistory int
 	// Engines are where spec.engine's versions come from
 	// (internal/inputs).
 	Engines inputs.EngineSources
-	// KeptArtifactMaxSize bounds the applied artifact kept for a destroy
-	// without its source (--kept-artifact-max-size); see keptartifact.Store.
-	KeptArtifactMaxSize int64
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
 	// Jitter spreads drift checks: it returns a requeue delay near the one
@@ -66,7 +60,6 @@ type TerraformReconciler struct {
 	// jitter). Nil: none.
 	Jitter func(time.Duration) time.Duration
 
-	runs *runs.Tracker
 	// report records events and metrics (Flux's gotk_* series among them).
 	report *reporter
 	// sourceKinds are the Flux source kinds the API server serves
@@ -100,11 +93,11 @@ func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Gone without its finalizer: nobody collects its run.
-			r.runs.Abandon(req.NamespacedName)
+			r.Runs.Abandon(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if r.runs.Behind(obj) {
+	if r.Runs.Behind(obj) {
 		// The cache has not caught up with the write that recorded the run
 		// this process started last: acting on this copy would take that
 		// run for another process's and give it up.
@@ -114,9 +107,12 @@ func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	patcher := newObjectPatcher(obj, r.Client, r.APIReader)
 	start := time.Now()
+	// done is how the reconcile ended when it got through (retErr nil):
+	// Done, or Progress while a run goes on.
+	var done outcome.Outcome
 
 	defer func() {
-		o := outcome.Of(retErr, infrav1.RunnerFailedReason)
+		o := outcome.Ended(done, retErr, infrav1.RunnerFailedReason)
 		o.Summarize(obj, readyMessage(obj))
 		r.report.reconciled(ctx, obj, o, start)
 		if err := patcher.Patch(ctx, obj); err != nil {
@@ -131,11 +127,12 @@ func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		if o.Cause != nil {
 			ctrl.LoggerFrom(ctx).Info("reconcile did not finish", "reason", o.Reason, "error", o.Cause.Error())
 		}
-		result, retErr = o.Result(result.RequeueAfter, obj.GetRetryInterval()), nil
+		result, retErr = o.Result(obj.GetRetryInterval()), nil
 	}()
 
 	if !obj.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.reconcileDelete(ctx, patcher, obj)
+		done, retErr = r.reconcileDelete(ctx, patcher, obj)
+		return
 	}
 	if !controllerutil.ContainsFinalizer(obj, infrav1.Finalizer) {
 		// Written with the first status write (which records the first
@@ -145,15 +142,16 @@ func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		conditions.MarkReconciling(obj, infrav1.ProgressingReason, "starting")
 	}
 	if obj.Spec.Suspend {
-		return ctrl.Result{}, nil
+		return
 	}
-	return r.reconcile(ctx, patcher, obj)
+	done, retErr = r.reconcile(ctx, patcher, obj)
+	return
 }
 
 // reconcile runs the state machine once: follow the run in flight, gather
 // inputs, decide, act. Acting on a plan or an apply starts a run and
 // returns; the run's end brings the object back.
-func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform) (ctrl.Result, error) {
+func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform) (outcome.Outcome, error) {
 	var idle *runs.Idle
 	var stored *planstore.Plan
 	var failedRun *infrav1.RunStatus
@@ -161,48 +159,51 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 	if obj.Status.Run != nil {
 		c, err := r.inspectRun(ctx, obj)
 		if err != nil && (c == nil || c.failed == nil) {
-			return ctrl.Result{}, err
+			return outcome.Outcome{}, err
+		}
+		if c.running != nil {
+			return *c.running, nil
 		}
 		failedRun, failure = c.failed, err
 		idle, stored = c.idle, c.plan
 		defer idle.Stop()
 	}
 	if err := r.inputs.CheckNamespaces(obj); err != nil {
-		return ctrl.Result{}, err
+		return outcome.Outcome{}, err
 	}
 	if s := obj.Spec.WriteOutputsToSecret; s != nil && obj.GetDeletionPolicy() == infrav1.DeletionPolicyOrphan && obj.Generation != obj.Status.ObservedGeneration {
 		// Switched to Orphan: the outputs Secret must outlive the object
 		// from now on, whatever deletes it (a foreground deletion's garbage
 		// collector included).
 		if err := outputs.Release(ctx, r.Client, obj, s.Name); err != nil {
-			return ctrl.Result{}, outcome.Retry(infrav1.OutputsFailedReason, "%v", err)
+			return outcome.Outcome{}, outcome.Retry(infrav1.OutputsFailedReason, "%v", err)
 		}
 	}
 	if err := r.inputs.Dependencies(ctx, obj); err != nil {
-		return ctrl.Result{}, err
+		return outcome.Outcome{}, err
 	}
 	ws, err := r.prepareWorkspace(ctx, obj)
 	if err != nil {
-		return ctrl.Result{}, err
+		return outcome.Outcome{}, err
 	}
 	// One state, one owner, from the first reconcile of this process on
 	// (an object upgraded over claims its state before its next run);
 	// nothing is made for an object that cannot run yet (dependencies,
 	// artifact, inputs).
 	if err := r.state.Claim(ctx, obj); err != nil {
-		return ctrl.Result{}, err
+		return outcome.Outcome{}, err
 	}
 	obj.Status.LastAttemptedRevision = ws.artifact.Revision
 	if failedRun != nil && (failedRun.InputsDigest == "" || failedRun.InputsDigest == ws.inputsDigest) {
 		// The run failed for the inputs as they still are; a run for
 		// older inputs says nothing of the new ones, which are planned.
-		return ctrl.Result{}, failure
+		return outcome.Outcome{}, failure
 	}
 
 	meta := metaOf(stored)
 	if meta == nil {
 		if meta, err = r.storedPlan(ctx, obj); err != nil {
-			return ctrl.Result{}, err
+			return outcome.Outcome{}, err
 		}
 	}
 	d := decide(obj, observation{
@@ -214,25 +215,25 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 	markApprovalMismatch(obj)
 	switch d.action {
 	case actionNone:
-		return ctrl.Result{RequeueAfter: r.jittered(d.after)}, nil
+		return outcome.Done(r.jittered(d.after)), nil
 	case actionWait:
 		reason := infrav1.PlanPendingReason
 		if d.destructive {
 			reason = infrav1.DestructivePlanPendingReason
 		}
-		return ctrl.Result{}, outcome.WaitingFor(reason, d.after, "%s", pendingMessage(obj))
+		return outcome.Outcome{}, outcome.WaitingFor(reason, d.after, "%s", pendingMessage(obj))
 	case actionOutputs:
 		return r.nextCheck(obj), r.refreshOutputs(ctx, obj, ws)
 	}
 	// What can be refused without the engine is refused before a run
 	// creates anything whose outputs could then never be handed over.
 	if err := r.checkOutputsSecret(ctx, obj); err != nil {
-		return ctrl.Result{}, err
+		return outcome.Outcome{}, err
 	}
 	if d.action == actionApply {
-		return ctrl.Result{}, r.startApply(ctx, patcher, obj, ws, idle, stored)
+		return r.startApply(ctx, patcher, obj, ws, idle, stored)
 	}
-	return ctrl.Result{}, r.startRun(ctx, patcher, obj, ws, planRun{drift: d.drift, destroy: obj.Spec.Destroy, priority: priorityOf(obj, d)})
+	return r.startRun(ctx, patcher, obj, ws, planRun{drift: d.drift, destroy: obj.Spec.Destroy, priority: priorityOf(obj, d)})
 }
 
 func (r *TerraformReconciler) now() time.Time {

@@ -20,123 +20,128 @@ import (
 // reconcileDelete destroys the resources (deletionPolicy Delete) or keeps
 // them (Orphan), cleans up what Landform created, and removes the finalizer.
 // The destroy is a run like any other: it outlives this reconcile.
-func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform) error {
+func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform) (outcome.Outcome, error) {
 	if !controllerutil.ContainsFinalizer(obj, infrav1.Finalizer) {
-		return nil
+		return outcome.Done(0), nil
 	}
 	if obj.Spec.Suspend {
 		// Not Ready: the object is on its way out and nothing happens
 		// until it is resumed.
-		return outcome.WaitingFor(infrav1.SuspendedReason, obj.GetInterval(), "deletion waits: the object is suspended; set spec.suspend to false to destroy")
+		return outcome.Outcome{}, outcome.WaitingFor(infrav1.SuspendedReason, obj.GetInterval(), "deletion waits: the object is suspended; set spec.suspend to false to destroy")
 	}
-	destroyed, err := r.settleRun(ctx, obj)
+	c, err := r.settleRun(ctx, obj)
 	if err != nil {
-		return err
+		return outcome.Outcome{}, err
 	}
+	if c.running != nil {
+		return *c.running, nil
+	}
+	destroyed := c.destroyed
 	owner, err := r.state.Owns(ctx, obj)
 	if err != nil {
-		return err
+		return outcome.Outcome{}, err
 	}
 	// A state an apply could not save goes to the backend before the
 	// destroy plans from it, or Orphan keeps it; its Secret would go with
 	// the object.
 	if owner {
 		if err := r.state.PushUnsaved(ctx, obj); err != nil {
-			return err
+			return outcome.Outcome{}, err
 		}
 		verdict, err := r.state.InTerminatingNamespace(ctx, obj, destroyed)
 		if err != nil {
-			return err
+			return outcome.Outcome{}, err
 		}
 		// The namespace controller sweeps what is left of the state.
 		owner = verdict != stateguard.LetGo
 	}
 	if owner && obj.GetDeletionPolicy() == infrav1.DeletionPolicyDelete {
-		hasState, err := r.custody.HasState(ctx, obj)
+		hasState, err := r.Custody.HasState(ctx, obj)
 		if err != nil {
-			return err
+			return outcome.Outcome{}, err
 		}
 		if !destroyed && (hasState || obj.Status.LastAppliedRevision != "") {
 			// The destroy fetches the source like any run: the same
 			// tenancy rules apply.
 			if err := r.inputs.CheckNamespaces(obj); err != nil {
-				return outcome.Stalling(infrav1.CrossNamespaceRefDeniedReason, "cannot destroy: %v; or set deletionPolicy: Orphan to keep the resources", err)
+				return outcome.Outcome{}, outcome.Stalling(infrav1.CrossNamespaceRefDeniedReason, "cannot destroy: %v; or set deletionPolicy: Orphan to keep the resources", err)
 			}
 			if !obj.IsDestroyGated() {
 				return r.startDestroy(ctx, patcher, obj)
 			}
-			if done, err := r.gatedDestroy(ctx, patcher, obj); !done {
-				return err
+			if done, o, err := r.gatedDestroy(ctx, patcher, obj); !done {
+				return o, err
 			}
 		}
-		if err := r.custody.DeleteState(ctx, obj); err != nil {
-			return outcome.Retry(infrav1.DestroyFailedReason, "%v", err)
+		if err := r.Custody.DeleteState(ctx, obj); err != nil {
+			return outcome.Outcome{}, outcome.Retry(infrav1.DestroyFailedReason, "%v", err)
 		}
 	}
 	if err := r.Plans.Delete(ctx, obj); err != nil {
-		return outcome.Retry(infrav1.DestroyFailedReason, "deleting stored plans: %v", err)
+		return outcome.Outcome{}, outcome.Retry(infrav1.DestroyFailedReason, "deleting stored plans: %v", err)
 	}
-	if err := r.custody.DeleteArtifact(ctx, obj); err != nil {
-		return outcome.Retry(infrav1.DestroyFailedReason, "%v", err)
+	if err := r.Custody.DeleteArtifact(ctx, obj); err != nil {
+		return outcome.Outcome{}, outcome.Retry(infrav1.DestroyFailedReason, "%v", err)
 	}
 	if s := obj.Spec.WriteOutputsToSecret; s != nil {
 		if err := outputs.End(ctx, r.Client, r.APIReader, obj, s.Name); err != nil {
-			return outcome.Retry(infrav1.DestroyFailedReason, "%v", err)
+			return outcome.Outcome{}, outcome.Retry(infrav1.DestroyFailedReason, "%v", err)
 		}
 	}
-	if err := r.custody.DeleteIdentity(ctx, obj); err != nil {
-		return outcome.Retry(infrav1.DestroyFailedReason, "%v", err)
+	if err := r.Custody.DeleteIdentity(ctx, obj); err != nil {
+		return outcome.Outcome{}, outcome.Retry(infrav1.DestroyFailedReason, "%v", err)
 	}
 	// Every state this object guards goes unguarded (Orphan keeps its
 	// state; one it stopped using, or left to a person in a namespace
 	// being deleted, must not hold that namespace for ever). Only Secrets
 	// labelled with its own UID.
-	if err := r.custody.Release(ctx, obj); err != nil {
-		return outcome.Retry(infrav1.DestroyFailedReason, "%v", err)
+	if err := r.Custody.Release(ctx, obj); err != nil {
+		return outcome.Outcome{}, outcome.Retry(infrav1.DestroyFailedReason, "%v", err)
 	}
 	controllerutil.RemoveFinalizer(obj, infrav1.Finalizer)
-	return nil
+	return outcome.Done(0), nil
 }
 
 // settleRun deals with the run in flight when the object is deleted. With
 // deletionPolicy Orphan it is interrupted gracefully (terraform saves its
 // state and releases its lock) and left; otherwise deletion waits for it
-// and collects it. It reports whether the run was a destroy that
-// succeeded.
-func (r *TerraformReconciler) settleRun(ctx context.Context, obj *infrav1.Terraform) (bool, error) {
+// and collects it. What it learnt tells whether the run goes on, or was a
+// destroy that succeeded.
+func (r *TerraformReconciler) settleRun(ctx context.Context, obj *infrav1.Terraform) (*collected, error) {
 	run := obj.Status.Run
 	if run == nil {
-		return false, nil
+		return &collected{}, nil
 	}
 	if obj.GetDeletionPolicy() == infrav1.DeletionPolicyOrphan {
 		key := client.ObjectKeyFromObject(obj)
 		if runner.Action(run.Action) == runner.Plan {
 			// A plan writes no state: nothing to wait for.
-			r.runs.Abandon(key)
+			r.Runs.Abandon(key)
 			obj.Status.Run = nil
 			r.report.Event(obj, run.Revision, corev1.EventTypeNormal, infrav1.DeletingReason,
 				"interrupting %s run %s: deletionPolicy Orphan keeps the resources", run.Action, run.ID)
-			return false, nil
+			return &collected{}, nil
 		}
 		// An apply or destroy is interrupted, then waited for: the state
 		// it writes last, or the one it could not save, reaches the
 		// backend before the state identity goes (pushUnsaved follows).
-		if r.runs.Interrupt(key, run.ID) {
+		if r.Runs.Interrupt(key, run.ID) {
 			r.report.Event(obj, run.Revision, corev1.EventTypeNormal, infrav1.DeletingReason,
 				"interrupting %s run %s: deletionPolicy Orphan keeps the resources as the run leaves them, once it wrote its state", run.Action, run.ID)
 		}
-		if c, err := r.inspectRun(ctx, obj); c == nil {
-			return false, err
+		c, err := r.inspectRun(ctx, obj)
+		if c == nil || c.running != nil {
+			return c, err
 		}
 		// Collected, however it ended: the resources stay as it left them.
-		return false, nil
+		return &collected{}, nil
 	}
 	c, err := r.inspectRun(ctx, obj)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	c.idle.Stop()
-	return c.destroyed, nil
+	return c, nil
 }
 
 // destroyWorkspace prepares the workspace a destroy (or a destroy plan)
@@ -156,13 +161,13 @@ func (r *TerraformReconciler) destroyWorkspace(ctx context.Context, obj *infrav1
 
 // startDestroy starts the destroy run, with the current source and vars;
 // when the source is gone, with the artifact last applied, as kept.
-func (r *TerraformReconciler) startDestroy(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform) error {
+func (r *TerraformReconciler) startDestroy(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform) (outcome.Outcome, error) {
 	ws, err := r.destroyWorkspace(ctx, obj)
 	if err != nil {
-		return err
+		return outcome.Outcome{}, err
 	}
-	if err := r.custody.KeepVersion(ctx, obj, "destroy", ws.artifact.Revision); err != nil {
-		return outcome.Retry(infrav1.ApplyFailedReason, "keeping the current state before the destroy: %v", err)
+	if err := r.Custody.KeepVersion(ctx, obj, "destroy", ws.artifact.Revision); err != nil {
+		return outcome.Outcome{}, outcome.Retry(infrav1.ApplyFailedReason, "keeping the current state before the destroy: %v", err)
 	}
 	return r.startRun(ctx, patcher, obj, ws, destroyRun{})
 }
@@ -172,30 +177,32 @@ func (r *TerraformReconciler) startDestroy(ctx context.Context, patcher *objectP
 // done once the destroy plan for the current inputs was applied (or had
 // nothing to destroy); the deletion then goes on. A destroy plan made from
 // other inputs (a new revision, changed variables) is planned again and
-// needs its own approval.
-func (r *TerraformReconciler) gatedDestroy(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform) (bool, error) {
+// needs its own approval. Until done, it returns how the reconcile ends.
+func (r *TerraformReconciler) gatedDestroy(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform) (done bool, ended outcome.Outcome, err error) {
 	destroying := obj.DeepCopy()
 	destroying.Spec.Destroy = true
 	ws, err := r.destroyWorkspace(ctx, destroying)
 	if err != nil {
-		return false, err
+		return false, outcome.Outcome{}, err
 	}
 	stored, err := r.storedPlan(ctx, obj)
 	if err != nil {
-		return false, outcome.Retry(infrav1.DestroyFailedReason, "%v", err)
+		return false, outcome.Outcome{}, outcome.Retry(infrav1.DestroyFailedReason, "%v", err)
 	}
 	if p := obj.Status.Plan; stored != nil && p != nil && p.IsDestroy && p.ID == stored.ID && stored.InputsDigest == ws.inputsDigest {
 		if stored.Applied {
 			r.report.PlanEvent(obj, stored.ID, ws.artifact.Revision, corev1.EventTypeNormal, infrav1.DeletingReason, "destroy plan %s applied: deleting the state", stored.ID)
-			return true, nil
+			return true, outcome.Outcome{}, nil
 		}
 		if approvedByID(obj, p.Pending) {
-			return false, r.startApply(ctx, patcher, obj, ws, nil, nil)
+			ended, err = r.startApply(ctx, patcher, obj, ws, nil, nil)
+			return false, ended, err
 		}
 		msg := fmt.Sprintf("deletion waits for the approval of destroy plan %s (%s): annotate with %s=%s (or `landform approve %s`); or set deletionPolicy: Orphan to keep the resources",
 			p.Pending, planCounts(p), infrav1.ApproveAnnotation, p.Pending, obj.Name)
 		conditions.MarkTrue(obj, infrav1.PlannedCondition, infrav1.PlannedWithChangesReason, "destroy plan %s for revision %s: %s", p.Pending, p.Revision, planCounts(p))
-		return false, outcome.WaitingFor(infrav1.PlanPendingReason, obj.GetInterval(), "%s", msg)
+		return false, outcome.Outcome{}, outcome.WaitingFor(infrav1.PlanPendingReason, obj.GetInterval(), "%s", msg)
 	}
-	return false, r.startRun(ctx, patcher, obj, ws, planRun{destroy: true, priority: runs.User})
+	ended, err = r.startRun(ctx, patcher, obj, ws, planRun{destroy: true, priority: runs.User})
+	return false, ended, err
 }

@@ -74,7 +74,7 @@ func TestDriftChecksAreJittered(t *testing.T) {
 
 	seen := map[time.Duration]bool{}
 	for range 50 {
-		d := r.nextCheck(obj).RequeueAfter
+		d := r.nextCheck(obj).After
 		if d < 57*time.Minute || d > 63*time.Minute {
 			t.Fatalf("next check in %s: outside 1h ± 5%%", d)
 		}
@@ -85,7 +85,7 @@ func TestDriftChecksAreJittered(t *testing.T) {
 	}
 
 	r.Jitter = nil
-	if d := r.nextCheck(obj).RequeueAfter; d != time.Hour {
+	if d := r.nextCheck(obj).After; d != time.Hour {
 		t.Fatalf("without jitter the next check is in %s, want 1h", d)
 	}
 }

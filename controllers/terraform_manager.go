@@ -1,8 +1,8 @@
 package controllers
 
 import (
-	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,7 +10,6 @@ import (
 	"github.com/fluxcd/pkg/runtime/predicates"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -22,15 +21,12 @@ import (
 	ctrlsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
-	"github.com/landform-dev/landform/internal/custody"
 	"github.com/landform-dev/landform/internal/engines"
 	"github.com/landform-dev/landform/internal/inputs"
 	"github.com/landform-dev/landform/internal/metrics"
 	"github.com/landform-dev/landform/internal/reachability"
-	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/internal/source"
 	"github.com/landform-dev/landform/internal/stateguard"
-	"github.com/landform-dev/landform/internal/unsavedstate"
 )
 
 // Options tune the controller.
@@ -38,21 +34,10 @@ type Options struct {
 	// MaxConcurrentReconciles bounds reconciles (--concurrent). A
 	// reconcile only starts or inspects a run, so it is short.
 	MaxConcurrentReconciles int
-	// MaxConcurrentRuns bounds the runs in flight (--concurrent-runs).
-	MaxConcurrentRuns int
-	// DrainTimeout is how long local runs may take to finish on shutdown
-	// before they are interrupted (--drain-timeout).
-	DrainTimeout time.Duration
 	// SourceDiscoveryInterval is how often the API server is asked which
 	// Flux source kinds it serves (DefaultSourceDiscoveryInterval).
 	SourceDiscoveryInterval time.Duration
 }
-
-// Defaults of Options.
-const (
-	DefaultConcurrentRuns = 10
-	DefaultDrainTimeout   = 15 * time.Minute
-)
 
 // RBAC for runner Pods (--runner=pod): the controller creates and deletes
 // one Pod per run, checks the runner ServiceAccount exists, and writes the
@@ -75,7 +60,8 @@ const (
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch
 
-// SetupWithManager registers indexes and watches: the object itself (spec,
+// SetupWithManager registers indexes and watches (r.Runs and r.Custody
+// are given; the process adds r.Runs to mgr): the object itself (spec,
 // approval and reconcile-request annotations), its sources' new artifacts
 // (of the source kinds the API server serves: terraform_sourcekinds.go),
 // and the Terraform objects it depends on.
@@ -100,26 +86,11 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	}
 	r.inputs = &inputs.Resolver{Reader: r.APIReader, Mapper: mgr.GetRESTMapper(),
 		AllowCrossNamespaceRefs: r.AllowCrossNamespaceRefs, Engines: r.Engines}
-	r.report = &reporter{recorder: r.EventRecorder, metrics: helper.NewMetrics(mgr, metrics.Flux(), infrav1.Finalizer)}
-	r.custody = &custody.Keeper{Client: r.Client, Reader: r.APIReader, Objects: r.Client, FieldOwner: fieldOwner,
-		HistoryLimit: r.StateHistory, Leases: r.Leases, Secrets: r.Secrets,
-		Artifacts: r.Fetcher, ArtifactMaxSize: r.KeptArtifactMaxSize}
-	r.runs = runs.New(runs.Config{
-		Placer:  r.Placer,
-		Tokens:  r.custody,
-		Unsaved: unsavedstate.Store{Client: r.Client},
-		Client:  r.Client,
-		Slots:   cmp.Or(max(opts.MaxConcurrentRuns, 0), DefaultConcurrentRuns),
-		Drain:   cmp.Or(max(opts.DrainTimeout, 0), DefaultDrainTimeout),
-		Collect: func(ctx context.Context, key types.NamespacedName) {
-			_, _ = r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
-		},
-		Log: mgr.GetLogger().WithName("runs"),
-	})
-	if err := mgr.Add(r.runs); err != nil {
-		return fmt.Errorf("adding the run tracker: %w", err)
+	if r.Runs == nil || r.Custody == nil {
+		return errors.New("the reconciler needs its run tracker (Runs) and state keeper (Custody)")
 	}
-	r.state = &stateguard.Guard{Keeper: r.custody, Events: r.report, Runs: r.runs}
+	r.report = &reporter{recorder: r.EventRecorder, metrics: helper.NewMetrics(mgr, metrics.Flux(), infrav1.Finalizer)}
+	r.state = &stateguard.Guard{Keeper: r.Custody, Events: r.report, Runs: r.Runs}
 	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("creating the discovery client: %w", err)
@@ -164,7 +135,7 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(by.data("ConfigMap")),
 			builder.OnlyMetadata, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		// A run's progress and end bring its object back.
-		WatchesRawSource(ctrlsource.Channel(r.runs.Events(), &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(ctrlsource.Channel(r.Runs.Events(), &handler.EnqueueRequestForObject{})).
 		// A source kind that became served wakes the objects using it.
 		WatchesRawSource(ctrlsource.Channel(kinds.wake, &handler.EnqueueRequestForObject{})).
 		// The API server back after an outage wakes every object.

@@ -121,7 +121,7 @@ func (r *TerraformReconciler) refreshOutputsWithRunner(ctx context.Context, obj 
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	req := runs.Request{Object: obj, Run: infrav1.RunStatus{ID: runner.NewRunID()}, Workspace: ws.forRunner(), Redactor: ws.redactor}
-	rn, err := r.runs.Place(ctx, req)
+	rn, err := r.Runs.Place(ctx, req)
 	if err != nil {
 		return r.runFailure(obj, ws.redactor, ws.artifact.Revision, err, infrav1.OutputsFailedReason)
 	}

@@ -46,7 +46,7 @@ func newObjectPatcher(obj *infrav1.Terraform, c client.Client, reader client.Rea
 func (p *objectPatcher) Patch(ctx context.Context, obj *infrav1.Terraform) error {
 	if !equality.Semantic.DeepEqual(p.before.ObjectMeta, obj.ObjectMeta) {
 		written := obj.DeepCopy()
-		if err := p.client.Patch(ctx, written, client.MergeFrom(p.before), client.FieldOwner(fieldOwner)); err != nil {
+		if err := p.client.Patch(ctx, written, client.MergeFrom(p.before), client.FieldOwner(FieldOwner)); err != nil {
 			return err
 		}
 		obj.ResourceVersion = written.ResourceVersion
@@ -76,7 +76,7 @@ func (p *objectPatcher) Patch(ctx context.Context, obj *infrav1.Terraform) error
 func (p *objectPatcher) patchStatus(ctx context.Context, base, obj *infrav1.Terraform) (*infrav1.Terraform, error) {
 	written := obj.DeepCopy()
 	err := p.client.Status().Patch(ctx, written, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}),
-		&client.SubResourcePatchOptions{PatchOptions: client.PatchOptions{FieldManager: fieldOwner}})
+		&client.SubResourcePatchOptions{PatchOptions: client.PatchOptions{FieldManager: FieldOwner}})
 	return written, err
 }
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/inputs"
@@ -25,22 +24,22 @@ import (
 // point afterwards leaves enough behind for its successor to find the
 // run. A runner a plan left for its apply (applyRun) is its reconcile's
 // to stop when no run takes it.
-func (r *TerraformReconciler) startRun(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform, ws *workspace, a runAction) error {
+func (r *TerraformReconciler) startRun(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform, ws *workspace, a runAction) (outcome.Outcome, error) {
 	req := a.request(r, obj, ws)
-	if !r.runs.Accepting() {
-		return outcome.WaitingFor(infrav1.ShuttingDownReason, time.Minute, "the controller is shutting down: the %s starts when it is back", req.Run.Action)
+	if !r.Runs.Accepting() {
+		return outcome.Outcome{}, outcome.WaitingFor(infrav1.ShuttingDownReason, time.Minute, "the controller is shutting down: the %s starts when it is back", req.Run.Action)
 	}
 	if err := r.checkRunner(obj, req.Redactor); err != nil {
 		// Refused by the runner policy: no run is recorded or started.
-		return err
+		return outcome.Outcome{}, err
 	}
 	if err := r.state.Claim(ctx, obj); err != nil {
 		// One state, one owner: refused before anything plans.
-		return err
+		return outcome.Outcome{}, err
 	}
 	if err := r.state.PushUnsaved(ctx, obj); err != nil {
 		// Never a run from the backend's state while a newer one waits.
-		return err
+		return outcome.Outcome{}, err
 	}
 	req.Run.ID = runner.NewRunID()
 	now := metav1.NewTime(r.now())
@@ -48,20 +47,20 @@ func (r *TerraformReconciler) startRun(ctx context.Context, patcher *objectPatch
 	req.Spec.ID = req.Run.ID
 	req.Spec.Deadline = obj.GetTimeout()
 	obj.Status.Run = req.Run.DeepCopy()
-	queued := outcome.InProgress(infrav1.RunQueuedReason, obj.GetTimeout(), "%s run %s queued for revision %s", req.Run.Action, req.Run.ID, req.Run.Revision)
+	queued := outcome.Progress(infrav1.RunQueuedReason, obj.GetTimeout(), "%s run %s queued for revision %s", req.Run.Action, req.Run.ID, req.Run.Revision)
 	// The conditions the reconcile ends with go in this one write.
-	outcome.Of(queued, "").Summarize(obj, readyMessage(obj))
+	queued.Summarize(obj, readyMessage(obj))
 	if err := patcher.Patch(ctx, obj); err != nil {
 		obj.Status.Run = nil
-		return fmt.Errorf("recording run %s: %w", req.Run.ID, err)
+		return outcome.Outcome{}, fmt.Errorf("recording run %s: %w", req.Run.ID, err)
 	}
 	req.Object = obj.DeepCopy()
-	if _, err := r.runs.Launch(req); err != nil {
+	if _, err := r.Runs.Launch(req); err != nil {
 		// Shutting down: status.run stays, and the next controller
 		// starts the run (it has no runner yet).
-		return outcome.WaitingFor(infrav1.ShuttingDownReason, time.Minute, "%s run %s waits for the controller to start again", req.Run.Action, req.Run.ID)
+		return outcome.Outcome{}, outcome.WaitingFor(infrav1.ShuttingDownReason, time.Minute, "%s run %s waits for the controller to start again", req.Run.Action, req.Run.ID)
 	}
-	return queued
+	return queued, nil
 }
 
 // checkRunner asks the placement, when it can tell, whether obj's runner
@@ -94,7 +93,7 @@ func (r *TerraformReconciler) attachRun(ctx context.Context, obj *infrav1.Terraf
 		// attach once they are readable.
 		return nil, err
 	}
-	return r.runs.Attach(runs.Request{Object: obj.DeepCopy(), Run: *obj.Status.Run, Redactor: redact.New(vars.Secrets...)})
+	return r.Runs.Attach(runs.Request{Object: obj.DeepCopy(), Run: *obj.Status.Run, Redactor: redact.New(vars.Secrets...)})
 }
 
 // runFailure is the outcome of a run that failed before or in its runner,
@@ -131,11 +130,11 @@ func (ws *workspace) forRunner() *runs.Workspace {
 // objects planned together (created together, or a new revision for all)
 // do not all check for drift at the same moment again: a check that comes
 // a little early finds it not due yet and requeues for the rest.
-func (r *TerraformReconciler) nextCheck(obj *infrav1.Terraform) ctrl.Result {
+func (r *TerraformReconciler) nextCheck(obj *infrav1.Terraform) outcome.Outcome {
 	if obj.Spec.DisableDriftDetection {
-		return ctrl.Result{RequeueAfter: r.jittered(obj.GetInterval())}
+		return outcome.Done(r.jittered(obj.GetInterval()))
 	}
-	return ctrl.Result{RequeueAfter: r.jittered(max(driftCheckDue(obj, r.now()), time.Second))}
+	return outcome.Done(r.jittered(max(driftCheckDue(obj, r.now()), time.Second)))
 }
 
 func (r *TerraformReconciler) jittered(d time.Duration) time.Duration {

@@ -87,7 +87,6 @@ func startKindsEnv(t *testing.T, crds ...string) *kindsEnv {
 		EventRecorder: mgr.GetEventRecorderFor("landform-controller"),
 		Fetcher:       source.NewFetcher(filepath.Join(tmp, "cache")),
 		Plans:         planstore.Store{Client: mgr.GetClient()},
-		Leases:        kube.CoordinationV1().Leases,
 		Placer: &placement.Local{
 			CA: ca, Kubeconfig: kubeconfig, Grace: 10 * time.Second,
 			Options: runner.LocalOptions{
@@ -96,8 +95,9 @@ func startKindsEnv(t *testing.T, crds ...string) *kindsEnv {
 			},
 		},
 	}
+	g.Expect(withRuns(mgr, r, kube, 0)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
-	g.Expect(r.SetupWithManager(ctx, mgr, Options{MaxConcurrentReconciles: 2, DrainTimeout: time.Minute, SourceDiscoveryInterval: 500 * time.Millisecond})).To(Succeed())
+	g.Expect(r.SetupWithManager(ctx, mgr, Options{MaxConcurrentReconciles: 2, SourceDiscoveryInterval: 500 * time.Millisecond})).To(Succeed())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	t.Cleanup(func() {

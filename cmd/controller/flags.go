@@ -15,11 +15,11 @@ import (
 	"github.com/spf13/pflag"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
-	"github.com/landform-dev/landform/controllers"
 	"github.com/landform-dev/landform/internal/app"
 	"github.com/landform-dev/landform/internal/inputs"
 	"github.com/landform-dev/landform/internal/keptartifact"
 	"github.com/landform-dev/landform/internal/placement"
+	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/internal/source"
 	"github.com/landform-dev/landform/internal/statehistory"
 	"github.com/landform-dev/landform/internal/version"
@@ -140,7 +140,7 @@ func bindFlags(fs *pflag.FlagSet) *flags {
 	fs.StringVar(&f.healthAddr, "health-addr", ":8081", "address of the health and readiness probes")
 	fs.StringVar(&f.eventsAddr, "events-addr", "", "notification-controller's event endpoint (http://notification-controller.flux-system.svc.cluster.local./ in a Flux installation): events go there as well as to Kubernetes, for Flux Alerts on Terraform objects (empty: Kubernetes events only)")
 	fs.IntVar(&f.concurrent, "concurrent", 4, "Terraform objects reconciled in parallel (a reconcile only starts or inspects a run, so it is short)")
-	fs.IntVar(&f.concurrentRuns, "concurrent-runs", controllers.DefaultConcurrentRuns, "runs (plan, apply, destroy) in flight at once; more wait, approvals, requested reconciles, new objects and deletions ahead of drift checks")
+	fs.IntVar(&f.concurrentRuns, "concurrent-runs", runs.DefaultSlots, "runs (plan, apply, destroy) in flight at once; more wait, approvals, requested reconciles, new objects and deletions ahead of drift checks")
 	fs.StringVar(&f.runnerMode, "runner", defaultRunnerMode(), "where runners run: pod (one Pod per run; the default in a cluster) or local (child processes; the default elsewhere)")
 	fs.StringVar(&f.runnerImage, "runner-image", "ghcr.io/landform-dev/landform-runner:"+version.Version, "runner image for --runner=pod, unless spec.runnerPodTemplate sets one")
 	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "landform-system"), "the controller's namespace, which holds the runner CA Secret")

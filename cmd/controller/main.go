@@ -56,11 +56,9 @@ func run(f *flags) error {
 		return err
 	}
 	mgr, err := app.NewManager(ctx, cfg, app.Config{
-		Options: controllers.Options{
-			MaxConcurrentReconciles: f.concurrent,
-			MaxConcurrentRuns:       f.concurrentRuns,
-		},
-		Runner: f.runnerMode,
+		Options:        controllers.Options{MaxConcurrentReconciles: f.concurrent},
+		ConcurrentRuns: f.concurrentRuns,
+		Runner:         f.runnerMode,
 		Local: runner.LocalOptions{
 			Binary: f.runnerBinary,
 			Engine: f.engine,

@@ -8,6 +8,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -34,10 +35,13 @@ import (
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/controllers"
+	"github.com/landform-dev/landform/internal/custody"
 	"github.com/landform-dev/landform/internal/inputs"
 	"github.com/landform-dev/landform/internal/placement"
 	"github.com/landform-dev/landform/internal/planstore"
+	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/internal/source"
+	"github.com/landform-dev/landform/internal/unsavedstate"
 	"github.com/landform-dev/landform/runner"
 )
 
@@ -53,6 +57,12 @@ const (
 // is the binary's, defaults included.
 type Config struct {
 	controllers.Options
+	// ConcurrentRuns bounds the runs in flight (--concurrent-runs; 0:
+	// runs.DefaultSlots).
+	ConcurrentRuns int
+	// DrainTimeout is how long local runs may take to finish on shutdown
+	// before they are interrupted (0: runs.DefaultDrain).
+	DrainTimeout time.Duration
 	// Runner is where runners run: RunnerPod or RunnerLocal.
 	Runner string
 	// Local configures local runners; its WorkDir defaults to
@@ -72,9 +82,12 @@ type Config struct {
 	DownloadTimeout time.Duration
 	// ArtifactLimits bound one artifact's download and extracted files.
 	ArtifactLimits source.SizeLimits
-	// KeptArtifactMaxSize: see controllers.TerraformReconciler.
+	// KeptArtifactMaxSize bounds the applied artifact kept for a destroy
+	// without its source (--kept-artifact-max-size; custody.Keeper).
 	KeptArtifactMaxSize int64
-	// StateHistory: see controllers.TerraformReconciler.
+	// StateHistory is how many versions of an object's state are kept
+	// before applies and destroys (--state-history; 0: the default,
+	// negative: none; custody.Keeper).
 	StateHistory int
 	// Engines: see controllers.TerraformReconciler.
 	Engines inputs.EngineSources
@@ -149,10 +162,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, c Config) (ctrl.Manager, 
 		electionID = leaderelection.GenerateID(electionID, c.WatchLabelSelector)
 		log.Info("reconciling one shard", "watchLabelSelector", c.WatchLabelSelector, "leaderElectionID", electionID)
 	}
-	drain := c.DrainTimeout
-	if drain <= 0 {
-		drain = controllers.DefaultDrainTimeout
-	}
+	drain := cmp.Or(max(c.DrainTimeout, 0), runs.DefaultDrain)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
 		Logger: log,
@@ -200,18 +210,39 @@ func NewManager(ctx context.Context, cfg *rest.Config, c Config) (ctrl.Manager, 
 	if err != nil {
 		return nil, fmt.Errorf("--events-addr: %w", err)
 	}
+	// The reconciler, its state keeper and its run tracker: the tracker
+	// collects runs through the reconciler while the workers are stopped
+	// (the drain), so it is given the reconciler once that exists.
 	r := &controllers.TerraformReconciler{
 		Client:                  mgr.GetClient(),
+		APIReader:               mgr.GetAPIReader(),
 		EventRecorder:           recorder,
 		Fetcher:                 fetcher,
 		Plans:                   planstore.Store{Client: mgr.GetClient()},
 		Placer:                  placer,
-		Leases:                  kube.CoordinationV1().Leases,
-		Secrets:                 kube.CoreV1().Secrets,
 		AllowCrossNamespaceRefs: c.AllowCrossNamespaceRefs,
-		KeptArtifactMaxSize:     c.KeptArtifactMaxSize,
-		StateHistory:            c.StateHistory,
 		Engines:                 c.Engines,
+		Custody: &custody.Keeper{
+			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Objects: mgr.GetClient(),
+			FieldOwner:   controllers.FieldOwner,
+			HistoryLimit: c.StateHistory,
+			Leases:       kube.CoordinationV1().Leases,
+			Secrets:      kube.CoreV1().Secrets,
+			Artifacts:    fetcher, ArtifactMaxSize: c.KeptArtifactMaxSize,
+		},
+	}
+	r.Runs = runs.New(runs.Config{
+		Placer:  placer,
+		Tokens:  r.Custody,
+		Unsaved: unsavedstate.Store{Client: mgr.GetClient()},
+		Client:  mgr.GetClient(),
+		Slots:   c.ConcurrentRuns,
+		Drain:   drain,
+		Collect: r,
+		Log:     log.WithName("runs"),
+	})
+	if err := mgr.Add(r.Runs); err != nil {
+		return nil, fmt.Errorf("adding the run tracker: %w", err)
 	}
 	if c.IntervalJitterPercentage > 0 {
 		jitter.SetGlobalIntervalJitter(float64(c.IntervalJitterPercentage)/100, nil)

@@ -4,10 +4,15 @@
 // approval, a lock) or retrying (a failure). It is the one value that
 // decides the conditions, the requeue, the metric and the log line.
 //
-// Steps return an outcome as an error, so that an early return carries it
-// up unchanged, wrapped or not, through any package (internal/inputs
-// returns them too); any other error is a retrying outcome with its
-// caller's reason. Of is the one place that tells them apart.
+// A reconcile that did not get through (stalled, waiting, retrying) ends
+// with an error: steps return such an outcome as an error, so that an
+// early return carries it up unchanged, wrapped or not, through any
+// package (internal/inputs returns them too); any other error is a
+// retrying outcome with its caller's reason, and Of is the one place that
+// tells them apart. A reconcile that got through ends with a value: Done,
+// or Progress while a run it started or follows goes on. A run under way
+// is no failure, so it never travels as an error; the steps that start or
+// follow runs return it beside their error, and Ended joins the two.
 package outcome
 
 import (
@@ -61,9 +66,28 @@ func newOutcome(kind Kind, reason string, after time.Duration, format string, ar
 	return &Outcome{Kind: kind, Reason: reason, After: after, Cause: fmt.Errorf(format, args...)}
 }
 
-// InProgress is a run under way, looked at again after after.
-func InProgress(reason string, after time.Duration, format string, args ...any) error {
-	return newOutcome(Progressing, reason, after, format, args...)
+// Progress is a run under way, looked at again after after.
+func Progress(reason string, after time.Duration, format string, args ...any) Outcome {
+	return Outcome{Kind: Progressing, Reason: reason, After: after, Cause: fmt.Errorf(format, args...)}
+}
+
+// Done is a reconcile that got through, looked at again after after (0:
+// when something changes).
+func Done(after time.Duration) Outcome {
+	return Outcome{Kind: Succeeded, Reason: infrav1.ReconciliationSucceededReason, After: after}
+}
+
+// Ended is how a reconcile ended: err's outcome when it did not get
+// through, else done, the value its steps returned (the zero Outcome is
+// Done(0)).
+func Ended(done Outcome, err error, fallback string) Outcome {
+	if err != nil {
+		return Of(err, fallback)
+	}
+	if done.Kind == Succeeded && done.Reason == "" {
+		return Done(done.After)
+	}
+	return done
 }
 
 // Stalling is a configuration retrying cannot fix.
@@ -93,7 +117,7 @@ func Of(err error, fallback string) Outcome {
 	var o *Outcome
 	switch {
 	case err == nil:
-		return Outcome{Kind: Succeeded, Reason: infrav1.ReconciliationSucceededReason}
+		return Done(0)
 	case errors.As(err, &o):
 		return Outcome{Kind: o.Kind, Reason: o.Reason, After: o.After, Cause: err}
 	}
@@ -111,13 +135,11 @@ func Decided(err error) bool {
 	return errors.As(err, &o)
 }
 
-// Result is what controller-runtime does next. success is the requeue of
-// a reconcile that ended well (the next drift check).
-func (o Outcome) Result(success, retryAfter time.Duration) ctrl.Result {
+// Result is what controller-runtime does next; a failure is retried after
+// retryAfter.
+func (o Outcome) Result(retryAfter time.Duration) ctrl.Result {
 	switch o.Kind {
-	case Succeeded:
-		return ctrl.Result{RequeueAfter: success}
-	case Progressing, Waiting:
+	case Succeeded, Progressing, Waiting:
 		return ctrl.Result{RequeueAfter: o.After}
 	case Stalled:
 		// A spec or source change triggers the next reconcile; a stall a

@@ -26,6 +26,7 @@ func TestOutcome(t *testing.T) {
 	}
 	cases := []struct {
 		name        string
+		done        Outcome
 		err         error
 		result      ctrl.Result
 		metric      string
@@ -34,9 +35,9 @@ func TestOutcome(t *testing.T) {
 		stalled     *cond
 		observed    bool
 	}{
-		{name: "success", err: nil, result: ctrl.Result{RequeueAfter: success}, metric: "success",
+		{name: "success", done: Done(success), result: ctrl.Result{RequeueAfter: success}, metric: "success",
 			ready: cond{metav1.ConditionTrue, infrav1.ReconciliationSucceededReason}, observed: true},
-		{name: "in progress", err: InProgress(infrav1.RunInProgressReason, time.Hour, "plan run r1 in progress"),
+		{name: "in progress", done: Progress(infrav1.RunInProgressReason, time.Hour, "plan run r1 in progress"),
 			result: ctrl.Result{RequeueAfter: time.Hour}, metric: "progressing",
 			ready:       cond{metav1.ConditionUnknown, infrav1.RunInProgressReason},
 			reconciling: &cond{metav1.ConditionTrue, infrav1.RunInProgressReason}},
@@ -52,6 +53,13 @@ func TestOutcome(t *testing.T) {
 		{name: "wrapped keeps its kind", err: fmt.Errorf("collecting: %w", WaitingFor(infrav1.StateLockedReason, time.Minute, "locked")),
 			result: ctrl.Result{RequeueAfter: time.Minute}, metric: "waiting",
 			ready: cond{metav1.ConditionFalse, infrav1.StateLockedReason}, observed: true},
+		{name: "nothing returned is done, looked at when something changes", result: ctrl.Result{}, metric: "success",
+			ready: cond{metav1.ConditionTrue, infrav1.ReconciliationSucceededReason}, observed: true},
+		{name: "an error ends the reconcile whatever a step returned beside it",
+			done: Progress(infrav1.RunQueuedReason, time.Hour, "queued"), err: Retry(infrav1.ApplyFailedReason, "apply failed"),
+			result: ctrl.Result{RequeueAfter: retryAfter}, metric: "retry",
+			ready:       cond{metav1.ConditionFalse, infrav1.ApplyFailedReason},
+			reconciling: &cond{metav1.ConditionTrue, infrav1.ProgressingWithRetryReason}},
 		{name: "untyped error is retried with the fallback reason", err: errors.New("connection refused"),
 			result: ctrl.Result{RequeueAfter: retryAfter}, metric: "retry",
 			ready:       cond{metav1.ConditionFalse, infrav1.RunnerFailedReason},
@@ -67,8 +75,8 @@ func TestOutcome(t *testing.T) {
 			conditions.MarkStalled(obj, "Old", "old")
 			conditions.MarkReconciling(obj, "Old", "old")
 
-			o := Of(tc.err, infrav1.RunnerFailedReason)
-			g.Expect(o.Result(success, retryAfter)).To(Equal(tc.result))
+			o := Ended(tc.done, tc.err, infrav1.RunnerFailedReason)
+			g.Expect(o.Result(retryAfter)).To(Equal(tc.result))
 			g.Expect(o.Metric()).To(Equal(tc.metric))
 			o.Summarize(obj, "applied")
 

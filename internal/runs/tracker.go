@@ -8,6 +8,7 @@
 package runs
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/placement"
@@ -52,18 +54,24 @@ type Config struct {
 	Unsaved UnsavedStates
 	// Client keeps the run logs (internal/runlog).
 	Client client.Client
-	// Slots bounds the runs in flight (at least one).
+	// Slots bounds the runs in flight (0: DefaultSlots).
 	Slots int
 	// Drain is how long in-flight runs of non-durable runners (local
 	// processes) may take to finish on shutdown before they are
-	// interrupted.
+	// interrupted (0: DefaultDrain).
 	Drain time.Duration
 	// Collect reconciles one object outside the workqueue: during the
 	// drain the workers are stopped, yet finished runs must be collected
 	// before their local runners go away with this process.
-	Collect func(ctx context.Context, key types.NamespacedName)
+	Collect reconcile.Reconciler
 	Log     logr.Logger
 }
+
+// Defaults of Config.
+const (
+	DefaultSlots = 10
+	DefaultDrain = 15 * time.Minute
+)
 
 // Tracker owns the runs in flight of this controller process. What a
 // successor needs to find a run is recorded in status.run by the caller
@@ -147,6 +155,8 @@ func (t *Tracker) StatePersist(h *Handle) StatePersist {
 // New returns a tracker; add it to the manager so that it drains on
 // shutdown.
 func New(cfg Config) *Tracker {
+	cfg.Slots = cmp.Or(max(cfg.Slots, 0), DefaultSlots)
+	cfg.Drain = cmp.Or(max(cfg.Drain, 0), DefaultDrain)
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Tracker{
 		cfg:    cfg,
@@ -437,7 +447,7 @@ func (t *Tracker) collectDrained(h *Handle) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	t.cfg.Collect(ctx, h.key)
+	_, _ = t.cfg.Collect.Reconcile(ctx, reconcile.Request{NamespacedName: h.key})
 }
 
 // Behind reports whether obj, as read, does not record the run this

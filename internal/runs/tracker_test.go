@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/placement"
@@ -51,8 +52,11 @@ func newFixture(t *testing.T, slots int, configure func(*fixture)) *fixture {
 	}
 	f.tracker = New(Config{
 		Placer: f.placer, Tokens: f.tokens, Client: env.Client, Slots: slots, Drain: 2 * time.Second,
-		Collect: func(_ context.Context, key types.NamespacedName) { f.collected <- key },
-		Log:     zap.New(zap.WriteTo(os.Stderr)),
+		Collect: reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
+			f.collected <- req.NamespacedName
+			return reconcile.Result{}, nil
+		}),
+		Log: zap.New(zap.WriteTo(os.Stderr)),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	f.stop = cancel

@@ -75,7 +75,7 @@ func (g *Guard) PushUnsaved(ctx context.Context, obj *infrav1.Terraform) error {
 
 // PersistProgress is the progress of a run whose engine could not save the
 // state, which its runner retries writing; nil for any other run.
-func (g *Guard) PersistProgress(obj *infrav1.Terraform, h *runs.Handle, what, runnerID string, after time.Duration) error {
+func (g *Guard) PersistProgress(obj *infrav1.Terraform, h *runs.Handle, what, runnerID string, after time.Duration) *outcome.Outcome {
 	p := g.Runs.StatePersist(h)
 	if p.Digest == "" || p.Saved {
 		return nil
@@ -88,7 +88,8 @@ func (g *Guard) PersistProgress(obj *infrav1.Terraform, h *runs.Handle, what, ru
 	if conditions.GetReason(obj, meta.ReadyCondition) != infrav1.StatePersistRetryingReason {
 		g.Events.Event(obj, obj.Status.Run.Revision, corev1.EventTypeWarning, infrav1.StatePersistRetryingReason, "%s", msg)
 	}
-	return outcome.InProgress(infrav1.StatePersistRetryingReason, after, "%s", msg)
+	o := outcome.Progress(infrav1.StatePersistRetryingReason, after, "%s", msg)
+	return &o
 }
 
 // Persisted records, for a run that ended well, that its runner wrote a
