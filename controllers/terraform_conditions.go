@@ -13,7 +13,9 @@ import (
 // readyMessage says what a Ready object has done last.
 func readyMessage(obj *infrav1.Terraform) string {
 	switch {
-	case obj.Spec.PlanOnly && obj.PendingPlan() != "":
+	case obj.IsPreview() && obj.Status.Plan != nil:
+		return fmt.Sprintf("preview plan %s made (%s; a preview is never applied)", obj.Status.Plan.ID, planCounts(obj.Status.Plan))
+	case obj.PlansOnly() && obj.PendingPlan() != "":
 		return fmt.Sprintf("plan %s made (planOnly: not applied)", obj.PendingPlan())
 	case obj.Status.LastAppliedRevision != "":
 		return fmt.Sprintf("applied revision %s", obj.Status.LastAppliedRevision)
@@ -34,7 +36,10 @@ func pendingMessage(obj *infrav1.Terraform) string {
 		msg = fmt.Sprintf("plan %s (%s) %s; approvePlan auto applies no such plan without a person, so it waits for approval: annotate with %s=%s or set spec.approvePlan to its id (spec.autoApproveDestructive: true applies such plans automatically)",
 			p.Pending, planCounts(p), destructiveChanges(p), infrav1.ApproveAnnotation, p.Pending)
 	}
-	if obj.Spec.PlanOnly {
+	switch {
+	case obj.IsPreview():
+		msg = fmt.Sprintf("preview plan %s (%s) made; a preview is never applied", p.Pending, planCounts(p))
+	case obj.PlansOnly():
 		msg = fmt.Sprintf("plan %s (%s) made; spec.planOnly keeps it from being applied", p.Pending, planCounts(p))
 	}
 	if other := approvalMismatch(obj, p.Pending); other != "" {

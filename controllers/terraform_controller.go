@@ -193,6 +193,15 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 	if err := r.state.Claim(ctx, obj); err != nil {
 		return outcome.Outcome{}, err
 	}
+	if obj.IsPreview() {
+		// The target's state, copied into the preview's own: a new one
+		// is a new plan.
+		snapshot, err := r.state.Snapshot(ctx, obj, r.now())
+		if err != nil {
+			return outcome.Outcome{}, err
+		}
+		ws.inputsDigest = withSnapshot(ws.inputsDigest, snapshot)
+	}
 	obj.Status.LastAttemptedRevision = ws.artifact.Revision
 	if failedRun != nil && (failedRun.InputsDigest == "" || failedRun.InputsDigest == ws.inputsDigest) {
 		// The run failed for the inputs as they still are; a run for

@@ -55,6 +55,14 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *obje
 		// The namespace controller sweeps what is left of the state.
 		owner = verdict != stateguard.LetGo
 	}
+	if owner && obj.IsPreview() {
+		// A preview's state is its snapshot, Landform's copy: it goes
+		// with the preview (nothing is destroyed: the deletion policy of
+		// a preview is Orphan).
+		if err := r.Custody.DeleteState(ctx, obj); err != nil {
+			return outcome.Outcome{}, outcome.Retry(infrav1.DeletingReason, "%v", err)
+		}
+	}
 	if owner && obj.GetDeletionPolicy() == infrav1.DeletionPolicyDelete {
 		hasState, err := r.Custody.HasState(ctx, obj)
 		if err != nil {

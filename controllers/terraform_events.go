@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -73,16 +74,24 @@ func (rep *reporter) PlanEvent(obj *infrav1.Terraform, id, revision, eventType, 
 	if rep == nil || rep.recorder == nil {
 		return
 	}
-	rep.recorder.AnnotatedEventf(obj, eventMetadata(obj, id, revision), eventType, reason, format, args...)
+	md := eventMetadata(obj, id, revision)
+	if obj.IsPreview() {
+		md[previewAnnotation] = previewName(obj)
+	}
+	rep.recorder.AnnotatedEventf(obj, md, eventType, reason, "%s", redacted(obj, eventType, reason, fmt.Sprintf(format, args...)))
 }
 
 // ending is how a reconcile ended, as far as a commit status tells:
 // Ready's status and reason, and the revision attempted.
-type ending struct{ status, reason, revision string }
+type ending struct{ status, reason, revision, plan string }
 
-// endingOf is obj's ending as it stands.
+// endingOf is obj's ending as it stands; a preview's also has its plan,
+// which a new state of its target changes on the same revision.
 func endingOf(obj *infrav1.Terraform) ending {
 	e := ending{revision: obj.Status.LastAttemptedRevision}
+	if p := obj.Status.Plan; obj.IsPreview() && p != nil {
+		e.plan = p.ID
+	}
 	if c := conditions.Get(obj, meta.ReadyCondition); c != nil {
 		e.status, e.reason = string(c.Status), c.Reason
 	}
@@ -112,9 +121,12 @@ func (rep *reporter) finished(obj *infrav1.Terraform, o outcome.Outcome) {
 	if told, ok := rep.told.Load(obj.UID); ready == nil || obj.Spec.Suspend || now.revision == "" || ok && told.(ending) == now {
 		return
 	}
-	eventType, reason := corev1.EventTypeNormal, ready.Reason
+	eventType, reason, message := corev1.EventTypeNormal, ready.Reason, ready.Message
 	switch o.Kind {
 	case outcome.Succeeded:
+		if obj.IsPreview() {
+			reason, message = previewEnding(obj)
+		}
 	case outcome.Waiting:
 		if o.Reason != infrav1.PlanPendingReason && o.Reason != infrav1.DestructivePlanPendingReason {
 			return
@@ -129,7 +141,10 @@ func (rep *reporter) finished(obj *infrav1.Terraform, o outcome.Outcome) {
 	md := eventMetadata(obj, obj.PendingPlan(), now.revision)
 	md[commitStatusAnnotation] = eventv1.MetaCommitStatusUpdateValue
 	md[tokenAnnotation] = "finished"
-	rep.recorder.AnnotatedEventf(obj, md, eventType, reason, "%s", ready.Message)
+	if obj.IsPreview() {
+		md[previewAnnotation] = previewName(obj)
+	}
+	rep.recorder.AnnotatedEventf(obj, md, eventType, reason, "%s", redacted(obj, eventType, reason, message))
 }
 
 // eventMetadata is an event's metadata: names, ids, counts and booleans only.

@@ -29,6 +29,10 @@ func (r *TerraformReconciler) startRun(ctx context.Context, patcher *objectPatch
 	if !r.Runs.Accepting() {
 		return outcome.Outcome{}, outcome.WaitingFor(infrav1.ShuttingDownReason, time.Minute, "the controller is shutting down: the %s starts when it is back", req.Run.Action)
 	}
+	if err := r.state.AdmitInNamespace(ctx, obj); err != nil {
+		// A preview-only namespace: nothing that is no preview runs.
+		return outcome.Outcome{}, err
+	}
 	if err := r.checkRunner(obj, req.Redactor); err != nil {
 		// Refused by the runner policy: no run is recorded or started.
 		return outcome.Outcome{}, err

@@ -71,7 +71,7 @@ func decide(obj *infrav1.Terraform, obs observation) decision {
 		// id, so an approval given for it still holds.
 		return decision{action: actionPlan}
 	}
-	if !p.Applied && !obj.Spec.PlanOnly {
+	if !p.Applied && !obj.PlansOnly() {
 		if approved(obj, p.ID) {
 			return decision{action: actionApply}
 		}
@@ -80,7 +80,10 @@ func decide(obj *infrav1.Terraform, obs observation) decision {
 	if !obs.outputsWritten && p.Applied {
 		return decision{action: actionOutputs}
 	}
-	if obj.Spec.DisableDriftDetection {
+	if obj.Spec.DisableDriftDetection || obj.IsPreview() {
+		// A preview plans again for a new source, new inputs or a new
+		// state of its target (its inputs include the snapshot), never
+		// for drift: it owns no resources.
 		return decision{action: actionNone, after: obj.GetInterval()}
 	}
 	due := driftCheckDue(obj, obs.now)
@@ -93,7 +96,7 @@ func decide(obj *infrav1.Terraform, obs observation) decision {
 // approved reports whether plan id may be applied now: an approval naming
 // it, or approvePlan auto unless the plan is held as destructive.
 func approved(obj *infrav1.Terraform, id string) bool {
-	if obj.Spec.PlanOnly || id == "" {
+	if obj.PlansOnly() || id == "" {
 		return false
 	}
 	return approvedByID(obj, id) || (obj.IsAutoApprove() && !heldAsDestructive(obj, id))
@@ -113,7 +116,7 @@ func approvedByID(obj *infrav1.Terraform, id string) bool {
 // Status summarises the plan (decide plans again when it does not); a plan
 // it does not summarise is held, since nothing says it destroys nothing.
 func heldAsDestructive(obj *infrav1.Terraform, id string) bool {
-	if !obj.IsAutoApprove() || obj.Spec.AutoApproveDestructive || obj.Spec.PlanOnly || approvedByID(obj, id) {
+	if !obj.IsAutoApprove() || obj.Spec.AutoApproveDestructive || obj.PlansOnly() || approvedByID(obj, id) {
 		return false
 	}
 	p := obj.Status.Plan

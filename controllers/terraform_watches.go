@@ -28,9 +28,15 @@ func indexSource(o client.Object) []string {
 	return []string{fmt.Sprintf("%s/%s/%s", tf.Spec.SourceRef.Kind, tf.GetSourceNamespace(), tf.Spec.SourceRef.Name)}
 }
 
+// indexDependsOn indexes the Terraform objects an object depends on, and
+// a preview's target: a change of the target's status (a new applied
+// plan) wakes its previews, which take a new snapshot.
 func indexDependsOn(o client.Object) []string {
 	tf := o.(*infrav1.Terraform)
 	var keys []string
+	if key := tf.PreviewTargetKey(); key != "" {
+		keys = append(keys, key)
+	}
 	for _, d := range tf.Spec.DependsOn {
 		gvk, key := inputs.DependencyKey(tf, d)
 		if gvk.Group == infrav1.GroupVersion.Group && gvk.Kind == infrav1.TerraformKind {

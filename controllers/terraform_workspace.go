@@ -132,6 +132,13 @@ func inputsDigest(obj *infrav1.Terraform, ws *workspace) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// withSnapshot is a preview's inputs digest: its inputs and the digest of
+// the snapshot its plan starts from.
+func withSnapshot(inputs, snapshot string) string {
+	sum := sha256.Sum256([]byte(inputs + "\nsnapshot=" + snapshot))
+	return hex.EncodeToString(sum[:])
+}
+
 // backendConfig is the kubernetes backend's configuration: the state Secret
 // tfstate-<workspace>-<suffix> in the object's namespace, plus whatever the
 // placement adds (how the runner reaches the API server).

@@ -55,8 +55,13 @@ func (in *Terraform) GetWorkspace() string {
 	return defaultWorkspace
 }
 
-// GetDeletionPolicy is spec.deletionPolicy, defaulted.
+// GetDeletionPolicy is spec.deletionPolicy, defaulted; Orphan for a
+// preview, which is never destroyed: it planned against another object's
+// resources.
 func (in *Terraform) GetDeletionPolicy() DeletionPolicy {
+	if in.IsPreview() {
+		return DeletionPolicyOrphan
+	}
 	if in.Spec.DeletionPolicy != "" {
 		return in.Spec.DeletionPolicy
 	}

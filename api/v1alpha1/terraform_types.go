@@ -10,6 +10,7 @@ import (
 // run, with which inputs, how plans are approved and where outputs go.
 // +kubebuilder:validation:XValidation:rule="!has(self.writeOutputsToSecret) || !has(self.writeOutputsToSecret.outputs) || self.writeOutputsToSecret.outputs.all(o, o.size() > 0)",message="writeOutputsToSecret.outputs entries must not be empty"
 // +kubebuilder:validation:XValidation:rule="!has(self.workspace) || (has(self.backendConfig) && has(self.backendConfig.customConfiguration)) || self.workspace.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="with the default kubernetes backend the workspace is part of the state Secret's name tfstate-<workspace>-<secretSuffix>: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
+// +kubebuilder:validation:XValidation:rule="!has(self.preview) || ((!has(self.approvePlan) || self.approvePlan == '') && !has(self.writeOutputsToSecret) && !(has(self.destroy) && self.destroy) && !(has(self.autoApproveDestructive) && self.autoApproveDestructive) && !has(self.destroyApproval) && !has(self.backendConfig))",message="a preview is never applied, writes no outputs, has no backend of its own and is never destroyed: remove approvePlan, writeOutputsToSecret, destroy, autoApproveDestructive, destroyApproval and backendConfig"
 type TerraformSpec struct {
 	// SourceRef is the Flux source (GitRepository, OCIRepository or Bucket)
 	// whose artifact holds the module.
@@ -180,6 +181,13 @@ type TerraformSpec struct {
 	// is approved like any other.
 	// +optional
 	Destroy bool `json:"destroy,omitempty"`
+
+	// Preview makes the object the preview of a change (a pull request):
+	// it plans against a snapshot of another object's state, and is never
+	// applied nor destroyed, whatever deletionPolicy says
+	// (docs/previews.md).
+	// +optional
+	Preview *PreviewSpec `json:"preview,omitempty"`
 }
 
 // SourceReference names a Flux source.
@@ -587,6 +595,10 @@ type TerraformStatus struct {
 	// finds it and collects its result instead of running terraform again.
 	// +optional
 	Run *RunStatus `json:"run,omitempty"`
+
+	// Preview is the snapshot a preview's last plan started from.
+	// +optional
+	Preview *PreviewStatus `json:"preview,omitempty"`
 
 	// LastHandledReconcileAt is the last reconcile.fluxcd.io/requestedAt
 	// value handled.

@@ -81,6 +81,8 @@ func (a *app) runApprove(ctx context.Context, name string, o approveOptions) err
 	// plan's own approval, whatever approvePlan and planOnly say.
 	gatedDestroy := !obj.DeletionTimestamp.IsZero() && obj.IsDestroyGated() && obj.Status.Plan != nil && obj.Status.Plan.IsDestroy
 	switch {
+	case obj.IsPreview():
+		return fmt.Errorf("Terraform %s/%s is a preview (spec.preview): its plans are never applied; a merge applies through %s, which plans again", obj.Namespace, obj.Name, orText(obj.PreviewTargetKey(), "its target"))
 	case obj.Spec.PlanOnly && !gatedDestroy:
 		return fmt.Errorf("Terraform %s/%s has spec.planOnly set: its plans are never applied; set planOnly to false to apply them", obj.Namespace, obj.Name)
 	case pending == "":

@@ -120,16 +120,30 @@ func statusText(obj *v1alpha1.Terraform) string {
 	return "waiting for the controller"
 }
 
-// planColumn is the pending plan's id, else the last plan's counts.
+// planColumn is the pending plan's id, else the last plan's counts; a
+// preview's says so.
 func planColumn(obj *v1alpha1.Terraform) string {
 	p := obj.Status.Plan
+	col := "-"
 	switch {
 	case p == nil:
-		return "-"
 	case p.Pending != "":
-		return p.Pending
+		col = p.Pending
+	default:
+		col = counts(p)
 	}
-	return counts(p)
+	if obj.IsPreview() {
+		return "preview " + col
+	}
+	return col
+}
+
+// orText is s, or otherwise when s is empty.
+func orText(s, otherwise string) string {
+	if s == "" {
+		return otherwise
+	}
+	return s
 }
 
 // newTable is kubectl's column layout; widths are remembered across

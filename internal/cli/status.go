@@ -56,6 +56,8 @@ type statusReport struct {
 	Plan          *planReport          `json:"plan,omitempty"`
 	Run           *runReport           `json:"run,omitempty"`
 	Lock          *v1alpha1.LockStatus `json:"lock,omitempty"`
+	// Preview is the snapshot a preview's last plan started from.
+	Preview *v1alpha1.PreviewStatus `json:"preview,omitempty"`
 	Outputs       []string             `json:"outputs"`
 	// OutputsSecret is spec.writeOutputsToSecret.name.
 	OutputsSecret string             `json:"outputsSecret,omitempty"`
@@ -77,7 +79,7 @@ type planReport struct {
 	ID string `json:"id,omitempty"`
 	// Pending is set while the plan waits for approval (or planOnly keeps it).
 	Pending bool `json:"pending"`
-	// State is pending-approval, approved, plan-only, applied, no-changes
+	// State is pending-approval, approved, plan-only, preview, applied, no-changes
 	// or not-applied; Description says it in words.
 	State       string       `json:"state"`
 	Description string       `json:"description"`
@@ -151,6 +153,7 @@ func (a *app) statusOf(ctx context.Context, s *session, obj *v1alpha1.Terraform)
 		Ready:      readyResult(obj),
 		Revisions:  revisionsReport{Attempted: st.LastAttemptedRevision, Planned: st.LastPlannedRevision, Applied: st.LastAppliedRevision, AppliedPlan: st.LastAppliedPlan},
 		Lock:       st.Lock,
+		Preview:    st.Preview,
 		Outputs:    st.AvailableOutputs,
 		Conditions: st.Conditions,
 	}
@@ -231,6 +234,13 @@ func (a *app) printStatus(w io.Writer, r *statusReport) error {
 	}
 	if r.DeletingSince != nil {
 		kv("Deleting", "since %s", a.when(r.DeletingSince.Time))
+	}
+	if p := r.Preview; p != nil {
+		after := ""
+		if p.TargetAppliedPlan != "" {
+			after = ", after plan " + p.TargetAppliedPlan
+		}
+		kv("Preview", "of %s: state serial %d%s, snapshot taken %s", orText(p.Target, "an empty state"), p.StateSerial, after, a.when(metaTime(p.SnapshotAt)))
 	}
 
 	rev := r.Revisions
@@ -368,6 +378,8 @@ func eventTime(e corev1.Event) time.Time {
 
 func approvalText(obj *v1alpha1.Terraform) string {
 	switch {
+	case obj.IsPreview():
+		return "none: a preview (spec.preview; plans are never applied)"
 	case obj.Spec.PlanOnly:
 		return "none: spec.planOnly (plans are never applied)"
 	case obj.IsAutoApprove() && obj.Spec.AutoApproveDestructive:
@@ -387,6 +399,8 @@ func approvalText(obj *v1alpha1.Terraform) string {
 func planState(obj *v1alpha1.Terraform, approve string) (string, string) {
 	p := obj.Status.Plan
 	switch {
+	case p.Pending != "" && obj.IsPreview():
+		return "preview", "a preview: never applied; a merge applies through " + orText(obj.PreviewTargetKey(), "its target") + ", which plans again"
 	case p.Pending != "" && obj.Spec.PlanOnly && obj.DeletionTimestamp.IsZero():
 		return "plan-only", "not applied (spec.planOnly)"
 	case p.Pending != "" && (obj.GetAnnotations()[v1alpha1.ApproveAnnotation] == p.Pending || obj.Spec.ApprovePlan == p.Pending):
