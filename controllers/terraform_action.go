@@ -79,7 +79,6 @@ func (planRun) collect(ctx context.Context, r *TerraformReconciler, obj *infrav1
 		idle.Stop()
 		return nil, err
 	}
-	r.report.planPreview(obj, p)
 	return &collected{idle: idle, plan: p}, nil
 }
 

@@ -98,9 +98,15 @@ func (r *TerraformReconciler) recordPlan(ctx context.Context, obj *infrav1.Terra
 	case drift:
 		conditions.MarkFalse(obj, infrav1.DriftedCondition, infrav1.NoDriftReason, "no drift at %s", now.UTC().Format("2006-01-02T15:04:05Z"))
 	}
-	if res.HasChanges {
+	switch {
+	case obj.IsPreview():
+		// One event tells a preview's plan, as a pull request shows it:
+		// a comment provider keeps the last event it was sent.
+		r.report.planPreview(obj, p)
+		return p, nil
+	case res.HasChanges:
 		r.report.PlanEvent(obj, p.ID, rev, corev1.EventTypeNormal, infrav1.PlannedWithChangesReason, "%s", summary)
-	} else {
+	default:
 		r.report.PlanEvent(obj, p.ID, rev, corev1.EventTypeNormal, infrav1.PlannedNoChangesReason, "%s (no changes)", summary)
 	}
 	switch {

@@ -157,10 +157,12 @@ func TestPreviewRefusals(t *testing.T) {
 	target, path := newFileTerraform(t, ns, "app", "v1", nil)
 
 	for field, mutate := range map[string]func(*infrav1.Terraform){
-		"approvePlan":          func(tf *infrav1.Terraform) { tf.Spec.ApprovePlan = infrav1.ApprovePlanAuto },
-		"writeOutputsToSecret": func(tf *infrav1.Terraform) { tf.Spec.WriteOutputsToSecret = &infrav1.WriteOutputsToSecretSpec{Name: "out"} },
-		"destroy":              func(tf *infrav1.Terraform) { tf.Spec.Destroy = true },
-		"backendConfig":        func(tf *infrav1.Terraform) { tf.Spec.BackendConfig = &infrav1.BackendConfig{SecretSuffix: "app"} },
+		"approvePlan": func(tf *infrav1.Terraform) { tf.Spec.ApprovePlan = infrav1.ApprovePlanAuto },
+		"writeOutputsToSecret": func(tf *infrav1.Terraform) {
+			tf.Spec.WriteOutputsToSecret = &infrav1.WriteOutputsToSecretSpec{Name: "out"}
+		},
+		"destroy":       func(tf *infrav1.Terraform) { tf.Spec.Destroy = true },
+		"backendConfig": func(tf *infrav1.Terraform) { tf.Spec.BackendConfig = &infrav1.BackendConfig{SecretSuffix: "app"} },
 	} {
 		tf := fileTerraform(ns, "bad", previewOf("", "app", path, "v2"))
 		mutate(tf)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -90,13 +91,27 @@ func TestCommitStatusReachesAForge(t *testing.T) {
 	s.eventually("Ready again", func(g Gomega) { expectTerraformReady(g, s.terraform(g, tf.Name)) })
 }
 
-// forge stands in for Gitea's API: the version the SDK asks for, and a
-// repository's commit statuses, which it records.
+// forge stands in for Gitea's API: the version the SDK asks for, the
+// token's user, a repository's commit statuses and its pull requests'
+// comments, which it records.
 type forge struct {
 	url string
 	mu  sync.Mutex
 	// posted are the statuses created, by commit.
 	posted map[string][]forgeStatus
+	// comments are the pull requests' comments, by number; calls counts
+	// the comment calls by method.
+	comments map[string][]*forgeComment
+	calls    map[string]int
+}
+
+// forgeComment is a comment as Gitea returns it.
+type forgeComment struct {
+	ID   int64  `json:"id"`
+	Body string `json:"body"`
+	User struct {
+		Login string `json:"login"`
+	} `json:"user"`
 }
 
 type forgeStatus struct {
@@ -106,8 +121,9 @@ type forgeStatus struct {
 }
 
 func newForge(t *testing.T) *forge {
-	f := &forge{posted: map[string][]forgeStatus{}}
+	f := &forge{posted: map[string][]forgeStatus{}, comments: map[string][]*forgeComment{}, calls: map[string]int{}}
 	mux := http.NewServeMux()
+	f.handleComments(mux)
 	mux.HandleFunc("GET /api/v1/version", func(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(map[string]string{"version": "1.22.0"})
 	})
@@ -140,6 +156,77 @@ func newForge(t *testing.T) *forge {
 	t.Cleanup(srv.Close)
 	f.url = srv.URL
 	return f
+}
+
+// handleComments serves what Gitea's pull request comment provider
+// calls: the token's user, and a pull request's comments listed, created
+// and edited.
+func (f *forge) handleComments(mux *http.ServeMux) {
+	authorized := func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Header.Get("Authorization") != "token forge-token-value" {
+			http.Error(w, "no token", http.StatusUnauthorized)
+			return false
+		}
+		return true
+	}
+	mux.HandleFunc("GET /api/v1/user", func(w http.ResponseWriter, r *http.Request) {
+		if authorized(w, r) {
+			_ = json.NewEncoder(w).Encode(map[string]any{"id": 7, "login": "landform-bot"})
+		}
+	})
+	mux.HandleFunc("GET /api/v1/repos/team/infra/issues/{n}/comments", func(w http.ResponseWriter, r *http.Request) {
+		if !authorized(w, r) {
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.calls["GET"]++
+		_ = json.NewEncoder(w).Encode(append([]*forgeComment{}, f.comments[r.PathValue("n")]...))
+	})
+	mux.HandleFunc("POST /api/v1/repos/team/infra/issues/{n}/comments", func(w http.ResponseWriter, r *http.Request) {
+		c := &forgeComment{}
+		if !authorized(w, r) || json.NewDecoder(r.Body).Decode(c) != nil {
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.calls["POST"]++
+		c.ID = int64(100 + f.calls["POST"])
+		c.User.Login = "landform-bot"
+		f.comments[r.PathValue("n")] = append(f.comments[r.PathValue("n")], c)
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(c)
+	})
+	mux.HandleFunc("PATCH /api/v1/repos/team/infra/issues/comments/{id}", func(w http.ResponseWriter, r *http.Request) {
+		var edit forgeComment
+		if !authorized(w, r) || json.NewDecoder(r.Body).Decode(&edit) != nil {
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.calls["PATCH"]++
+		for _, cs := range f.comments {
+			for _, c := range cs {
+				if strconv.FormatInt(c.ID, 10) == r.PathValue("id") {
+					c.Body = edit.Body
+					_ = json.NewEncoder(w).Encode(c)
+					return
+				}
+			}
+		}
+		http.NotFound(w, r)
+	})
+}
+
+// pullComments are the comments of pull request n, and how many times a
+// comment was created and edited.
+func (f *forge) pullComments(n string) (comments []forgeComment, created, edited int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.comments[n] {
+		comments = append(comments, *c)
+	}
+	return comments, f.calls["POST"], f.calls["PATCH"]
 }
 
 func (f *forge) statuses(sha string) []forgeStatus {

@@ -36,6 +36,12 @@ func Clone(url string) (*Workdir, error) {
 // CommitAndPush writes files (path → content), deletes the paths in
 // remove, commits everything and pushes it to main. It returns the commit.
 func (w *Workdir) CommitAndPush(message string, files map[string]string, remove ...string) (string, error) {
+	return w.CommitAndPushTo("refs/heads/main", message, files, remove...)
+}
+
+// CommitAndPushTo is CommitAndPush to ref, a branch or any other ref (a
+// forge's refs/pull/<n>/head).
+func (w *Workdir) CommitAndPushTo(ref, message string, files map[string]string, remove ...string) (string, error) {
 	for path, content := range files {
 		full := filepath.Join(w.Dir, path)
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
@@ -53,7 +59,7 @@ func (w *Workdir) CommitAndPush(message string, files map[string]string, remove 
 	for _, args := range [][]string{
 		{"add", "--all"},
 		{"-c", "user.name=Landform", "-c", "user.email=landform@landform.invalid", "commit", "--quiet", "-m", message},
-		{"push", "--quiet", "origin", "HEAD:main"},
+		{"push", "--quiet", "origin", "HEAD:" + ref},
 	} {
 		if err := w.git(args...); err != nil {
 			return "", err
