@@ -58,7 +58,7 @@ type statusReport struct {
 	Lock          *v1alpha1.LockStatus `json:"lock,omitempty"`
 	// Preview is the snapshot a preview's last plan started from.
 	Preview *v1alpha1.PreviewStatus `json:"preview,omitempty"`
-	Outputs       []string             `json:"outputs"`
+	Outputs []string                `json:"outputs"`
 	// OutputsSecret is spec.writeOutputsToSecret.name.
 	OutputsSecret string             `json:"outputsSecret,omitempty"`
 	Conditions    []metav1.Condition `json:"conditions"`
