@@ -68,9 +68,13 @@ func TestPreview(t *testing.T) {
 	secretRV := resourceVersion(g, &corev1.Secret{}, ns, stateSecret)
 	leaseRV := resourceVersion(g, &coordinationv1.Lease{}, ns, lease)
 
+	// Three previews of one target plan at once, under its held lock.
 	pr7 := newTerraform(t, ns, "app-pr-7", previewOf("", "app", path, "v2"))
 	pr8 := newTerraform(t, ns, "app-pr-8", previewOf("", "app", path, "v1"))
+	pr9 := newTerraform(t, ns, "app-pr-9", previewOf("", "app", path, "v9"))
 	obj := waitPreviewPlanned(t, pr7)
+	g.Expect(waitPreviewPlanned(t, pr9).Status.Plan.Pending).NotTo(BeEmpty())
+	g.Expect(stateLock(g, ns, "app")).NotTo(BeNil(), "the target's lock is still held")
 	g.Expect(readyMessageOf(obj)).To(ContainSubstring("preview plan " + obj.Status.Plan.ID))
 	g.Expect(obj.Status.Plan.Change + obj.Status.Plan.Add).To(BeNumerically(">", 0))
 	g.Expect(obj.Status.Preview.Target).To(Equal(ns + "/app"))
@@ -96,6 +100,21 @@ func TestPreview(t *testing.T) {
 		g.Expect(ev[0].Message).NotTo(ContainSubstring("v2"))
 	}).WithTimeout(waitTimeout).Should(Succeed())
 
+	// The CLI: get marks previews, status says what the snapshot was,
+	// plan show shows the whole plan.
+	out, errOut, err := runCLI(ns, "get")
+	g.Expect(err).NotTo(HaveOccurred(), errOut)
+	g.Expect(out).To(MatchRegexp(`app-pr-7 .* preview ` + obj.Status.Plan.ID))
+	out, errOut, err = runCLI(ns, "status", "app-pr-7")
+	g.Expect(err).NotTo(HaveOccurred(), errOut)
+	g.Expect(out).To(ContainSubstring("Approval:    none: a preview"))
+	g.Expect(out).To(MatchRegexp(`Preview: +of ` + ns + `/app: state serial \d+, after plan ` + obj.Status.Preview.TargetAppliedPlan))
+	out, errOut, err = runCLI(ns, "plan", "show", "app-pr-7")
+	g.Expect(err).NotTo(HaveOccurred(), errOut)
+	g.Expect(out).To(ContainSubstring("landform_file.this"))
+	_, errOut, err = runCLI(ns, "approve", "app-pr-7", "--yes")
+	g.Expect(err).To(MatchError(ContainSubstring("is a preview (spec.preview): its plans are never applied")), errOut)
+
 	// An approval of the preview's plan applies nothing.
 	annotate(t, pr7, infrav1.ApproveAnnotation, obj.Status.Plan.ID)
 	requested := time.Now().Format(time.RFC3339Nano)
@@ -109,7 +128,7 @@ func TestPreview(t *testing.T) {
 	g.Expect(get(g, pr7).Status.LastAppliedPlan).To(BeEmpty())
 
 	// The target applies a new state: the preview plans against it.
-	out, errOut, err := runCLI(ns, "unlock", "--force", "app")
+	out, errOut, err = runCLI(ns, "unlock", "--force", "app")
 	g.Expect(err).NotTo(HaveOccurred(), out+errOut)
 	before := get(g, pr7).Status.Preview
 	updateSpec(t, target, func(tf *infrav1.Terraform) { tf.Spec.Vars = fileVars(path, "v3") })
@@ -129,6 +148,7 @@ func TestPreview(t *testing.T) {
 	snapshot := names.StateSecret(obj)
 	deleteAndWait(t, pr7)
 	deleteAndWait(t, pr8)
+	deleteAndWait(t, pr9)
 	g.Expect(readFile(path)).To(Equal("v3"), "nothing destroyed")
 	g.Expect(secretData(g, ns, snapshot)).To(BeNil(), "the snapshot went with the preview")
 	g.Expect(secretData(g, ns, stateSecret)).NotTo(BeNil())

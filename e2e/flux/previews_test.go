@@ -37,7 +37,8 @@ func TestPreviewOnAPullRequest(t *testing.T) {
 	target := fileModule(s.ns, "app", path, "one")
 	g.Expect(s.c.Create(s.ctx, target)).To(Succeed())
 	s.eventually("the target applied", func(g Gomega) { expectTerraformReady(g, s.terraform(g, "app")) })
-	stateRV := s.secret(NewWithT(t), "tfstate-default-app").ResourceVersion
+	state := s.secret(NewWithT(t), "tfstate-default-app")
+	stateRV, stateBytes := state.ResourceVersion, state.Data["tfstate"]
 
 	// Pull request 7's head. A forge serves it as refs/pull/7/head, which
 	// source-controller does not fetch from this git server (go-git
@@ -115,6 +116,7 @@ func TestPreviewOnAPullRequest(t *testing.T) {
 	b, err = os.ReadFile(path)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(b)).To(Equal("one"), "nothing destroyed")
+	g.Expect(s.secret(g, "tfstate-default-app").Data["tfstate"]).To(Equal(stateBytes), "the target's state, byte for byte")
 	g.Expect(s.c.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "tfstate-default-app-pr-7"}, &corev1.Secret{})).NotTo(Succeed(), "the snapshot went with it")
 	g.Expect(s.secret(g, "tfstate-default-app").ResourceVersion).To(Equal(stateRV))
 }

@@ -349,14 +349,23 @@ func gvkOf(o client.Object) schema.GroupVersionKind {
 // gone): no state can be made there any more, and its Secrets are being
 // swept.
 func (k *Keeper) NamespaceTerminating(ctx context.Context, namespace string) (bool, error) {
+	ns, err := k.namespace(ctx, namespace)
+	if err != nil {
+		return false, err
+	}
+	return ns == nil || !ns.DeletionTimestamp.IsZero(), nil
+}
+
+// namespace reads a namespace's metadata; nil when it is gone.
+func (k *Keeper) namespace(ctx context.Context, name string) (*metav1.PartialObjectMetadata, error) {
 	ns := &metav1.PartialObjectMetadata{}
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	err := k.Reader.Get(ctx, client.ObjectKey{Name: namespace}, ns)
+	err := k.Reader.Get(ctx, client.ObjectKey{Name: name}, ns)
 	if apierrors.IsNotFound(err) {
-		return true, nil
+		return nil, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("reading namespace %s: %w", namespace, err)
+		return nil, fmt.Errorf("reading namespace %s: %w", name, err)
 	}
-	return !ns.DeletionTimestamp.IsZero(), nil
+	return ns, nil
 }

@@ -126,14 +126,9 @@ func (k *Keeper) PreviewOnly(ctx context.Context, namespace string) (bool, error
 
 // namespaceLabels are a namespace's labels; none when it is gone.
 func (k *Keeper) namespaceLabels(ctx context.Context, namespace string) (map[string]string, error) {
-	ns := &metav1.PartialObjectMetadata{}
-	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	err := k.Reader.Get(ctx, client.ObjectKey{Name: namespace}, ns)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading namespace %s: %w", namespace, err)
+	ns, err := k.namespace(ctx, namespace)
+	if ns == nil {
+		return nil, err
 	}
 	return ns.Labels, nil
 }

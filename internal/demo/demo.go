@@ -68,6 +68,7 @@ func Run(ctx context.Context, o Options) error {
 		{appTitle(o.Node), createApp},
 		{"approve the pending plan with `landform approve`", approveFirstPlan},
 		{"a change pushed to Git flows through to the cloud and the Secret", pushChange},
+		{"a pull request is planned against a snapshot of the state, never applied", previewPullRequest},
 		{"deletion destroys the cloud objects", deleteAll},
 	}
 	defer w.cleanup()

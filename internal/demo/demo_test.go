@@ -43,7 +43,11 @@ func TestWalkthrough(t *testing.T) {
 	}
 	text := out.String()
 	testenv.WantIn(t, "walkthrough output", text,
-		"==> step 6/6",
+		"==> step 7/7",
+		"never applied",
+		"| **Plan `plan-",
+		"| ~ | `landform_database.this` |",
+		"nothing destroyed, the database still has 20 GB",
 		"waits for approval: +2 ~0 -0",
 		"Approved plan",
 		"db_size_gb=20",
