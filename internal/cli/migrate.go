@@ -35,6 +35,7 @@ type migrateOptions struct {
 	allNamespaces  bool
 	deletionPolicy string
 	outputDir      string
+	keepAuto       bool
 }
 
 func (a *app) migrateCommand() *cobra.Command {
@@ -49,6 +50,8 @@ func (a *app) migrateCommand() *cobra.Command {
 			"tofu-controller keeps resources when its object is deleted; Landform destroys them.\n" +
 			"So migrated objects get deletionPolicy: Orphan unless the source had\n" +
 			"destroyResourcesOnDeletion: true or --deletion-policy says otherwise.\n\n" +
+			"approvePlan: auto becomes manual approval, so that the first plan, which shows\n" +
+			"whatever the migration changed, is read before it is applied; --keep-auto keeps it.\n\n" +
 			"Nothing is changed in the cluster. Secrets are never read, only looked for.\n" +
 			"The steps around it: docs/migrating-from-tofu-controller.md.",
 		Example: a.examples("migrate", "-f infra/terraform.yaml > infra/landform.yaml", "-n team-a --output-dir migrated/") +
@@ -63,6 +66,7 @@ func (a *app) migrateCommand() *cobra.Command {
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "read the tofu-controller objects of every namespace")
 	f.StringVar(&o.deletionPolicy, "deletion-policy", "", "deletionPolicy of every migrated object, Delete or Orphan (default: Orphan, or Delete where the source had destroyResourcesOnDeletion: true)")
 	f.StringVar(&o.outputDir, "output-dir", "", "write each object to DIR/[NAMESPACE-]NAME.yaml instead of stdout")
+	f.BoolVar(&o.keepAuto, "keep-auto", false, "keep approvePlan: auto (default: the migrated object waits for the approval of its first plan)")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	_ = cmd.MarkFlagDirname("output-dir")
 	_ = cmd.RegisterFlagCompletionFunc("deletion-policy", cobra.FixedCompletions([]string{"Delete", "Orphan"}, cobra.ShellCompDirectiveNoFileComp))
@@ -107,7 +111,7 @@ func (a *app) runMigrate(ctx context.Context, names []string, o migrateOptions) 
 
 	results := make([]migrate.Result, 0, len(srcs))
 	for _, src := range srcs {
-		r := migrate.Convert(src, migrate.Options{DeletionPolicy: policy})
+		r := migrate.Convert(src, migrate.Options{DeletionPolicy: policy, KeepAuto: o.keepAuto})
 		if s != nil && r.Object != nil && r.StateSecret != "" {
 			s.checkState(ctx, &r)
 		}

@@ -24,6 +24,12 @@ type Options struct {
 	// DeletionPolicy overrides the policy derived from
 	// destroyResourcesOnDeletion when set.
 	DeletionPolicy v1alpha1.DeletionPolicy
+	// KeepAuto keeps approvePlan auto. Without it the migrated object
+	// waits for a person's approval of its first plan: every difference
+	// the report states (another engine, a lock file that now pins
+	// providers, variables that win differently) shows in that plan, and
+	// auto would apply it unread.
+	KeepAuto bool
 }
 
 // Unmapped is a source field that has no place in the Landform object.
@@ -95,6 +101,8 @@ type converter struct {
 	engineEnv []engineEnv
 	// imageSet: runnerPodTemplate.spec.image was set.
 	imageSet bool
+	// autoApprove: the source's approvePlan was auto.
+	autoApprove bool
 }
 
 // Convert maps src onto a Landform Terraform object.
@@ -167,6 +175,7 @@ func (c *converter) finish(o Options) {
 			c.upgradedOnInit("spec.upgradeOnInit is not set, so true (tofu-controller's default)")
 		}
 		c.finishVars()
+		c.finishVarsPrecedence()
 		c.finishEngine()
 		c.finishTimeouts()
 	}
@@ -186,6 +195,11 @@ func (c *converter) finish(o Options) {
 		c.res.OrphanByDefault = true
 	}
 
+	c.finishApproval(o)
+	c.checkRunnerPolicy()
+	if spec.ServiceAccountName != "" {
+		c.note("spec.serviceAccountName %s is carried over: it must exist in namespace %s, and a controller run with --enforce-default-service-account refuses it (RunnerServiceAccountNotAllowed)", spec.ServiceAccountName, c.src.Namespace)
+	}
 	if spec.ServiceAccountName == "" {
 		c.note("tofu-controller ran the module as ServiceAccount %s, Landform runs it as landform-runner (or the operator's default): give that account the cloud permissions %s had (IRSA or workload identity annotations), or set spec.serviceAccountName: %s", defaultRunnerServiceAccount, defaultRunnerServiceAccount, defaultRunnerServiceAccount)
 	}
@@ -276,8 +290,7 @@ var fields = map[string]handler{
 		}
 		switch v {
 		case "auto":
-			c.out.Spec.ApprovePlan = v1alpha1.ApprovePlanAuto
-			c.note("approvePlan auto: tofu-controller applied every plan; Landform holds one that destroys or replaces resources for approval (reason DestructivePlanPending, landform approve %s): set spec.autoApproveDestructive: true to apply those too", c.src.Name)
+			c.autoApprove = true
 		case "":
 		case "disable":
 			c.out.Spec.PlanOnly = true
@@ -342,7 +355,7 @@ var fields = map[string]handler{
 		return nil
 	},
 	"readInputsFromSecrets": unmappedBecause("Landform renders no templates over Secrets: read their keys as variables with varsFrom (varsKeys key:variable)"),
-	"tfVarsFiles":           unmappedBecause("Landform passes no -var-file: rename the files to *.auto.tfvars in the module (terraform loads them itself) or move their values into vars"),
+	"tfVarsFiles":           unmappedBecause("Landform passes no -var-file, and tofu-controller's -var-file won over every other input: move their values into vars (or varsFrom), which win over the module's files; a file renamed to *.auto.tfvars wins only when its name sorts after landform.auto.tfvars.json (say zz-prod.auto.tfvars), and otherwise loses to vars"),
 	"fileMappings":          unmappedBecause("Landform writes no files from Secrets into the workspace or home directory: mount the Secret with runnerPodTemplate.spec.volumes and volumeMounts, and point the tool at it with an environment variable"),
 	"retryStrategy": defaultOr("StaticInterval",
 		"Landform retries every retryInterval, without exponential backoff"),
@@ -426,13 +439,24 @@ var fields = map[string]handler{
 	"targets":           unmappedBecause("Landform plans the whole module: resources outside the targets show up in its first plan, review it before approving (or split the module)"),
 	"parallelism":       defaultOr(0, "Landform runs terraform with its default parallelism"),
 	"storeReadablePlan": defaultOr("none", "no field needed: Landform always keeps the plan readable (`landform plan show NAME [--json]`)"),
-	"plan":              unmappedBecause("Landform's plans always take the state lock"),
-	"webhooks":          unmappedBecause("Landform calls no webhooks after planning: gate applies with manual approval (approvePlan empty) instead"),
-	"dependsOn":         dependsOn,
-	"enterprise":        unmappedBecause("tofu-controller's enterprise placeholder has no meaning in Landform"),
-	"breakTheGlass":     defaultOr(false, "Landform has no interactive break-the-glass shell: suspend the object (landform suspend NAME) and run terraform against its state yourself"),
-	"branchPlanner":     unmappedBecause("Landform has no branch planner"),
-	"remediation":       unmappedBecause("Landform retries every retryInterval without a retry limit"),
+	"plan": func(c *converter, field string, raw json.RawMessage) error {
+		var v struct {
+			Lock *bool `json:"lock"`
+		}
+		if err := json.Unmarshal(raw, &v); err == nil && (v.Lock == nil || *v.Lock) {
+			// What Landform always does.
+			c.same(field)
+			return nil
+		}
+		c.unmapped(field, "Landform's plans always take the state lock")
+		return nil
+	},
+	"webhooks":      unmappedBecause("Landform calls no webhooks after planning: gate applies with manual approval (approvePlan empty) instead"),
+	"dependsOn":     dependsOn,
+	"enterprise":    unmappedBecause("tofu-controller's enterprise placeholder has no meaning in Landform"),
+	"breakTheGlass": defaultOr(false, "Landform has no interactive break-the-glass shell: suspend the object (landform suspend NAME) and run terraform against its state yourself"),
+	"branchPlanner": unmappedBecause("Landform plans pull requests with previews instead: a Terraform object with spec.preview per pull request, made and removed by a Flux Operator ResourceSet, planning against a snapshot of this object's state (docs/previews.md)"),
+	"remediation":   unmappedBecause("Landform retries every retryInterval without a retry limit"),
 }
 
 // unmappedBecause reports the field as unmapped, whatever its value.
@@ -698,6 +722,7 @@ func runnerPodTemplate(c *converter, field string, raw json.RawMessage) error {
 			return fmt.Errorf("%s: %w", k, err)
 		}
 	}
+	spec.Env = c.remapHome(field+".spec.volumeMounts", spec.VolumeMounts, spec.Env)
 	if len(spec.Env) > 0 {
 		var fromSecrets []string
 		for _, e := range spec.Env {
