@@ -156,7 +156,8 @@ func bindFlags(fs *pflag.FlagSet) *flags {
 	// that a source vendoring providers fits: see source.SizeLimits.
 	fs.Int64Var(&f.downloadMaxSize, "artifact-download-max-size", source.DefaultMaxDownloadSize, "bytes of the largest artifact tarball downloaded; a larger one fails with reason ArtifactFailed (0 or negative: no bound)")
 	fs.Int64Var(&f.extractedMaxSize, "artifact-extracted-max-size", source.DefaultMaxExtractedSize, "bytes the files of one artifact may add up to once extracted; a larger one fails with reason ArtifactFailed and nothing of it is extracted (0 or negative: no bound)")
-	fs.Int64Var(&f.keptArtifactMaxSize, "kept-artifact-max-size", keptartifact.DefaultMaxSize, "bytes of the largest applied artifact kept (in Secrets owned by the Terraform object) to destroy with after its source is gone; a larger one is not kept (negative: keep none)")
+	f.keptArtifactMaxSize = keptartifact.DefaultMaxSize
+	fs.Var((*keptartifact.MaxSizeFlag)(&f.keptArtifactMaxSize), "kept-artifact-max-size", "bytes of the largest applied artifact kept (in Secrets owned by the Terraform object) to destroy with after its source is gone; a larger one is not kept (0 or negative: keep none)")
 	fs.IntVar(&f.stateHistory, "state-history", statehistory.DefaultLimit, "versions of each object's state kept before its applies and destroys, for landform state history and landform state restore (0: none)")
 	tf, tofu := &f.engines[0], &f.engines[1]
 	tf.name, tofu.name = "terraform", "opentofu"

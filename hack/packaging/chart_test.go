@@ -607,9 +607,10 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	}
 }
 
-// keptArtifactMaxSize 0 is a value (keep no artifact but an empty one),
-// passed on like any other; only an empty value leaves the controller's
-// default. (Helm's `with` took 0 for unset, and the default 4 MiB applied.)
+// keptArtifactMaxSize 0 is a value (keep no artifact, as
+// internal/keptartifact's TestMaxSizeFlag holds the controller to), passed
+// on like any other; only an empty value leaves the controller's default.
+// (Helm's `with` took 0 for unset, and the default 4 MiB applied.)
 func TestKeptArtifactMaxSizeZeroIsPassedOn(t *testing.T) {
 	for value, want := range map[string]string{"0": "--kept-artifact-max-size=0", "-1": "--kept-artifact-max-size=-1", "": ""} {
 		args := []string{}

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/opencontainers/go-digest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,12 +34,37 @@ import (
 type Store struct {
 	Client client.Client
 	// MaxSize bounds the artifact kept, in bytes (its compressed tarball):
-	// DefaultMaxSize when zero; a negative MaxSize keeps no artifact.
+	// DefaultMaxSize when zero; a negative MaxSize keeps no artifact
+	// (MaxSizeFlag maps a person's 0 there).
 	MaxSize int64
 }
 
 // DefaultMaxSize is Store.MaxSize when none is set: 4 MiB, eight chunks.
 const DefaultMaxSize int64 = 4 << 20
+
+// MaxSizeFlag is the controller's --kept-artifact-max-size, a pflag.Value
+// over a Store.MaxSize. A person's 0 bytes keeps no artifact, as a
+// negative size does; a zero Store.MaxSize is DefaultMaxSize instead, so
+// that a Store built without a bound keeps artifacts. Set stores 0 as -1.
+type MaxSizeFlag int64
+
+// Set parses a size in bytes.
+func (m *MaxSizeFlag) Set(s string) error {
+	n, err := strconv.ParseInt(s, 0, 64)
+	if err != nil {
+		return err
+	}
+	if n <= 0 {
+		n = -1
+	}
+	*m = MaxSizeFlag(n)
+	return nil
+}
+
+func (m *MaxSizeFlag) String() string { return strconv.FormatInt(int64(*m), 10) }
+
+// Type is pflag's int64's, so that the help reads "int".
+func (m *MaxSizeFlag) Type() string { return "int64" }
 
 // Errors callers map to conditions; test with errors.Is.
 var (

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
@@ -151,6 +152,44 @@ func TestTooLargeIsNotKept(t *testing.T) {
 	}
 	if got := (Store{}).Limit(); got != DefaultMaxSize {
 		t.Errorf("default limit %d, want %d", got, DefaultMaxSize)
+	}
+}
+
+// --kept-artifact-max-size=0 keeps no artifact, as a negative size does,
+// though a Store's zero MaxSize is the default; a positive size is a bound
+// and no size at all leaves the default.
+func TestMaxSizeFlag(t *testing.T) {
+	ctx := context.Background()
+	owner := env.Owner(t, "app")
+	data, d := randomArtifact(t, 2000)
+	parse := func(args ...string) int64 {
+		t.Helper()
+		n := DefaultMaxSize
+		fs := pflag.NewFlagSet("controller", pflag.ContinueOnError)
+		fs.Var((*MaxSizeFlag)(&n), "kept-artifact-max-size", "")
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, arg := range []string{"0", "-1"} {
+		s := Store{Client: env.Client, MaxSize: parse("--kept-artifact-max-size=" + arg)}
+		if err := s.Save(ctx, owner, "main@sha1:1", d, data); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("--kept-artifact-max-size=%s: Save = %v, want ErrTooLarge", arg, err)
+		}
+	}
+	if got := keptSecrets(t, owner); len(got) != 0 {
+		t.Fatalf("secrets %v written with a size of 0 or less", names(got))
+	}
+	if got := (Store{MaxSize: parse("--kept-artifact-max-size=2000")}).Limit(); got != 2000 {
+		t.Errorf("--kept-artifact-max-size=2000: limit %d", got)
+	}
+	if got := (Store{MaxSize: parse()}).Limit(); got != DefaultMaxSize {
+		t.Errorf("no --kept-artifact-max-size: limit %d, want %d", got, DefaultMaxSize)
+	}
+	n := DefaultMaxSize
+	if err := (*MaxSizeFlag)(&n).Set("4MiB"); err == nil {
+		t.Error("Set(4MiB) took a unit it does not know")
 	}
 }
 
