@@ -13,7 +13,7 @@ TEST_TIMEOUT ?= 40m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/landform-dev/landform/internal/version.Version=$(VERSION)
 
-.PHONY: dev all tools generate chart-sync generate-check build vet test test-unit test-integration bench demo e2e e2e-kind clean \
+.PHONY: dev all tools generate chart-sync generate-check build flux-plugin vet test test-unit test-integration bench demo e2e e2e-kind clean \
 	cluster-tools cluster-up cluster-down images e2e-cluster demo-cluster bench-cluster bench-cluster-peer
 
 all: build
@@ -55,6 +55,14 @@ build:
 	ln -sf landform $(BIN)/flux-landform
 	go build -o $(BIN)/landform-cloud ./cmd/landform-cloud
 	hack/build-provider.sh $(BIN)/providers
+
+# Flux (2.9 and later) runs plugins from this directory only, not from PATH.
+FLUX_PLUGIN_DIR = $(or $(FLUXCD_PLUGINS),$(HOME)/.fluxcd/plugins)
+## flux-plugin: link bin/landform into Flux's plugin directory ($FLUXCD_PLUGINS, else
+## ~/.fluxcd/plugins) as flux-landform, so that `flux landform ...` runs it
+flux-plugin: build
+	mkdir -p "$(FLUX_PLUGIN_DIR)"
+	ln -sf "$(BIN)/landform" "$(FLUX_PLUGIN_DIR)/flux-landform"
 
 vet:
 	go vet ./...

@@ -162,9 +162,10 @@ type TerraformSpec struct {
 	RunnerPodTemplate *RunnerPodTemplate `json:"runnerPodTemplate,omitempty"`
 
 	// ServiceAccountName is the runner Pod's ServiceAccount (pod placement
-	// only). Defaults to landform-runner. It may not be a state identity
-	// (landform-state-...): those reach one object's state alone, and only
-	// through the runner's state proxy.
+	// only). Defaults to the controller's --default-service-account
+	// (landform-runner unless the operator set another). It may not be a
+	// state identity (landform-state-...): those reach one object's state
+	// alone, and only through the runner's state proxy.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('landform-state-')",message="serviceAccountName may not name a state identity (landform-state-...): runners reach the state through the controller's token, not a mounted one"
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`

@@ -1,7 +1,11 @@
-// Command landform is Landform's CLI: get, status, plan show, approve,
-// replan, reconcile, suspend, resume, logs, outputs, unlock, version and
-// completion (internal/cli). Installed as kubectl-landform, it is the
-// kubectl plugin `kubectl landform`. Its exit codes are cli.ExitOK,
+// Command landform is Landform's CLI: the commands of internal/cli (get,
+// status, events, tree, plan show, approve, replan, reconcile, suspend,
+// resume, logs, outputs, unlock, state, migrate, export, check, version,
+// and cobra's completion) and dev, with dev demo and dev cloud ls
+// (internal/devenv, internal/demo). docs/cli.md documents each one
+// (hack/packaging TestCLICommandsDocumented). Installed as kubectl-landform
+// it is the kubectl plugin `kubectl landform`, and as flux-landform the
+// Flux CLI plugin `flux landform`. Its exit codes are cli.ExitOK,
 // ExitError, ExitPending and ExitTimeout (docs/cli.md).
 package main
 

@@ -607,6 +607,28 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	}
 }
 
+// The NOTES name the images the release runs, whatever their tag, not the
+// chart's appVersion (which an image override leaves behind), and say the
+// Flux source CRDs may come after Landform.
+func TestNotesNameTheImages(t *testing.T) {
+	out, err := runErr(helmEnv(t), helmBin(t), "install", "landform", "charts/landform", "--dry-run=client",
+		"--kubeconfig", kubeconfig(t, ""), "--namespace", releaseNamespace,
+		"--set", "image.repository=registry.example/landform-controller,image.tag=v9.8.7",
+		"--set", "runner.image.repository=registry.example/landform-runner,runner.image.tag=v9.8.6")
+	if err != nil {
+		t.Fatalf("helm install --dry-run=client: %v", err)
+	}
+	_, notes, _ := strings.Cut(out, "NOTES:")
+	for _, want := range []string{"Controller image: registry.example/landform-controller:v9.8.7", "Runner image: registry.example/landform-runner:v9.8.6", "may come before or after Landform"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("NOTES lack %q:\n%s", want, notes)
+		}
+	}
+	if strings.Contains(notes, "must exist for the controller to start") {
+		t.Errorf("NOTES say the source CRDs must exist before the controller starts:\n%s", notes)
+	}
+}
+
 // keptArtifactMaxSize 0 is a value (keep no artifact, as
 // internal/keptartifact's TestMaxSizeFlag holds the controller to), passed
 // on like any other; only an empty value leaves the controller's default.

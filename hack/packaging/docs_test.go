@@ -151,23 +151,128 @@ func controllerFlags(t *testing.T) map[string]bool {
 	return flags
 }
 
-// cliFlags are the flags of every landform command, dev and demo included.
-func cliFlags() map[string]bool {
+// cliRoot is the landform command tree as cmd/landform builds it, dev and
+// demo included.
+func cliRoot() *cobra.Command {
 	streams := genericiooptions.NewTestIOStreamsDiscard()
 	dev := devenv.NewCommand(streams)
 	dev.AddCommand(demo.NewCommand(streams))
-	root := cli.NewCommand(cli.Options{Streams: streams, Commands: []*cobra.Command{dev}})
-	flags := map[string]bool{"help": true}
+	return cli.NewCommand(cli.Options{Streams: streams, Commands: []*cobra.Command{dev}})
+}
+
+// walkCLI calls visit for every command of the landform tree, the root
+// first.
+func walkCLI(visit func(c *cobra.Command)) {
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
-		c.Flags().VisitAll(func(f *pflag.Flag) { flags[f.Name] = true })
-		c.PersistentFlags().VisitAll(func(f *pflag.Flag) { flags[f.Name] = true })
+		visit(c)
 		for _, sub := range c.Commands() {
 			walk(sub)
 		}
 	}
-	walk(root)
+	walk(cliRoot())
+}
+
+// cliFlags are the flags of every landform command, dev and demo included.
+func cliFlags() map[string]bool {
+	flags := map[string]bool{"help": true}
+	walkCLI(func(c *cobra.Command) {
+		c.Flags().VisitAll(func(f *pflag.Flag) { flags[f.Name] = true })
+		c.PersistentFlags().VisitAll(func(f *pflag.Flag) { flags[f.Name] = true })
+	})
 	return flags
+}
+
+// cliCommands are the landform commands a user runs, by path without the
+// root ("get", "plan show", "dev cloud ls"): not the groups that only
+// hold others (plan, state, dev cloud). cobra adds help and completion
+// when the command runs, so they are not among them.
+func cliCommands(t *testing.T) []string {
+	t.Helper()
+	var paths []string
+	walkCLI(func(c *cobra.Command) {
+		if c.HasParent() && c.Runnable() && !c.Hidden {
+			paths = append(paths, strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" "))
+		}
+	})
+	if len(paths) < 20 {
+		t.Fatalf("found only %d landform commands: %v", len(paths), paths)
+	}
+	return paths
+}
+
+var (
+	// commandWord is a word of a command's path in a usage line: `state
+	// restore NAME` is the command state restore.
+	commandWord = regexp.MustCompile(`^[a-z][a-z-]*$`)
+	backquoted  = regexp.MustCompile("`([^`]+)`")
+)
+
+// TestCLICommandsDocumented: every landform command has a heading of its
+// own in docs/cli.md ("## suspend, resume" heads two) and a row in the
+// README's command table, and that table names no command that does not
+// exist.
+func TestCLICommandsDocumented(t *testing.T) {
+	commands := cliCommands(t)
+	docs := docFiles(t)
+	headings := map[string]bool{}
+	for _, line := range strings.Split(docs["docs/cli.md"], "\n") {
+		if !strings.HasPrefix(line, "#") {
+			continue
+		}
+		for _, h := range strings.Split(strings.TrimLeft(line, "# "), ", ") {
+			headings[strings.Trim(h, "`")] = true
+		}
+	}
+	readme := docs["README.md"]
+	start := strings.Index(readme, "\n## CLI\n")
+	if start < 0 {
+		t.Fatal("README.md has no section ## CLI")
+	}
+	table := map[string]bool{}
+	inTable := false
+	for _, line := range strings.Split(readme[start:], "\n") {
+		if line == "| command | what |" {
+			inTable = true
+			continue
+		}
+		if inTable && !strings.HasPrefix(line, "|") {
+			break
+		}
+		if !inTable || strings.HasPrefix(line, "|---") {
+			continue
+		}
+		// A cell's own | is written \|.
+		first := strings.SplitN(strings.ReplaceAll(line, `\|`, "/"), "|", 3)[1]
+		for _, m := range backquoted.FindAllStringSubmatch(first, -1) {
+			var words []string
+			for _, w := range strings.Fields(m[1]) {
+				if !commandWord.MatchString(w) {
+					break
+				}
+				words = append(words, w)
+			}
+			table[strings.Join(words, " ")] = true
+		}
+	}
+	if len(table) == 0 {
+		t.Fatal("README.md's CLI section has no table starting with | command | what |")
+	}
+	exists := map[string]bool{"completion": true} // cobra's, documented as ours are
+	for _, c := range commands {
+		exists[c] = true
+		if !headings[c] {
+			t.Errorf("docs/cli.md has no heading for the command %q", c)
+		}
+		if !table[c] {
+			t.Errorf("README.md's CLI table has no row for the command %q", c)
+		}
+	}
+	for c := range table {
+		if !exists[c] {
+			t.Errorf("README.md's CLI table names %q, which is no landform command", c)
+		}
+	}
 }
 
 // TestDocumentedFlagsExist: every --flag the docs name is a flag of

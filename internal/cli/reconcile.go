@@ -50,18 +50,23 @@ func (a *app) reconcileCommand() *cobra.Command {
 	o := reconcileOptions{wait: true, until: untilReady}
 	cmd := &cobra.Command{
 		Use:   "reconcile NAME",
-		Short: "Ask the controller to reconcile now and wait until Ready, a plan waits for approval, or failure",
+		Short: "Ask the controller to reconcile now and wait until Ready or failure (--until=planned: until the plan is made)",
 		Long: "Ask the controller to reconcile now, as `flux reconcile` does (the annotation\n" +
 			meta.ReconcileRequestAnnotation + " is set to the current time), and follow it\n" +
 			"until the controller has handled the request, printing each step.\n\n" +
 			"The object is judged as Flux's health checks judge it (kstatus). Steps the\n" +
 			"controller gets past by itself are waited through: a run under way or queued,\n" +
 			"a dependency, an input or the source not ready yet, a state lock held by a\n" +
-			"run, and a plan waiting for approval (an approval may be on its way from Git).\n" +
-			"Any other reason for not being Ready is a failure.\n\n" +
-			"--until=planned stops once the plan is made. Exit codes: 0 Ready (nothing\n" +
-			"left to apply), 1 failed, 2 a plan waits for approval (--until=planned: or the\n" +
-			"plan has changes, being applied), 3 timed out.",
+			"run, and, with the default --until=ready, a plan waiting for approval (an\n" +
+			"approval may be on its way from a person or from Git): the command then\n" +
+			"waits until the plan is applied or --timeout runs out (exit 3). Any other\n" +
+			"reason for not being Ready is a failure.\n\n" +
+			"--until=planned stops once the plan is made: exit 2 when it waits for\n" +
+			"approval, or has changes being applied or kept by planOnly; exit 0 when there\n" +
+			"is nothing to apply. A CI job, where no one approves while it waits, runs\n" +
+			"reconcile NAME --until=planned.\n\n" +
+			"Exit codes: 0 Ready (nothing left to apply), 1 failed, 2 (--until=planned\n" +
+			"only) the plan waits for approval or has changes, 3 timed out.",
 		Example:           a.examples("reconcile", "database", "database --with-source", "database --until=planned -o json", "database --wait=false"),
 		Args:              a.oneName("reconcile NAME"),
 		ValidArgsFunction: a.completeNames,
@@ -190,9 +195,14 @@ func (a *app) resumeCommand() *cobra.Command {
 		Use:   "resume (NAME... | --all)",
 		Short: "Resume reconciling, request a reconcile and wait until Ready, as reconcile does",
 		Long: "Resume reconciling suspended objects: spec.suspend is cleared and a reconcile\n" +
-			"requested in the same patch, then each object is followed as `reconcile` does,\n" +
-			"with the same exit codes (the worst of all objects). -o json|yaml prints a list\n" +
-			"of results, one per object, each as `reconcile -o` prints it.",
+			"requested in the same patch, then each object is followed as `reconcile`\n" +
+			"follows it by default (--until=ready), with the same exit codes (the worst of\n" +
+			"all objects). A plan waiting for approval is waited through until it is\n" +
+			"applied or --timeout runs out (exit 3); resume has no --until, so it never\n" +
+			"exits 2. In CI, resume with --wait=false, then run reconcile NAME\n" +
+			"--until=planned.\n\n" +
+			"-o json|yaml prints a list of results, one per object, each as `reconcile -o`\n" +
+			"prints it.",
 		Example:           a.examples("resume", "database", "--all -n team-a --wait=false", "database network -o json"),
 		Args:              a.namesOrAll(&all, "resume NAME... | --all"),
 		ValidArgsFunction: a.completeMoreNames,
