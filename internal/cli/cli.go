@@ -93,10 +93,13 @@ func NewCommand(o Options) *cobra.Command {
 	root.SetOut(o.Streams.Out)
 	root.SetErr(o.Streams.ErrOut)
 	a.flags.AddFlags(root.PersistentFlags())
+	_ = root.RegisterFlagCompletionFunc("namespace", a.completeNamespaces)
+	_ = root.RegisterFlagCompletionFunc("context", a.completeContexts)
 	root.AddCommand(
 		a.getCommand(),
 		a.eventsCommand(),
 		a.treeCommand(),
+		a.traceCommand(),
 		a.exportCommand(),
 		a.checkCommand(),
 		a.statusCommand(),

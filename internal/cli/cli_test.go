@@ -60,6 +60,9 @@ func TestCompletion(t *testing.T) {
 		// Commands that take several names offer those not named yet.
 		{"completion/more-names", []string{"__complete", "suspend", "-n", ns, "database", ""}},
 		{"completion/until", []string{"__complete", "reconcile", "-n", ns, "database", "--until", ""}},
+		// -n and --context, as kubectl and flux complete them.
+		{"completion/namespace", []string{"__complete", "get", "-n", "completio"}},
+		{"completion/context", []string{"__complete", "get", "--context", ""}},
 	} {
 		t.Run(tt.golden, func(t *testing.T) {
 			golden(t, tt.golden, run(t, "", tt.args...).transcript())

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
@@ -31,6 +32,42 @@ func (a *app) completeNames(cmd *cobra.Command, args []string, toComplete string
 			names = append(names, obj.Name)
 		}
 	}
+	return names, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeNamespaces completes -n with the namespaces the user may list
+// (kubectl and flux complete it too).
+func (a *app) completeNamespaces(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	s, err := a.connect()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var list corev1.NamespaceList
+	if err := s.c.List(cmd.Context(), &list); err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var names []string
+	for _, ns := range list.Items {
+		if strings.HasPrefix(ns.Name, toComplete) {
+			names = append(names, ns.Name)
+		}
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeContexts completes --context with the kubeconfig's contexts.
+func (a *app) completeContexts(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	raw, err := a.flags.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var names []string
+	for name := range raw.Contexts {
+		if strings.HasPrefix(name, toComplete) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
 	return names, cobra.ShellCompDirectiveNoFileComp
 }
 

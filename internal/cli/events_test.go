@@ -50,10 +50,20 @@ func TestEvents(t *testing.T) {
 		{"events/none", []string{"events", "-n", ns, "quiet"}},
 		{"events/not-found", []string{"events", "-n", ns, "missing"}},
 		{"events/no-name", []string{"events", "-n", ns}},
+		{"events/warnings", []string{"events", "-n", ns, "--types", "Warning"}},
+		{"events/json", []string{"events", "-n", ns, "db", "-o", "json"}},
+		{"events/bad-type", []string{"events", "-n", ns, "--types", "Error"}},
+		{"events/name-and-all", []string{"events", "-A", "db"}},
 	} {
 		t.Run(tt.golden, func(t *testing.T) {
-			golden(t, tt.golden, run(t, "", tt.args...).transcript())
+			golden(t, tt.golden, normalize(run(t, "", tt.args...).transcript()))
 		})
+	}
+
+	// -A: every namespace's, with the namespace; flux's --types.
+	r := run(t, "", "events", "-A", "--types", "Warning")
+	if r.err != nil || !strings.Contains(r.stdout, "NAMESPACE") || !strings.Contains(r.stdout, ns+" ") || !strings.Contains(r.stdout, "Invalid reference") || strings.Contains(r.stdout, "Pulled") {
+		t.Errorf("events -A --types Warning:\n%s", r.transcript())
 	}
 
 	t.Run("events/watch", func(t *testing.T) {

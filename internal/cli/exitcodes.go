@@ -15,8 +15,10 @@ const (
 	// ExitError: anything that went wrong: a failed reconcile, a refusal,
 	// a usage or connection error.
 	ExitError = 1
-	// ExitPending: changes are pending: a plan waits for approval, or
-	// (reconcile --until=planned) the plan made has changes.
+	// ExitPending: with reconcile --until=planned, changes are pending:
+	// the plan made waits for approval or has changes (being applied, or
+	// kept by planOnly). Without --until=planned a pending approval is
+	// waited through.
 	ExitPending = 2
 	// ExitTimeout: --timeout ran out before the object was done.
 	ExitTimeout = 3

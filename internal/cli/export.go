@@ -45,6 +45,7 @@ func (a *app) exportCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&all, "all", false, "export every Terraform object of the namespace")
 	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "with --all, of every namespace")
 	cmd.Flags().StringVarP(&selector, "selector", "l", "", "with --all, only objects with these labels, e.g. team=a")
+	cmd.Flags().StringVar(&selector, "label-selector", "", "the same as --selector (flux's name for it)")
 	return cmd
 }
 

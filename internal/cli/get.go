@@ -49,6 +49,7 @@ func (a *app) getCommand() *cobra.Command {
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list the objects of every namespace")
 	f.BoolVarP(&o.watch, "watch", "w", false, "after listing, print every change until interrupted")
 	f.StringVarP(&o.selector, "selector", "l", "", "label selector, e.g. team=a")
+	f.StringVar(&o.selector, "label-selector", "", "the same as --selector (flux's name for it)")
 	f.StringVar(&o.statusSelector, "status-selector", "", "only objects whose condition has this status, e.g. ready=false or ready!=true")
 	f.BoolVar(&o.noHeader, "no-header", false, "print the table without its header")
 	a.outputFlag(cmd, &o.output, "print the objects as json or yaml instead of a table")

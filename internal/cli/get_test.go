@@ -34,6 +34,7 @@ func TestGet(t *testing.T) {
 		{"get/namespace", []string{"get", "-n", ns}},
 		{"get/one", []string{"get", "-n", ns, objPending}},
 		{"get/all-namespaces", []string{"get", "-A", "-l", "set=get"}},
+		{"get/label-selector", []string{"get", "-A", "--label-selector", "set=get"}},
 		{"get/empty", []string{"get", "-n", "get-empty"}},
 		{"get/not-found", []string{"get", "-n", ns, "missing"}},
 		{"get/yaml", []string{"get", "-n", ns, objPending, "-o", "yaml"}},

@@ -26,6 +26,17 @@ type logsOptions struct {
 	// tail keeps the last tail lines (-1: all) of each phase, or of each
 	// controller Pod, of what is printed, as kubectl logs --tail does.
 	tail int
+	// output prints the runs' logs once as json or yaml.
+	output string
+}
+
+// logResult is one phase's last run as -o prints it.
+type logResult struct {
+	Phase      string    `json:"phase"`
+	State      string    `json:"state"`
+	StartedAt  time.Time `json:"startedAt"`
+	FinishedAt time.Time `json:"finishedAt,omitzero"`
+	Text       string    `json:"text"`
 }
 
 func (a *app) logsCommand() *cobra.Command {
@@ -60,6 +71,10 @@ func (a *app) logsCommand() *cobra.Command {
 				return fmt.Errorf("--tail %d: use a number of lines, or -1 for all", o.tail)
 			case o.controller && phase != "":
 				return errors.New("--phase selects a run's output, --controller the controller's log: use one of them")
+			case o.output != "" && (o.follow || o.controller):
+				return errors.New("-o prints the runs' logs once: drop -f and --controller, or -o")
+			case o.output != "" && o.output != "json" && o.output != "yaml":
+				return badOutput(o.output)
 			case o.controller:
 				return a.runControllerLogs(cmd.Context(), args[0], o)
 			case phase != "" && !slices.Contains(phases, phase):
@@ -75,6 +90,7 @@ func (a *app) logsCommand() *cobra.Command {
 	f.BoolVar(&o.controller, "controller", false, "print the controller's log lines about the object instead")
 	f.DurationVar(&o.since, "since", 0, "only what was logged in the last DURATION, such as 30m or 2h (a run whole, if it ended then or still runs)")
 	f.IntVar(&o.tail, "tail", -1, "only the last N lines of each phase, or of each controller Pod about the object (-1: all)")
+	a.outputFlag(cmd, &o.output, "print each phase's last run (phase, state, times, text) as json or yaml")
 	_ = cmd.RegisterFlagCompletionFunc("phase", cobra.FixedCompletions(phases, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -113,6 +129,13 @@ func (a *app) runLogs(ctx context.Context, name string, o logsOptions) error {
 			}
 		}
 		first = false
+		if o.output != "" {
+			out := []logResult{}
+			for _, l := range byStart(logs) {
+				out = append(out, logResult{Phase: string(l.Phase), State: string(l.State), StartedAt: l.StartedAt.UTC(), FinishedAt: l.FinishedAt.UTC(), Text: lastLines(l.Text, o.tail)})
+			}
+			return printData(a.Streams.Out, o.output, out)
+		}
 		for _, l := range byStart(logs) {
 			a.printLogUpdate(a.Streams.Out, obj, shown, l, tail)
 			shown[l.Phase] = l

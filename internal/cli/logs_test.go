@@ -52,6 +52,8 @@ func TestLogs(t *testing.T) {
 		{"logs/tail-zero", []string{"logs", "-n", ns, objFailed, "--tail", "0"}},
 		{"logs/bad-tail", []string{"logs", "-n", ns, objReady, "--tail", "-2"}},
 		{"logs/bad-since", []string{"logs", "-n", ns, objReady, "--since", "-1h"}},
+		{"logs/json", []string{"logs", "-n", ns, objReady, "--tail", "1", "-o", "json"}},
+		{"logs/json-follow", []string{"logs", "-n", ns, objReady, "-f", "-o", "json"}},
 	} {
 		t.Run(tt.golden, func(t *testing.T) {
 			golden(t, tt.golden, normalize(run(t, "", tt.args...).transcript()))

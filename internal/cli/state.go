@@ -38,8 +38,20 @@ func (a *app) stateCommand() *cobra.Command {
 	return cmd
 }
 
+// historyResult is one kept version as -o prints it.
+type historyResult struct {
+	Version  int       `json:"version"`
+	Secret   string    `json:"secret"`
+	Serial   *int64    `json:"serial,omitempty"`
+	Lineage  string    `json:"lineage,omitempty"`
+	KeptAt   time.Time `json:"keptAt"`
+	Before   string    `json:"before,omitempty"`
+	Revision string    `json:"revision,omitempty"`
+}
+
 func (a *app) stateHistoryCommand() *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:               "history NAME",
 		Short:             "List the kept versions of the object's state, newest first",
 		Args:              a.oneName("state history NAME"),
@@ -53,6 +65,17 @@ func (a *app) stateHistoryCommand() *cobra.Command {
 			if err != nil {
 				return s.explain(err, "list", "secrets", "Secret", obj.Namespace, "")
 			}
+			if output != "" {
+				out := []historyResult{}
+				for _, v := range versions {
+					h := historyResult{Version: v.Index, Secret: v.Secret, Lineage: v.Lineage, KeptAt: v.KeptAt.UTC(), Before: v.Why, Revision: v.Revision}
+					if v.Serial >= 0 {
+						h.Serial = &v.Serial
+					}
+					out = append(out, h)
+				}
+				return printData(a.Streams.Out, output, out)
+			}
 			w := tabwriter.NewWriter(a.Streams.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "VERSION\tSERIAL\tLINEAGE\tKEPT\tBEFORE\tREVISION")
 			for _, v := range versions {
@@ -65,6 +88,8 @@ func (a *app) stateHistoryCommand() *cobra.Command {
 			return w.Flush()
 		},
 	}
+	a.outputFlag(cmd, &output, "print the kept versions as json or yaml (serial left out when the state is encrypted)")
+	return cmd
 }
 
 func (a *app) stateRestoreCommand() *cobra.Command {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -44,6 +45,16 @@ func TestStateHistoryAndRestore(t *testing.T) {
 	r := run(t, "", "state", "history", "-n", ns, "db")
 	g.Expect(r.err).NotTo(HaveOccurred(), r.transcript())
 	g.Expect(r.stdout).To(MatchRegexp(`(?s)VERSION\s+SERIAL.*\n3\s+3\s+lin\s.*apply of plan p3.*\n2\s+2\s.*\n1\s+1\s`), r.transcript())
+	r = run(t, "", "state", "history", "-n", ns, "db", "-o", "json")
+	g.Expect(r.err).NotTo(HaveOccurred(), r.transcript())
+	var kept []historyResult
+	g.Expect(json.Unmarshal([]byte(r.stdout), &kept)).To(Succeed(), r.stdout)
+	g.Expect(kept).To(HaveLen(3))
+	g.Expect(kept[0].Version).To(Equal(3))
+	g.Expect(*kept[0].Serial).To(Equal(int64(3)))
+	g.Expect(kept[0].Lineage).To(Equal("lin"))
+	g.Expect(kept[0].Before).To(Equal("apply of plan p3"))
+	g.Expect(kept[0].Revision).To(Equal("main@sha1:abc"))
 
 	leases := kubernetes.NewForConfigOrDie(env.Config).CoordinationV1().Leases(ns)
 	lease := names.StateLease(obj)

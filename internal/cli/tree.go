@@ -29,26 +29,51 @@ import (
 const runnerPodValue = "landform-runner"
 
 func (a *app) treeCommand() *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:   "tree NAME",
 		Short: "Show what a Terraform object owns and uses, as a tree like flux tree",
 		Long: "Show what a Terraform object owns and uses: its runner Pods, the state identity\n" +
 			"(ServiceAccount, Role, RoleBinding), the state Secret and its lock Lease, and the\n" +
 			"Secrets Landform writes for it: plans, kept artifacts, unsaved states, state\n" +
-			"history, run logs and outputs. Only what exists is shown.",
-		Example:           a.examples("tree", "database"),
+			"history, run logs and outputs. Only what exists is shown. -o json|yaml prints\n" +
+			"the tree as `flux tree` does: the object as resource, what it holds as resources.",
+		Example:           a.examples("tree", "database", "database -o json"),
 		Args:              a.oneName("tree NAME"),
 		ValidArgsFunction: a.completeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.runTree(cmd.Context(), args[0])
+			return a.runTree(cmd.Context(), args[0], output)
 		},
 	}
+	a.outputFlag(cmd, &output, "print the tree as json or yaml")
+	return cmd
 }
 
 // treeNode is one object of the tree, Kind/namespace/name.
 type treeNode struct{ kind, name string }
 
-func (a *app) runTree(ctx context.Context, name string) error {
+// treeResult is the tree as -o prints it, in flux tree's shape.
+type treeResult struct {
+	Resource  treeRef      `json:"resource"`
+	Resources []treeResult `json:"resources,omitempty"`
+}
+
+type treeRef struct {
+	Group     string `json:"group,omitempty"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// treeGroups are the API groups of the kinds a tree holds.
+var treeGroups = map[string]string{
+	"Role": rbacv1.GroupName, "RoleBinding": rbacv1.GroupName, "Lease": coordinationv1.GroupName,
+}
+
+func (a *app) runTree(ctx context.Context, name, output string) error {
+	if output != "" && output != "json" && output != "yaml" {
+		return badOutput(output)
+	}
 	s, obj, err := a.object(ctx, name)
 	if err != nil {
 		return err
@@ -102,6 +127,13 @@ func (a *app) runTree(ctx context.Context, name string) error {
 		nodes = append(nodes, treeNode{"Secret", sec.Name})
 	}
 
+	if output != "" {
+		tree := treeResult{Resource: treeRef{Group: v1alpha1.GroupVersion.Group, Kind: v1alpha1.TerraformKind, Namespace: ns, Name: obj.Name}}
+		for _, n := range nodes {
+			tree.Resources = append(tree.Resources, treeResult{Resource: treeRef{Group: treeGroups[n.kind], Kind: n.kind, Namespace: ns, Name: n.name}})
+		}
+		return printData(a.Streams.Out, output, tree)
+	}
 	w := a.Streams.Out
 	fmt.Fprintf(w, "%s/%s/%s\n", v1alpha1.TerraformKind, ns, obj.Name)
 	for i, n := range nodes {

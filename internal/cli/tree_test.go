@@ -87,6 +87,7 @@ func TestTree(t *testing.T) {
 		{"tree/some", []string{"tree", "-n", ns, "cache"}},
 		{"tree/none", []string{"tree", "-n", ns, objNew}},
 		{"tree/not-found", []string{"tree", "-n", ns, "missing"}},
+		{"tree/yaml", []string{"tree", "-n", ns, "cache", "-o", "yaml"}},
 	} {
 		t.Run(tt.golden, func(t *testing.T) {
 			golden(t, tt.golden, run(t, "", tt.args...).transcript())

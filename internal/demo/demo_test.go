@@ -52,6 +52,9 @@ func TestWalkthrough(t *testing.T) {
 		"Approved plan",
 		"db_size_gb=20",
 		"db size 20 GB",
+		"| Outputs Secret: app-infra-outputs (",
+		"substituted by Kustomization app",
+		"| Terraform:      app-infra",
 		"the cloud is empty again",
 		"The walkthrough succeeded.",
 	)

@@ -156,7 +156,11 @@ func pushChange(ctx context.Context, w *walk) error {
 	if err := w.checkSecret(ctx, "20"); err != nil {
 		return err
 	}
-	return w.checkApp(ctx, "20")
+	if err := w.checkApp(ctx, "20"); err != nil {
+		return err
+	}
+	w.say("where the app's values come from, with `landform trace deployment/app`:")
+	return w.landform(ctx, "trace", "deployment/app")
 }
 
 func deleteAll(ctx context.Context, w *walk) error {
@@ -187,17 +191,22 @@ func deleteAll(ctx context.Context, w *walk) error {
 
 // approve runs `landform approve` on the pending plan, as a user would.
 func (w *walk) approve(ctx context.Context) error {
+	return w.landform(ctx, "approve", terraformName, "--yes")
+}
+
+// landform runs the landform CLI in the demo's namespace, as a user
+// would, and shows what it prints.
+func (w *walk) landform(ctx context.Context, args ...string) error {
 	var out bytes.Buffer
-	args := []string{"approve", terraformName, "-n", Namespace, "--yes", "--kubeconfig", w.opts.Env.Kubeconfig}
 	err := cli.Execute(ctx, cli.Options{
 		Streams:     genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out},
 		DisplayName: "landform",
-	}, args)
+	}, append(args, "-n", Namespace, "--kubeconfig", w.opts.Env.Kubeconfig))
 	for _, line := range bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n")) {
 		w.say("| %s", line)
 	}
 	if err != nil {
-		return fmt.Errorf("landform approve: %w", err)
+		return fmt.Errorf("landform %s: %w", args[0], err)
 	}
 	return nil
 }
