@@ -177,14 +177,20 @@ func TestApproveFile(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			obj := terraform(t, ns, tt.name, tt.state)
 			storePlan(t, obj, pendingPlan, rev2, false)
-			dir := t.TempDir()
-			file := filepath.Join(dir, "terraform.yaml")
+			// The manifest in a checkout of the Git repository, named as
+			// a user names it there.
+			repo := t.TempDir()
+			rel := filepath.Join("infra", ns, tt.name+".yaml")
+			file := filepath.Join(repo, rel)
+			if err := os.MkdirAll(filepath.Dir(file), 0o750); err != nil {
+				t.Fatal(err)
+			}
 			if err := os.WriteFile(file, []byte(tt.file), 0o640); err != nil {
 				t.Fatal(err)
 			}
 			before := snapshot(t, obj)
-			r := run(t, "", append([]string{"approve", "-n", ns, tt.name, "-f", file}, tt.flags...)...)
-			golden(t, "approve/file-"+tt.name, strings.ReplaceAll(r.transcript(), dir, "DIR"))
+			r := runIn(t, repo, "", append([]string{"approve", "-n", ns, tt.name, "-f", rel}, tt.flags...)...)
+			golden(t, "approve/file-"+tt.name, r.transcript())
 
 			got, err := os.ReadFile(file)
 			if err != nil {
@@ -200,7 +206,7 @@ func TestApproveFile(t *testing.T) {
 			if info, err := os.Stat(file); err != nil || info.Mode().Perm() != 0o640 {
 				t.Errorf("the manifest's mode changed: %v %v", info.Mode(), err)
 			}
-			if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+			if entries, _ := os.ReadDir(filepath.Dir(file)); len(entries) != 1 {
 				t.Errorf("files left beside the manifest: %v", entries)
 			}
 			onlyAnnotationChanged(t, before, snapshot(t, obj), v1alpha1.ApproveAnnotation, "")

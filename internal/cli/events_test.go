@@ -34,7 +34,7 @@ func TestEvents(t *testing.T) {
 	other := terraform(t, ns, "db-runner", applied)
 	terraform(t, ns, "quiet", nil)
 
-	event(t, db, "db.1", corev1.EventTypeNormal, v1alpha1.PlannedWithChangesReason, "plan plan-1111111111-a1a1a1a1a1: +1 ~0 -0", 20*time.Minute, 1)
+	event(t, db, "db.1", corev1.EventTypeNormal, v1alpha1.PlannedWithChangesReason, "plan "+appliedPlan+" for revision "+rev1+": +3 ~0 -0", 20*time.Minute, 1)
 	podEvent(t, ns, "db-runner-x7k2p", "db-runner-x7k2p.1", corev1.EventTypeNormal, "Pulled", "Container image \"ghcr.io/landform-dev/landform-runner:v0.5.0\" already present on machine", 15*time.Minute)
 	event(t, db, "db.2", corev1.EventTypeWarning, v1alpha1.PlanFailedReason, "terraform plan failed:\nError: Invalid reference", 5*time.Minute, 3)
 	// Neither another object's nor its runner Pods' events.
@@ -71,8 +71,8 @@ func TestEvents(t *testing.T) {
 		b.waitOutput(t, func(s string) bool { return strings.Contains(s, "Invalid reference") })
 		podEvent(t, ns, "db-runner-q9z8w", "db-runner-q9z8w.1", corev1.EventTypeNormal, "Started", "Started container runner", 0)
 		event(t, other, "db-runner.2", corev1.EventTypeNormal, v1alpha1.PlannedWithChangesReason, "not about db", 0, 1)
-		event(t, db, "db.3", corev1.EventTypeNormal, v1alpha1.AppliedReason, "applied plan-2222222222-b2b2b2b2b2", 0, 1)
-		b.waitOutput(t, func(s string) bool { return strings.Contains(s, "applied plan-2222222222") })
+		event(t, db, "db.3", corev1.EventTypeNormal, v1alpha1.AppliedReason, "applied plan "+pendingPlan, 0, 1)
+		b.waitOutput(t, func(s string) bool { return strings.Contains(s, "applied plan "+pendingPlan) })
 		golden(t, "events/watch", b.stop(t).transcript())
 	})
 }

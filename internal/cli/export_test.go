@@ -2,8 +2,10 @@ package cli
 
 import (
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 )
@@ -15,6 +17,7 @@ func TestExport(t *testing.T) {
 		states[objPending](obj)
 		obj.Labels = map[string]string{"team": "a", "export": "yes"}
 		obj.Annotations = map[string]string{"docs": "https://wiki/db", v1alpha1.ApproveAnnotation: pendingPlan}
+		obj.Spec.Interval = metav1.Duration{Duration: 10 * time.Minute}
 		obj.Spec.Vars = []v1alpha1.Variable{{Name: "size", Value: &apiextensionsv1.JSON{Raw: []byte(`"small"`)}}}
 	})
 	exported := func(obj *v1alpha1.Terraform) {

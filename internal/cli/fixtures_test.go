@@ -98,8 +98,8 @@ func applied(obj *v1alpha1.Terraform) {
 		Resources: []string{"terraform_data.database", "terraform_data.old", "terraform_data.security_group"}}
 	st.AvailableOutputs = []string{"dsn", "security_group_id"}
 	setCondition(obj, condition(meta.ReadyCondition, metav1.ConditionTrue, v1alpha1.ReconciliationSucceededReason, "applied revision "+rev1, 49*time.Minute))
-	setCondition(obj, condition(v1alpha1.PlannedCondition, metav1.ConditionTrue, v1alpha1.PlannedWithChangesReason, "plan "+appliedPlan+" (+3 ~0 -0)", 50*time.Minute))
-	setCondition(obj, condition(v1alpha1.AppliedCondition, metav1.ConditionTrue, v1alpha1.AppliedReason, "applied plan "+appliedPlan, 49*time.Minute))
+	setCondition(obj, condition(v1alpha1.PlannedCondition, metav1.ConditionTrue, v1alpha1.PlannedWithChangesReason, "plan "+appliedPlan+" for revision "+rev1+": +3 ~0 -0", 50*time.Minute))
+	setCondition(obj, condition(v1alpha1.AppliedCondition, metav1.ConditionTrue, v1alpha1.AppliedReason, "applied plan "+appliedPlan+" for revision "+rev1, 49*time.Minute))
 	setCondition(obj, condition(v1alpha1.OutputsWrittenCondition, metav1.ConditionTrue, v1alpha1.OutputsWrittenReason, "wrote 2 outputs to Secret "+obj.Name+"-outputs", 49*time.Minute))
 }
 
@@ -111,7 +111,7 @@ func pending(obj *v1alpha1.Terraform) {
 	st.Plan = &v1alpha1.PlanStatus{Pending: pendingPlan, ID: pendingPlan, Revision: rev2, Add: 2, Change: 1, Destroy: 2, Replace: 1, PlannedAt: ago(5 * time.Minute),
 		Resources:          []string{"terraform_data.cache", "terraform_data.database", "terraform_data.old", "terraform_data.security_group"},
 		ResourcesToReplace: []string{"terraform_data.database"}, ResourcesToDestroy: []string{"terraform_data.old"}}
-	setCondition(obj, condition(v1alpha1.PlannedCondition, metav1.ConditionTrue, v1alpha1.PlannedWithChangesReason, "plan "+pendingPlan+" (+2 ~1 -2)", 5*time.Minute))
+	setCondition(obj, condition(v1alpha1.PlannedCondition, metav1.ConditionTrue, v1alpha1.PlannedWithChangesReason, "plan "+pendingPlan+" for revision "+rev2+": +2 ~1 -2", 5*time.Minute))
 	setCondition(obj, condition(meta.ReadyCondition, metav1.ConditionFalse, v1alpha1.PlanPendingReason,
 		"plan "+pendingPlan+" (+2 ~1 -2) waits for approval: annotate with "+v1alpha1.ApproveAnnotation+"="+pendingPlan+" or set spec.approvePlan", 5*time.Minute))
 }

@@ -114,6 +114,26 @@ func run(t testing.TB, stdin string, args ...string) cli {
 	return runContext(context.Background(), t, stdin, args...)
 }
 
+// runIn runs the CLI as run does, from the directory dir, so that the
+// paths on its command line are relative to dir, as a user's are to
+// theirs.
+func runIn(t testing.TB, dir, stdin string, args ...string) cli {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := os.Chdir(wd); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	return run(t, stdin, args...)
+}
+
 func runContext(ctx context.Context, t testing.TB, stdin string, args ...string) cli {
 	t.Helper()
 	var out, errOut testenv.SyncBuffer

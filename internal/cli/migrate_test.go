@@ -275,3 +275,20 @@ spec:
 		t.Errorf("migrate missing: %v", res.err)
 	}
 }
+
+// The report a user reads, as docs/cli.md shows it: tofu-controller's
+// manifest in a checkout of the Git repository, Landform's on stdout.
+func TestMigrateReport(t *testing.T) {
+	in, err := os.ReadFile(exampleFile("auto-approve.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(repo, "infra"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "infra", "helloworld.yaml"), in, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "migrate/helloworld", runIn(t, repo, "", "migrate", "-f", "infra/helloworld.yaml").transcript())
+}

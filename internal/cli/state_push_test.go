@@ -23,6 +23,9 @@ import (
 	"github.com/landform-dev/landform/internal/unsavedstate"
 )
 
+// pushLineage is the lineage of the states TestStatePush pushes.
+const pushLineage = "5f0c6a2e-1b3d-4e8f-9a7c-2d6e8f0a1b3c"
+
 func stateFile(lineage string, serial int) []byte {
 	return []byte(fmt.Sprintf(`{"version":4,"serial":%d,"lineage":%q,"resources":[{"type":"terraform_data","name":"this"}],"outputs":{}}`, serial, lineage))
 }
@@ -57,20 +60,20 @@ func TestStatePush(t *testing.T) {
 
 	// The backend moved on to serial 5 since the apply whose state (4)
 	// could not be saved.
-	newer := stateFile("L", 5)
+	newer := stateFile(pushLineage, 5)
 	if err := env.Client.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.StateSecret(obj)},
 		Data:       map[string][]byte{tfstate.DataKey: tfstate.Compress(newer)},
 	}); err != nil {
 		t.Fatal(err)
 	}
-	kept := stateFile("L", 4)
+	kept := stateFile(pushLineage, 4)
 	if _, err := (unsavedstate.Store{Client: env.Client}).Keep(ctx, obj, "run-0123456789abcdef", kept, now.Add(-5*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	r = run(t, "", "state", "push", "-n", ns, "app")
 	testenv.WantIn(t, "state push over a newer state", r.transcript(),
-		"Unsaved state of state-push/app (Secret tfunsaved-app-0)", "run-0123456789abcdef", "serial 4 of lineage L",
+		"Unsaved state of state-push/app (Secret tfunsaved-app-0)", "run-0123456789abcdef", "serial 4 of lineage "+pushLineage,
 		"the backend holds a newer state (serial 5)", "landform state push app --force", "delete Secret state-push/tfunsaved-app-0")
 	if r.err == nil || backendState(t, obj) != string(newer) {
 		t.Fatalf("wrote over a newer state:\n%s", r.transcript())
@@ -103,7 +106,7 @@ func TestStatePush(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("forced:\n%s", r.transcript())
 	}
-	testenv.WantIn(t, "state push --force", r.stdout, "Wrote it to Secret tfstate-default-app, over serial 5 of lineage L, and deleted Secret tfunsaved-app-0")
+	golden(t, "state/push-force", normalize(r.transcript()))
 	if got := backendState(t, obj); got != string(kept) {
 		t.Fatalf("the backend holds %s, want the kept state", got)
 	}
@@ -115,15 +118,15 @@ func TestStatePush(t *testing.T) {
 
 	// A state file a local runner left behind.
 	left := filepath.Join(t.TempDir(), "unsaved.tfstate")
-	if err := os.WriteFile(left, stateFile("L", 6), 0o600); err != nil {
+	if err := os.WriteFile(left, stateFile(pushLineage, 6), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r = run(t, "", "state", "push", "-n", ns, "app", "--file", left)
 	if r.err != nil {
 		t.Fatalf("--file:\n%s", r.transcript())
 	}
-	testenv.WantIn(t, "state push --file", r.stdout, "file unsaved.tfstate", "serial 6 of lineage L", "over serial 4 of lineage L")
-	if got := backendState(t, obj); got != string(stateFile("L", 6)) {
+	testenv.WantIn(t, "state push --file", r.stdout, "file unsaved.tfstate", "serial 6 of lineage "+pushLineage, "over serial 4 of lineage "+pushLineage)
+	if got := backendState(t, obj); got != string(stateFile(pushLineage, 6)) {
 		t.Fatalf("the backend holds %s, want the file's state", got)
 	}
 }

@@ -3,7 +3,8 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -20,7 +21,18 @@ import (
 	"github.com/landform-dev/landform/internal/unsavedstate"
 )
 
-func stateAt(serial int) map[string][]byte { return testenv.StateData("lin", serial) }
+// historyLineage is the lineage of the states TestStateHistoryAndRestore
+// keeps.
+const historyLineage = "4d1b5e0c-7a63-1b2e-9f3c-8e5d6a7b8c9d"
+
+func stateAt(serial int) map[string][]byte { return testenv.StateData(historyLineage, serial) }
+
+// keptBefore is why and at which revision the version of serial was kept:
+// before the apply of plan-<serial…>-a<serial>… of main@sha1:<serial…>.
+func keptBefore(serial int) (why, revision string) {
+	d := strconv.Itoa(serial)
+	return "apply of plan plan-" + strings.Repeat(d, 10) + "-" + strings.Repeat("a"+d, 5), "main@sha1:" + strings.Repeat(d, 40)
+}
 
 // Three applies kept three versions: `state history` lists their serials,
 // `state restore` is refused while a run holds the lock and then brings
@@ -36,7 +48,8 @@ func TestStateHistoryAndRestore(t *testing.T) {
 	for serial := 1; serial <= 3; serial++ {
 		state.Data = stateAt(serial)
 		g.Expect(env.Client.Update(ctx, state)).To(Succeed())
-		_, err := store.Keep(ctx, obj, fmt.Sprintf("apply of plan p%d", serial), "main@sha1:abc")
+		why, revision := keptBefore(serial)
+		_, err := store.Keep(ctx, obj, why, revision)
 		g.Expect(err).NotTo(HaveOccurred())
 	}
 	state.Data = stateAt(4)
@@ -44,7 +57,7 @@ func TestStateHistoryAndRestore(t *testing.T) {
 
 	r := run(t, "", "state", "history", "-n", ns, "db")
 	g.Expect(r.err).NotTo(HaveOccurred(), r.transcript())
-	g.Expect(r.stdout).To(MatchRegexp(`(?s)VERSION\s+SERIAL.*\n3\s+3\s+lin\s.*apply of plan p3.*\n2\s+2\s.*\n1\s+1\s`), r.transcript())
+	golden(t, "state/history", normalize(r.transcript()))
 	r = run(t, "", "state", "history", "-n", ns, "db", "-o", "json")
 	g.Expect(r.err).NotTo(HaveOccurred(), r.transcript())
 	var kept []historyResult
@@ -52,9 +65,10 @@ func TestStateHistoryAndRestore(t *testing.T) {
 	g.Expect(kept).To(HaveLen(3))
 	g.Expect(kept[0].Version).To(Equal(3))
 	g.Expect(*kept[0].Serial).To(Equal(int64(3)))
-	g.Expect(kept[0].Lineage).To(Equal("lin"))
-	g.Expect(kept[0].Before).To(Equal("apply of plan p3"))
-	g.Expect(kept[0].Revision).To(Equal("main@sha1:abc"))
+	why, revision := keptBefore(3)
+	g.Expect(kept[0].Lineage).To(Equal(historyLineage))
+	g.Expect(kept[0].Before).To(Equal(why))
+	g.Expect(kept[0].Revision).To(Equal(revision))
 
 	leases := kubernetes.NewForConfigOrDie(env.Config).CoordinationV1().Leases(ns)
 	lease := names.StateLease(obj)
@@ -82,7 +96,7 @@ func TestStateHistoryAndRestore(t *testing.T) {
 
 	r = run(t, "", "state", "restore", "-n", ns, "db", "--serial", "2")
 	g.Expect(r.err).NotTo(HaveOccurred(), r.transcript())
-	g.Expect(r.stdout).To(ContainSubstring("state restored to version 2 (serial 2"))
+	golden(t, "state/restore", normalize(r.transcript()))
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(state), state)).To(Succeed())
 	g.Expect(state.Data).To(Equal(stateAt(2)), "serial 2 is back")
 

@@ -21,15 +21,15 @@ func TestStatus(t *testing.T) {
 		age                  time.Duration
 		count                int32
 	}{
-		{corev1.EventTypeNormal, "Planned", "plan " + appliedPlan + " (+3 ~0 -0)", 50 * time.Minute, 1},
-		{corev1.EventTypeNormal, "Applied", "applied plan " + appliedPlan, 49 * time.Minute, 1},
-		{corev1.EventTypeWarning, "PlanFailed", "terraform plan failed: Error: Unsupported argument", 20 * time.Minute, 3},
-		{corev1.EventTypeNormal, "Planned", "plan " + pendingPlan + " (+2 ~1 -2) waits for approval", 5 * time.Minute, 1},
+		{corev1.EventTypeNormal, v1alpha1.PlannedWithChangesReason, "plan " + appliedPlan + " for revision " + rev1 + ": +3 ~0 -0", 50 * time.Minute, 1},
+		{corev1.EventTypeNormal, v1alpha1.AppliedReason, "applied plan " + appliedPlan, 49 * time.Minute, 1},
+		{corev1.EventTypeWarning, v1alpha1.PlanFailedReason, "terraform plan failed: Error: Unsupported argument", 20 * time.Minute, 3},
+		{corev1.EventTypeNormal, v1alpha1.PlannedWithChangesReason, "plan " + pendingPlan + " for revision " + rev2 + ": +2 ~1 -2", 5 * time.Minute, 1},
 	} {
 		event(t, objs[objPending], fmt.Sprintf("pending.%d", i), e.typ, e.reason, e.message, e.age, e.count)
 	}
 	// Another object's event is not shown.
-	event(t, objs[objReady], "ready.0", corev1.EventTypeNormal, "Applied", "applied plan "+appliedPlan, 49*time.Minute, 1)
+	event(t, objs[objReady], "ready.0", corev1.EventTypeNormal, v1alpha1.AppliedReason, "applied plan "+appliedPlan, 49*time.Minute, 1)
 
 	terraform(t, ns, "approved", func(obj *v1alpha1.Terraform) {
 		obj.Annotations = map[string]string{v1alpha1.ApproveAnnotation: pendingPlan}
