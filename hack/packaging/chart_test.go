@@ -534,7 +534,8 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	kc := kubeconfig(t, "")
 	henv := helmEnv(t)
 	const ns = "landform-helm"
-	for _, n := range []string{"team-helm", "team-a", "team-b"} {
+	// allFeatures puts the ServiceMonitor in namespace monitoring.
+	for _, n := range []string{"team-helm", "team-a", "team-b", "monitoring"} {
 		ensureNamespace(t, n, nil)
 	}
 	ctx := context.Background()
