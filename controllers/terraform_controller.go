@@ -244,10 +244,3 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 	}
 	return r.startRun(ctx, patcher, obj, ws, planRun{drift: d.drift, destroy: obj.Spec.Destroy, priority: priorityOf(obj, d)})
 }
-
-func (r *TerraformReconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}

@@ -141,6 +141,14 @@ func (r *TerraformReconciler) nextCheck(obj *infrav1.Terraform) outcome.Outcome 
 	return outcome.Done(r.jittered(max(driftCheckDue(obj, r.now()), time.Second)))
 }
 
+// now is the reconciler's clock (Now, which tests may set).
+func (r *TerraformReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
 func (r *TerraformReconciler) jittered(d time.Duration) time.Duration {
 	if r.Jitter == nil {
 		return d
