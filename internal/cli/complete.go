@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
@@ -18,40 +20,36 @@ func (a *app) completeNames(cmd *cobra.Command, args []string, toComplete string
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	s, err := a.connect()
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	var list v1alpha1.TerraformList
-	if err := s.c.List(cmd.Context(), &list, client.InNamespace(s.ns)); err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	var names []string
-	for _, obj := range list.Items {
-		if strings.HasPrefix(obj.Name, toComplete) {
-			names = append(names, obj.Name)
-		}
-	}
-	return names, cobra.ShellCompDirectiveNoFileComp
+	return a.completeListed(cmd, &v1alpha1.TerraformList{}, true, toComplete)
 }
 
 // completeNamespaces completes -n with the namespaces the user may list
 // (kubectl and flux complete it too).
 func (a *app) completeNamespaces(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	return a.completeListed(cmd, &corev1.NamespaceList{}, false, toComplete)
+}
+
+// completeListed offers the names of the objects list finds (in the
+// session's namespace when inNamespace) that start with toComplete.
+func (a *app) completeListed(cmd *cobra.Command, list client.ObjectList, inNamespace bool, toComplete string) ([]string, cobra.ShellCompDirective) {
 	s, err := a.connect()
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	var list corev1.NamespaceList
-	if err := s.c.List(cmd.Context(), &list); err != nil {
+	var opts []client.ListOption
+	if inNamespace {
+		opts = append(opts, client.InNamespace(s.ns))
+	}
+	if err := s.c.List(cmd.Context(), list, opts...); err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	var names []string
-	for _, ns := range list.Items {
-		if strings.HasPrefix(ns.Name, toComplete) {
-			names = append(names, ns.Name)
+	_ = apimeta.EachListItem(list, func(o runtime.Object) error {
+		if name := o.(client.Object).GetName(); strings.HasPrefix(name, toComplete) {
+			names = append(names, name)
 		}
-	}
+		return nil
+	})
 	return names, cobra.ShellCompDirectiveNoFileComp
 }
 

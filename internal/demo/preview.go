@@ -33,14 +33,7 @@ func previewPullRequest(ctx context.Context, w *walk) error {
 	}
 	w.say("pushed branch pr-1 with db_size_gb: 20 → 40 (commit %.10s)", head)
 	c := w.opts.Env.Client
-	gr := &sourcev1.GitRepository{
-		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: previewName},
-		Spec: sourcev1.GitRepositorySpec{
-			URL:       w.opts.Env.GitURL,
-			Interval:  metav1.Duration{Duration: 5 * time.Second},
-			Reference: &sourcev1.GitRepositoryRef{Branch: "pr-1"},
-		},
-	}
+	gr := w.gitRepository(previewName, "pr-1")
 	tf := previewObject(w, 40)
 	for _, o := range []client.Object{gr, tf} {
 		if err := c.Create(ctx, o); err != nil {

@@ -48,14 +48,7 @@ func pushManifests(ctx context.Context, w *walk) error {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); client.IgnoreAlreadyExists(err) != nil {
 		return err
 	}
-	gr := &sourcev1.GitRepository{
-		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: repoName},
-		Spec: sourcev1.GitRepositorySpec{
-			URL:       w.opts.Env.GitURL,
-			Interval:  metav1.Duration{Duration: 5 * time.Second},
-			Reference: &sourcev1.GitRepositoryRef{Branch: "main"},
-		},
-	}
+	gr := w.gitRepository(repoName, "main")
 	if err := c.Create(ctx, gr); err != nil {
 		return fmt.Errorf("creating GitRepository: %w", err)
 	}
@@ -187,6 +180,19 @@ func deleteAll(ctx context.Context, w *walk) error {
 	}
 	w.say("the cloud is empty again")
 	return nil
+}
+
+// gitRepository is a GitRepository named name of the dev git server's
+// repository at branch.
+func (w *walk) gitRepository(name, branch string) *sourcev1.GitRepository {
+	return &sourcev1.GitRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: name},
+		Spec: sourcev1.GitRepositorySpec{
+			URL:       w.opts.Env.GitURL,
+			Interval:  metav1.Duration{Duration: 5 * time.Second},
+			Reference: &sourcev1.GitRepositoryRef{Branch: branch},
+		},
+	}
 }
 
 // approve runs `landform approve` on the pending plan, as a user would.
