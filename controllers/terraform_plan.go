@@ -71,8 +71,9 @@ func (r *TerraformReconciler) recordPlan(ctx context.Context, obj *infrav1.Terra
 	}
 	if res.HasChanges {
 		status.Pending = p.ID
-	} else {
-		// Nothing to apply: this revision is what is in effect.
+	} else if !obj.IsPreview() {
+		// Nothing to apply: this revision is what is in effect. (Not
+		// for a preview: nothing of it is ever in effect.)
 		obj.Status.LastAppliedRevision = rev
 	}
 	obj.Status.Plan = status

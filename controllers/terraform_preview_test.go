@@ -83,6 +83,7 @@ func TestPreview(t *testing.T) {
 	g.Expect(obj.Status.Preview.TargetAppliedPlan).To(Equal(get(g, target).Status.LastAppliedPlan))
 	same := waitPreviewPlanned(t, pr8)
 	g.Expect(same.Status.Plan.Pending).To(BeEmpty(), "the same inputs against the same state change nothing")
+	g.Expect(same.Status.LastAppliedRevision).To(BeEmpty(), "nothing of a preview is ever in effect")
 	g.Expect(same.Status.Preview.StateDigest).To(Equal(obj.Status.Preview.StateDigest))
 
 	// The preview's state is its own copy.

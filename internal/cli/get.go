@@ -160,7 +160,7 @@ func (a *app) header(t *tableWriter, o getOptions) {
 func (a *app) row(t *tableWriter, obj *v1alpha1.Terraform, allNamespaces bool) {
 	cells := []string{
 		obj.Name,
-		shortRevision(obj.Status.LastAppliedRevision),
+		shortRevision(revisionColumn(obj)),
 		suspendedColumn(obj),
 		readyStatus(obj),
 		planColumn(obj),
@@ -171,6 +171,15 @@ func (a *app) row(t *tableWriter, obj *v1alpha1.Terraform, allNamespaces bool) {
 		cells = append([]string{obj.Namespace}, cells...)
 	}
 	t.row(cells...)
+}
+
+// revisionColumn is the revision applied; a preview's, planned (it
+// applies nothing).
+func revisionColumn(obj *v1alpha1.Terraform) string {
+	if obj.IsPreview() {
+		return obj.Status.LastPlannedRevision
+	}
+	return obj.Status.LastAppliedRevision
 }
 
 // suspendedColumn is spec.suspend as Flux prints it.
