@@ -14,7 +14,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/landform-dev/landform/internal/version.Version=$(VERSION)
 
 .PHONY: dev all tools generate chart-sync generate-check build flux-plugin vet test test-unit test-integration bench demo e2e e2e-kind clean \
-	cluster-tools cluster-up cluster-down images e2e-cluster demo-cluster bench-cluster bench-cluster-peer
+	cluster-tools cluster-up cluster-down images e2e-cluster demo-cluster bench-cluster bench-cluster-peer migrate-peer
 
 all: build
 
@@ -168,6 +168,14 @@ bench-cluster-peer:
 	hack/cluster-deps.sh
 	hack/tools.sh tofu_static terraform_static helm flux_crds
 	BENCH_PEER_N=$(BENCH_PEER_N) VERSION=$(VERSION) TOFU_CONTROLLER_SRC=$(TOFU_CONTROLLER_SRC) e2e/cluster/bench-peer.sh
+
+## migrate-peer: docs/migrating-from-tofu-controller.md on a real tofu-controller (built from
+## TOFU_CONTROLLER_SRC, a checkout of its source) on the cluster of `make cluster-up`: an object it
+## applied is migrated as the guide says, and Landform's first plan changes nothing (by hand, not in CI).
+migrate-peer:
+	hack/cluster-deps.sh
+	hack/tools.sh tofu_static terraform_static helm flux_crds
+	VERSION=$(VERSION) TOFU_CONTROLLER_SRC=$(TOFU_CONTROLLER_SRC) e2e/cluster/migrate-peer.sh
 
 clean:
 	rm -rf bin

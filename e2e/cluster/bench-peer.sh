@@ -28,6 +28,8 @@
 set -euo pipefail
 # shellcheck source=e2e/cluster/lib.sh
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=e2e/cluster/tofu-controller.sh
+source "$(dirname "$0")/tofu-controller.sh"
 
 [ "$(id -u)" = 0 ] || die "needs root (it imports images into the cluster's containerd and reads the cluster's cgroups)"
 pid_of kube-apiserver >/dev/null || die "the cluster is not up: run 'make cluster-up' first"
@@ -63,70 +65,8 @@ kubectl create namespace bench-cluster --dry-run=client -o yaml | kubectl apply 
 # shellcheck disable=SC2046 # one namespace per word
 install_landform $(printf '%s\n' $(landform_runner_namespaces) bench-cluster | sort -u)
 
-log "building tofu-controller $version from $src"
-cp "$src/go.mod" "$work/go.mod"
-cp "$src/go.sum" "$work/go.sum"
-go mod edit -droprequire github.com/elgohr/go-localstack \
-	-replace "github.com/flux-iac/tofu-controller/api=$src/api" \
-	-replace "github.com/flux-iac/tofu-controller/tfctl=$src/tfctl" "$work/go.mod"
-(cd "$src" && GOFLAGS=-buildvcs=false CGO_ENABLED=0 go build -modfile="$work/go.mod" -trimpath -o "$work/bin/" ./cmd/manager ./cmd/runner)
-
-# The images, as their Dockerfiles make them: the manager alone on
-# scratch with CA certificates and a passwd, the runner on Alpine (here
-# Debian's static busybox, as Landform's runner image) with tofu.
-cat >"$work/images.yaml" <<EOF
-bases:
-  alpine:
-    busybox: /bin/busybox
-    files:
-      /bin/busybox: {host: /bin/busybox}
-      /etc/ssl/certs/ca-certificates.crt: {host: /etc/ssl/certs/ca-certificates.crt}
-      /etc/passwd: {text: "root:x:0:0:root:/root:/sbin/nologin\nrunner:x:65532:65532:runner:/home/runner:/sbin/nologin\n"}
-      /etc/group: {text: "root:x:0:\nrunner:x:65532:\n"}
-    dirs: [/tmp, /home/runner]
-    env:
-      PATH: /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-images:
-  - name: tofu-controller
-    ref: localhost/tofu-controller:bench
-    copies:
-      - files:
-          /tofu-controller: {host: $work/bin/manager}
-          /etc/ssl/certs/ca-certificates.crt: {host: /etc/ssl/certs/ca-certificates.crt}
-          /etc/passwd: {text: "nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"}
-    user: "65532:65532"
-    entrypoint: [/tofu-controller]
-  - name: tf-runner
-    ref: localhost/tf-runner:bench
-    base: alpine
-    copies:
-      - files:
-          /usr/local/bin/tofu: {bin: tofu-static}
-          /usr/local/bin/tf-runner: {host: $work/bin/runner}
-    user: "65532:65532"
-    entrypoint: [/usr/local/bin/tf-runner]
-EOF
-"$root/hack/images/build.sh" --spec "$work/images.yaml" --out "$work/images" --address "$containerd_sock" tofu-controller tf-runner
-
-if ! pid_of e2e-poddns >/dev/null; then
-	GOTOOLCHAIN=local GOFLAGS=-buildvcs=false go build -o "$bin/e2e-poddns" ./e2e/poddns
-	start e2e-poddns --listen="$ip:53" --cidr="$pod_cidr"
-	sleep 1
-	pid_of e2e-poddns >/dev/null || die "e2e-poddns did not start; see $logs/e2e-poddns.log"
-fi
-
-kubectl create namespace "$peer_ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
-log "installing tofu-controller's chart (runners in $peer_ns)"
-"$bin/helm" upgrade --install tofu-controller "$src/charts/tofu-controller" \
-	--namespace tofu-system --create-namespace \
-	--set image.repository=localhost/tofu-controller --set image.tag=bench \
-	--set runner.image.repository=localhost/tf-runner --set runner.image.tag=bench \
-	--set awsPackage.install=false --set eventsAddress= \
-	--set "runner.serviceAccount.allowedNamespaces={$peer_ns}" \
-	--wait --timeout 5m
-kubectl -n tofu-system patch deployment tofu-controller --type=merge \
-	-p "{\"spec\":{\"template\":{\"spec\":{\"dnsPolicy\":\"None\",\"dnsConfig\":{\"nameservers\":[\"$ip\"],\"searches\":[]}}}}}" >/dev/null
-kubectl -n tofu-system rollout status deployment tofu-controller --timeout=5m
+build_tofu_controller "$src" "$work"
+install_tofu_controller "$src" "$peer_ns"
 
 log "measuring Landform, then tofu-controller (BENCH_PEER_N=${BENCH_PEER_N:-200})"
 # shellcheck disable=SC2086 # word splitting of the extra flags is intended
