@@ -33,12 +33,7 @@ source "$(dirname "$0")/tofu-controller.sh"
 
 [ "$(id -u)" = 0 ] || die "needs root (it imports images into the cluster's containerd and reads the cluster's cgroups)"
 pid_of kube-apiserver >/dev/null || die "the cluster is not up: run 'make cluster-up' first"
-src=${TOFU_CONTROLLER_SRC:-}
-[ -n "$src" ] || die "set TOFU_CONTROLLER_SRC to a checkout of tofu-controller's source (github.com/flux-iac/tofu-controller)"
-src=$(cd "$src" && pwd)
-for f in cmd/manager/main.go cmd/runner/main.go go.mod charts/tofu-controller/Chart.yaml; do
-	[ -f "$src/$f" ] || die "$src has no $f: TOFU_CONTROLLER_SRC must be tofu-controller's repository"
-done
+src=$(tofu_controller_src)
 version=$(awk '$1 == "appVersion:" {gsub(/"/, "", $2); print $2}' "$src/charts/tofu-controller/Chart.yaml")
 # What was built, for the report: the checkout's commit where it is one.
 built="tofu-controller $version"

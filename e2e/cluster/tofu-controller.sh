@@ -3,6 +3,18 @@
 # e2e/cluster/migrate-peer.sh (sourced after lib.sh, with kubectl set
 # up).
 
+# tofu_controller_src prints the absolute path of the checkout
+# TOFU_CONTROLLER_SRC names, once it is seen to be tofu-controller's.
+tofu_controller_src() {
+	local src=${TOFU_CONTROLLER_SRC:-} f
+	[ -n "$src" ] || die "set TOFU_CONTROLLER_SRC to a checkout of tofu-controller's source (github.com/flux-iac/tofu-controller)"
+	src=$(cd "$src" && pwd)
+	for f in cmd/manager/main.go cmd/runner/main.go go.mod charts/tofu-controller/Chart.yaml; do
+		[ -f "$src/$f" ] || die "$src has no $f: TOFU_CONTROLLER_SRC must be tofu-controller's repository"
+	done
+	echo "$src"
+}
+
 # build_tofu_controller SRC WORK: its manager and runner, built here with
 # CGO disabled from the checkout SRC (a go.mod in WORK drops one test-only
 # requirement the module proxy does not serve; the checkout is not
