@@ -74,11 +74,7 @@ func (rep *reporter) PlanEvent(obj *infrav1.Terraform, id, revision, eventType, 
 	if rep == nil || rep.recorder == nil {
 		return
 	}
-	md := eventMetadata(obj, id, revision)
-	if obj.IsPreview() {
-		md[previewAnnotation] = previewName(obj)
-	}
-	rep.recorder.AnnotatedEventf(obj, md, eventType, reason, "%s", redacted(obj, eventType, reason, fmt.Sprintf(format, args...)))
+	rep.recorder.AnnotatedEventf(obj, eventMetadata(obj, id, revision), eventType, reason, "%s", redacted(obj, eventType, reason, fmt.Sprintf(format, args...)))
 }
 
 // ending is how a reconcile ended, as far as a commit status tells:
@@ -141,13 +137,11 @@ func (rep *reporter) finished(obj *infrav1.Terraform, o outcome.Outcome) {
 	md := eventMetadata(obj, obj.PendingPlan(), now.revision)
 	md[commitStatusAnnotation] = eventv1.MetaCommitStatusUpdateValue
 	md[tokenAnnotation] = "finished"
-	if obj.IsPreview() {
-		md[previewAnnotation] = previewName(obj)
-	}
 	rep.recorder.AnnotatedEventf(obj, md, eventType, reason, "%s", redacted(obj, eventType, reason, message))
 }
 
-// eventMetadata is an event's metadata: names, ids, counts and booleans only.
+// eventMetadata is an event's metadata: names, ids, counts and booleans
+// only; a preview's every event names the object it previews.
 func eventMetadata(obj *infrav1.Terraform, id, revision string) map[string]string {
 	m := map[string]string{}
 	if revision != "" {
@@ -164,6 +158,9 @@ func eventMetadata(obj *infrav1.Terraform, id, revision string) map[string]strin
 	}
 	if c := conditions.Get(obj, infrav1.DriftedCondition); c != nil && c.Status != metav1.ConditionUnknown {
 		m[driftAnnotation] = strconv.FormatBool(c.Status == metav1.ConditionTrue)
+	}
+	if obj.IsPreview() {
+		m[previewAnnotation] = previewName(obj)
 	}
 	return m
 }

@@ -28,7 +28,7 @@ func previewName(obj *infrav1.Terraform) string {
 // (internal/preview), addresses and counts only. A pull request comment
 // provider posts it, and edits the same comment on the next.
 func (rep *reporter) planPreview(obj *infrav1.Terraform, p *planstore.Plan) {
-	if rep == nil || rep.recorder == nil || !obj.IsPreview() {
+	if rep == nil || rep.recorder == nil {
 		return
 	}
 	changes, err := preview.Changes(p.JSONPlan)
@@ -41,14 +41,7 @@ func (rep *reporter) planPreview(obj *infrav1.Terraform, p *planstore.Plan) {
 	if st := obj.Status.Preview; st != nil {
 		s.Target, s.StateSerial, s.TargetAppliedPlan = st.Target, st.StateSerial, st.TargetAppliedPlan
 	}
-	if obj.Spec.Preview.Summary.MaxAddresses == 0 && obj.Spec.Preview.Summary.Errors == "" {
-		// Not defaulted by the API server (an object from before the
-		// field): the CRD's default.
-		s.MaxAddresses = 20
-	}
-	md := eventMetadata(obj, p.ID, p.Revision)
-	md[previewAnnotation] = previewName(obj)
-	rep.recorder.AnnotatedEventf(obj, md, corev1.EventTypeNormal, infrav1.PlanPreviewReason, "%s", s.Markdown())
+	rep.recorder.AnnotatedEventf(obj, eventMetadata(obj, p.ID, p.Revision), corev1.EventTypeNormal, infrav1.PlanPreviewReason, "%s", s.Markdown())
 }
 
 // previewEnding is what a preview's finished event says when the

@@ -76,6 +76,8 @@ func TestPreview(t *testing.T) {
 	g.Expect(waitPreviewPlanned(t, pr9).Status.Plan.Pending).NotTo(BeEmpty())
 	g.Expect(stateLock(g, ns, "app")).NotTo(BeNil(), "the target's lock is still held")
 	g.Expect(readyMessageOf(obj)).To(ContainSubstring("preview plan " + obj.Status.Plan.ID))
+	g.Expect(obj.Spec.Preview.Summary).To(Equal(infrav1.PreviewSummary{MaxAddresses: 20, Errors: infrav1.PreviewErrorsRedacted}),
+		"a summary left out is defaulted whole")
 	g.Expect(obj.Status.Plan.Change + obj.Status.Plan.Add).To(BeNumerically(">", 0))
 	g.Expect(obj.Status.Preview.Target).To(Equal(ns + "/app"))
 	g.Expect(obj.Status.Preview.StateSerial).To(BeNumerically(">", 0))

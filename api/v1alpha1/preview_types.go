@@ -16,7 +16,9 @@ type PreviewSpec struct {
 	// +optional
 	StateFrom *PreviewTarget `json:"stateFrom,omitempty"`
 
-	// Summary bounds what the preview's events say.
+	// Summary bounds what the preview's events say. Defaulted whole, so
+	// that its fields' defaults hold when it is left out.
+	// +kubebuilder:default={}
 	// +optional
 	Summary PreviewSummary `json:"summary,omitempty"`
 }
