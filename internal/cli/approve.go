@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -82,7 +83,7 @@ func (a *app) runApprove(ctx context.Context, name string, o approveOptions) err
 	gatedDestroy := !obj.DeletionTimestamp.IsZero() && obj.IsDestroyGated() && obj.Status.Plan != nil && obj.Status.Plan.IsDestroy
 	switch {
 	case obj.IsPreview():
-		return fmt.Errorf("Terraform %s/%s is a preview (spec.preview): its plans are never applied; a merge applies through %s, which plans again", obj.Namespace, obj.Name, orText(obj.PreviewTargetKey(), "its target"))
+		return fmt.Errorf("Terraform %s/%s is a preview (spec.preview): its plans are never applied; a merge applies through %s, which plans again", obj.Namespace, obj.Name, cmp.Or(obj.PreviewTargetKey(), "its target"))
 	case obj.Spec.PlanOnly && !gatedDestroy:
 		return fmt.Errorf("Terraform %s/%s has spec.planOnly set: its plans are never applied; set planOnly to false to apply them", obj.Namespace, obj.Name)
 	case pending == "":

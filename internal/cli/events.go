@@ -50,8 +50,8 @@ func (a *app) eventsCommand() *cobra.Command {
 					return fmt.Errorf("--types %q: the types are Normal and Warning", typ)
 				}
 			}
-			if o.output != "" && o.output != "json" && o.output != "yaml" {
-				return badOutput(o.output)
+			if err := checkOutput(o.output); err != nil {
+				return err
 			}
 			name := ""
 			if len(args) == 1 {

@@ -138,14 +138,6 @@ func planColumn(obj *v1alpha1.Terraform) string {
 	return col
 }
 
-// orText is s, or otherwise when s is empty.
-func orText(s, otherwise string) string {
-	if s == "" {
-		return otherwise
-	}
-	return s
-}
-
 // newTable is kubectl's column layout; widths are remembered across
 // flushes so that watched rows line up with the header.
 func newTable(w io.Writer) *tableWriter {

@@ -64,6 +64,9 @@ func (a *app) logsCommand() *cobra.Command {
 		Args:              a.oneName("logs NAME"),
 		ValidArgsFunction: a.completeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(o.output); err != nil {
+				return err
+			}
 			switch {
 			case o.since < 0:
 				return fmt.Errorf("--since %s: use a positive duration, such as 30m or 2h", shortDuration(o.since))
@@ -73,8 +76,6 @@ func (a *app) logsCommand() *cobra.Command {
 				return errors.New("--phase selects a run's output, --controller the controller's log: use one of them")
 			case o.output != "" && (o.follow || o.controller):
 				return errors.New("-o prints the runs' logs once: drop -f and --controller, or -o")
-			case o.output != "" && o.output != "json" && o.output != "yaml":
-				return badOutput(o.output)
 			case o.controller:
 				return a.runControllerLogs(cmd.Context(), args[0], o)
 			case phase != "" && !slices.Contains(phases, phase):

@@ -240,7 +240,7 @@ func (a *app) printStatus(w io.Writer, r *statusReport) error {
 		if p.TargetAppliedPlan != "" {
 			after = ", after plan " + p.TargetAppliedPlan
 		}
-		kv("Preview", "of %s: state serial %d%s, snapshot taken %s", orText(p.Target, "an empty state"), p.StateSerial, after, a.when(metaTime(p.SnapshotAt)))
+		kv("Preview", "of %s: state serial %d%s, snapshot taken %s", cmp.Or(p.Target, "an empty state"), p.StateSerial, after, a.when(metaTime(p.SnapshotAt)))
 	}
 
 	rev := r.Revisions
@@ -400,7 +400,7 @@ func planState(obj *v1alpha1.Terraform, approve string) (string, string) {
 	p := obj.Status.Plan
 	switch {
 	case p.Pending != "" && obj.IsPreview():
-		return "preview", "a preview: never applied; a merge applies through " + orText(obj.PreviewTargetKey(), "its target") + ", which plans again"
+		return "preview", "a preview: never applied; a merge applies through " + cmp.Or(obj.PreviewTargetKey(), "its target") + ", which plans again"
 	case p.Pending != "" && obj.Spec.PlanOnly && obj.DeletionTimestamp.IsZero():
 		return "plan-only", "not applied (spec.planOnly)"
 	case p.Pending != "" && (obj.GetAnnotations()[v1alpha1.ApproveAnnotation] == p.Pending || obj.Spec.ApprovePlan == p.Pending):

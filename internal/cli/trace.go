@@ -43,8 +43,8 @@ func (a *app) traceCommand() *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "" && output != "json" && output != "yaml" {
-				return badOutput(output)
+			if err := checkOutput(output); err != nil {
+				return err
 			}
 			kind, name, _ := strings.Cut(args[0], "/")
 			return a.runTrace(cmd.Context(), kind, name, output)

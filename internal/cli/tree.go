@@ -71,8 +71,8 @@ var treeGroups = map[string]string{
 }
 
 func (a *app) runTree(ctx context.Context, name, output string) error {
-	if output != "" && output != "json" && output != "yaml" {
-		return badOutput(output)
+	if err := checkOutput(output); err != nil {
+		return err
 	}
 	s, obj, err := a.object(ctx, name)
 	if err != nil {
