@@ -8,7 +8,6 @@
 package app
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -60,9 +59,6 @@ type Config struct {
 	// ConcurrentRuns bounds the runs in flight (--concurrent-runs; 0:
 	// runs.DefaultSlots).
 	ConcurrentRuns int
-	// DrainTimeout is how long local runs may take to finish on shutdown
-	// before they are interrupted (0: runs.DefaultDrain).
-	DrainTimeout time.Duration
 	// Runner is where runners run: RunnerPod or RunnerLocal.
 	Runner string
 	// Local configures local runners; its WorkDir defaults to
@@ -162,7 +158,6 @@ func NewManager(ctx context.Context, cfg *rest.Config, c Config) (ctrl.Manager, 
 		electionID = leaderelection.GenerateID(electionID, c.WatchLabelSelector)
 		log.Info("reconciling one shard", "watchLabelSelector", c.WatchLabelSelector, "leaderElectionID", electionID)
 	}
-	drain := cmp.Or(max(c.DrainTimeout, 0), runs.DefaultDrain)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
 		Logger: log,
@@ -186,7 +181,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, c Config) (ctrl.Manager, 
 		LeaseDuration:                 nonZero(c.LeaderElection.LeaseDuration),
 		RenewDeadline:                 nonZero(c.LeaderElection.RenewDeadline),
 		RetryPeriod:                   nonZero(c.LeaderElection.RetryPeriod),
-		GracefulShutdownTimeout:       ptr.To(drain + runner.DefaultInterruptGrace + 30*time.Second),
+		GracefulShutdownTimeout:       ptr.To(runs.DefaultDrain + runner.DefaultInterruptGrace + 30*time.Second),
 		Controller:                    config.Controller{SkipNameValidation: ptr.To(c.SkipNameValidation)},
 	})
 	if err != nil {
@@ -237,7 +232,6 @@ func NewManager(ctx context.Context, cfg *rest.Config, c Config) (ctrl.Manager, 
 		Unsaved: unsavedstate.Store{Client: mgr.GetClient()},
 		Client:  mgr.GetClient(),
 		Slots:   c.ConcurrentRuns,
-		Drain:   drain,
 		Collect: r,
 		Log:     log.WithName("runs"),
 	})

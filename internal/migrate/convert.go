@@ -199,8 +199,7 @@ func (c *converter) finish(o Options) {
 	c.checkRunnerPolicy()
 	if spec.ServiceAccountName != "" {
 		c.note("spec.serviceAccountName %s is carried over: it must exist in namespace %s, and a controller run with --enforce-default-service-account refuses it (RunnerServiceAccountNotAllowed)", spec.ServiceAccountName, c.src.Namespace)
-	}
-	if spec.ServiceAccountName == "" {
+	} else {
 		c.note("tofu-controller ran the module as ServiceAccount %s, Landform runs it as landform-runner (or the operator's default): give that account the cloud permissions %s had (IRSA or workload identity annotations), or set spec.serviceAccountName: %s", defaultRunnerServiceAccount, defaultRunnerServiceAccount, defaultRunnerServiceAccount)
 	}
 
