@@ -2,6 +2,7 @@ package flux
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 )
@@ -29,28 +31,7 @@ func TestCommitStatusReachesAForge(t *testing.T) {
 	s := newScenario(t, "forge")
 	g := NewWithT(t)
 	forge := newForge(t)
-	g.Expect(s.c.Create(s.ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "forge-token"},
-		StringData: map[string]string{"token": "forge-token-value"},
-	})).To(Succeed())
-	for _, o := range []*unstructured.Unstructured{
-		{Object: map[string]any{
-			"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Provider",
-			"metadata": map[string]any{"namespace": s.ns, "name": "forge"},
-			"spec":     map[string]any{"type": "gitea", "address": forge.url + "/team/infra", "secretRef": map[string]any{"name": "forge-token"}},
-		}},
-		{Object: map[string]any{
-			"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Alert",
-			"metadata": map[string]any{"namespace": s.ns, "name": "forge"},
-			"spec": map[string]any{
-				"providerRef":   map[string]any{"name": "forge"},
-				"eventSeverity": "info",
-				"eventSources":  []any{map[string]any{"kind": infrav1.TerraformKind, "name": "*"}},
-			},
-		}},
-	} {
-		g.Expect(s.c.Create(s.ctx, o)).To(Succeed())
-	}
+	s.forgeProvider("forge", "gitea", forge.url, nil)
 
 	tf := fileModule(s.ns, "forge", filepath.Join(t.TempDir(), "forge.txt"), "one")
 	tf.Spec.ApprovePlan = ""
@@ -89,6 +70,38 @@ func TestCommitStatusReachesAForge(t *testing.T) {
 	// Fixed, so that the scenario's clean-up can destroy it.
 	s.setContent(tf.Name, "two")
 	s.eventually("Ready again", func(g Gomega) { expectTerraformReady(g, s.terraform(g, tf.Name)) })
+}
+
+// forgeProvider creates a Provider name of type typ for the stand-in forge
+// at url (with its token, made once), with extra spec fields, and an Alert
+// of the same name sending it every Terraform object's events.
+func (s *scenario) forgeProvider(name, typ, url string, extra map[string]any) {
+	s.t.Helper()
+	g := NewWithT(s.t)
+	err := s.c.Create(s.ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "forge-token"},
+		StringData: map[string]string{"token": "forge-token-value"},
+	})
+	g.Expect(client.IgnoreAlreadyExists(err)).To(Succeed())
+	spec := map[string]any{"type": typ, "address": url + "/team/infra", "secretRef": map[string]any{"name": "forge-token"}}
+	maps.Copy(spec, extra)
+	for _, o := range []*unstructured.Unstructured{
+		{Object: map[string]any{
+			"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Provider",
+			"metadata": map[string]any{"namespace": s.ns, "name": name}, "spec": spec,
+		}},
+		{Object: map[string]any{
+			"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Alert",
+			"metadata": map[string]any{"namespace": s.ns, "name": name},
+			"spec": map[string]any{
+				"providerRef":   map[string]any{"name": name},
+				"eventSeverity": "info",
+				"eventSources":  []any{map[string]any{"kind": infrav1.TerraformKind, "name": "*"}},
+			},
+		}},
+	} {
+		g.Expect(s.c.Create(s.ctx, o)).To(Succeed())
+	}
 }
 
 // forge stands in for Gitea's API: the version the SDK asks for, the

@@ -13,7 +13,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
@@ -143,34 +142,10 @@ func (s *scenario) pushPR(n int, message string, files map[string]string) string
 // request comment and a commit status with a fixed check name.
 func (s *scenario) forgeProviders(url string) {
 	s.t.Helper()
-	g := NewWithT(s.t)
-	g.Expect(s.c.Create(s.ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "forge-token"},
-		StringData: map[string]string{"token": "forge-token-value"},
-	})).To(Succeed())
-	for name, spec := range map[string]map[string]any{
-		"pr-comment": {"type": "giteapullrequestcomment", "address": url + "/team/infra", "secretRef": map[string]any{"name": "forge-token"}},
-		"pr-status": {"type": "gitea", "address": url + "/team/infra", "secretRef": map[string]any{"name": "forge-token"},
-			"commitStatusExpr": "'landform/' + (has(event.metadata.preview) ? event.metadata.preview : event.involvedObject.name)"},
-	} {
-		for _, o := range []*unstructured.Unstructured{
-			{Object: map[string]any{
-				"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Provider",
-				"metadata": map[string]any{"namespace": s.ns, "name": name}, "spec": spec,
-			}},
-			{Object: map[string]any{
-				"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Alert",
-				"metadata": map[string]any{"namespace": s.ns, "name": name},
-				"spec": map[string]any{
-					"providerRef":   map[string]any{"name": name},
-					"eventSeverity": "info",
-					"eventSources":  []any{map[string]any{"kind": infrav1.TerraformKind, "name": "*"}},
-				},
-			}},
-		} {
-			g.Expect(s.c.Create(s.ctx, o)).To(Succeed())
-		}
-	}
+	s.forgeProvider("pr-comment", "giteapullrequestcomment", url, nil)
+	s.forgeProvider("pr-status", "gitea", url, map[string]any{
+		"commitStatusExpr": "'landform/' + (has(event.metadata.preview) ? event.metadata.preview : event.involvedObject.name)",
+	})
 }
 
 // expectStatus waits until commit sha has a status equal to want.
