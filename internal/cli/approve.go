@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/planview"
 )
 
 type approveOptions struct {
@@ -203,14 +204,14 @@ func writeFileKeepingMode(file string, data []byte) error {
 }
 
 // printPlanSummary prints a plan's id, origin, resource changes and counts.
-func (a *app) printPlanSummary(w io.Writer, obj *v1alpha1.Terraform, details *planDetails) {
+func (a *app) printPlanSummary(w io.Writer, obj *v1alpha1.Terraform, details *planview.Details) {
 	p := obj.Status.Plan
 	fmt.Fprintf(w, "Plan %s of %s/%s (revision %s, planned %s ago):\n",
 		orDash(p.Pending), obj.Namespace, obj.Name, shortRevision(p.Revision), a.age(metaTime(p.PlannedAt)))
 	switch {
 	case details != nil:
 		for _, c := range details.Changes {
-			fmt.Fprintf(w, "  %3s %s%s\n", c.symbol(), c.Address, c.note())
+			fmt.Fprintf(w, "  %3s %s%s\n", c.Symbol(), c.Address, c.Note())
 		}
 	case len(p.Resources) > 0:
 		fmt.Fprintln(w, "  (the stored plan could not be read: addresses only)")
@@ -229,13 +230,13 @@ func (a *app) printPlanSummary(w io.Writer, obj *v1alpha1.Terraform, details *pl
 }
 
 // destructiveCount is how many resources the plan deletes or replaces.
-func destructiveCount(p *v1alpha1.PlanStatus, details *planDetails) int {
+func destructiveCount(p *v1alpha1.PlanStatus, details *planview.Details) int {
 	if details == nil {
 		return int(p.Destroy)
 	}
 	n := 0
 	for _, c := range details.Changes {
-		if c.destructive() {
+		if c.Destructive() {
 			n++
 		}
 	}

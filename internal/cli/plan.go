@@ -12,6 +12,7 @@ import (
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/planstore"
+	"github.com/landform-dev/landform/internal/planview"
 )
 
 func (a *app) planCommand() *cobra.Command {
@@ -70,7 +71,7 @@ func (a *app) runPlanShow(ctx context.Context, name string, asJSON bool) error {
 		if note != "" {
 			fmt.Fprintln(a.Streams.ErrOut, note)
 		}
-		doc, err := redactPlan(p.JSONPlan, secretVariables(&obj.Spec))
+		doc, err := planview.Redact(p.JSONPlan, planview.SecretVariables(&obj.Spec))
 		if err != nil {
 			return fmt.Errorf("plan %s: %w", p.ID, err)
 		}
@@ -107,11 +108,11 @@ func (a *app) runPlanShow(ctx context.Context, name string, asJSON bool) error {
 // status's when it describes this plan. Nothing for a plan that imports
 // none, or an unreadable JSON plan.
 func printImports(w io.Writer, obj *v1alpha1.Terraform, p *planstore.Plan) {
-	d, err := readPlanJSON(p.JSONPlan)
+	d, err := planview.Read(p.JSONPlan)
 	if err != nil {
 		return
 	}
-	imports := d.imports()
+	imports := d.Imports()
 	if len(imports) == 0 {
 		return
 	}
@@ -144,12 +145,12 @@ func (s *session) storedPlan(ctx context.Context, obj *v1alpha1.Terraform) (*pla
 
 // planDetailsFor reads the stored plan's details when the stored plan is
 // plan id; nil when it is unreadable, missing or another one.
-func (s *session) planDetailsFor(ctx context.Context, obj *v1alpha1.Terraform, id string) *planDetails {
+func (s *session) planDetailsFor(ctx context.Context, obj *v1alpha1.Terraform, id string) *planview.Details {
 	p, err := s.storedPlan(ctx, obj)
 	if err != nil || p == nil || (id != "" && p.ID != id) {
 		return nil
 	}
-	d, err := readPlanJSON(p.JSONPlan)
+	d, err := planview.Read(p.JSONPlan)
 	if err != nil {
 		return nil
 	}

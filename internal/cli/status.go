@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/planview"
 )
 
 // maxEvents is how many recent events status shows.
@@ -104,7 +105,7 @@ type resourceReport struct {
 	Import  bool     `json:"import,omitempty"`
 	Deposed bool     `json:"deposed,omitempty"`
 	// change is what the text prints; nil when only the address is known.
-	change *change
+	change *planview.Change
 }
 
 type runReport struct {
@@ -273,7 +274,7 @@ func (a *app) printStatus(w io.Writer, r *statusReport) error {
 			fmt.Fprintln(w, "  resources:")
 			for _, res := range p.Resources {
 				if c := res.change; c != nil {
-					fmt.Fprintf(w, "    %3s %s%s\n", c.symbol(), c.Address, c.note())
+					fmt.Fprintf(w, "    %3s %s%s\n", c.Symbol(), c.Address, c.Note())
 				} else {
 					fmt.Fprintf(w, "    %s\n", res.Address)
 				}
