@@ -86,6 +86,21 @@ tool_protoc() {
 	go_install "protoc-gen-go-grpc-$PROTOC_GEN_GO_GRPC_VERSION" protoc-gen-go-grpc "google.golang.org/grpc/cmd/protoc-gen-go-grpc@$PROTOC_GEN_GO_GRPC_VERSION"
 }
 
+# Chromium drives the browser tests of `landform ui` (internal/ui). Debian's
+# package, linked as bin/chromium; the tests skip with a message only where it
+# cannot be installed.
+tool_chromium() {
+	if ! command -v chromium >/dev/null; then
+		log "installing chromium (Debian chromium)"
+		local sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+		if ! { $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null; }; then
+			log "chromium could not be installed: the browser tests of internal/ui will skip"
+			return 0
+		fi
+	fi
+	ln -sfn "$(readlink -f "$(command -v chromium)")" "$bin/chromium"
+}
+
 tool_etcd() { wrapper_build "etcd-$ETCD_VERSION" etcd etcd .; }
 
 tool_kube_apiserver() {
@@ -215,7 +230,7 @@ tool_monitoring_crds() {
 # Fast tools first, so code generation works early; the engines, the API
 # server and the Flux controllers are the long builds and run one at a time
 # (2 cores, 2 GB peak each).
-tools=(controller_gen protoc flux_crds monitoring_crds helm kustomize etcd kube_apiserver kube_controller_manager tofu terraform source_controller kustomize_controller notification_controller)
+tools=(controller_gen protoc chromium flux_crds monitoring_crds helm kustomize etcd kube_apiserver kube_controller_manager tofu terraform source_controller kustomize_controller notification_controller)
 [ $# -gt 0 ] && tools=("$@")
 for t in "${tools[@]}"; do
 	"tool_${t//-/_}"

@@ -114,6 +114,7 @@ func NewCommand(o Options) *cobra.Command {
 		a.unlockCommand(),
 		a.stateCommand(),
 		a.migrateCommand(),
+		a.uiCommand(),
 		a.versionCommand(),
 	)
 	root.AddCommand(o.Commands...)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"unicode"
 
 	"github.com/spf13/cobra"
@@ -12,7 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/outputs"
 )
 
 // hiddenValue stands for a sensitive output's value.
@@ -77,7 +76,7 @@ func (a *app) runOutputs(ctx context.Context, name string, showSensitive bool, f
 	}
 
 	spec := obj.Spec.WriteOutputsToSecret
-	keys := outputKeys(spec, names)
+	keys := outputs.Keys(spec, names)
 	var data map[string][]byte
 	secretNote := ""
 	if spec != nil {
@@ -140,28 +139,6 @@ func (a *app) runOutputs(ctx context.Context, name string, showSensitive bool, f
 		fmt.Fprintln(a.Streams.ErrOut, "Sensitive values are hidden: --show-sensitive prints them.")
 	}
 	return nil
-}
-
-// outputKeys maps each output to the Secret keys it is written under.
-func outputKeys(spec *v1alpha1.WriteOutputsToSecretSpec, names []string) map[string][]string {
-	keys := map[string][]string{}
-	if spec == nil {
-		return keys
-	}
-	if len(spec.Outputs) == 0 {
-		for _, n := range names {
-			keys[n] = []string{n}
-		}
-		return keys
-	}
-	for _, sel := range spec.Outputs {
-		n, k, _ := strings.Cut(sel, ":")
-		if k == "" {
-			k = n
-		}
-		keys[n] = append(keys[n], k)
-	}
-	return keys
 }
 
 // printable keeps a table cell on one line: a value with line breaks or

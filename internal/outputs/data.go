@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 )
 
 // Output is one module output as `terraform output -json` reports it.
@@ -104,4 +106,28 @@ func errorWithoutValue(err error) error {
 		return fmt.Errorf("syntax error at offset %d", syntax.Offset)
 	}
 	return errors.New("cannot be decoded")
+}
+
+// Keys maps each output of names to the Secret keys spec writes it under
+// ("name:key" selections; every output under its own name when spec
+// selects none). An output spec does not select has no keys.
+func Keys(spec *v1alpha1.WriteOutputsToSecretSpec, names []string) map[string][]string {
+	keys := map[string][]string{}
+	if spec == nil {
+		return keys
+	}
+	if len(spec.Outputs) == 0 {
+		for _, n := range names {
+			keys[n] = []string{n}
+		}
+		return keys
+	}
+	for _, sel := range spec.Outputs {
+		n, k, _ := strings.Cut(sel, ":")
+		if k == "" {
+			k = n
+		}
+		keys[n] = append(keys[n], k)
+	}
+	return keys
 }
