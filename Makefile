@@ -83,10 +83,12 @@ BENCH_N ?= 20
 ## bench: hack/bench on its own kube-apiserver and etcd with the real controller and local runners: one object
 ## beside the raw engine (a trivial module and one on the stand-in cloud's provider), engine processes, init
 ## with and without the provider mirror, BENCH_N objects (default 20) on one GitRepository, a new revision,
-## idle, restart; writes docs/benchmarks.json, or docs/benchmarks-<N>.json for BENCH_N of 200 or more, and
-## renders docs/benchmarks.md from docs/benchmarks.json and every docs/benchmarks-<N>.json
+## idle, restart, drift checks, the UI's list page with 500 objects; writes docs/benchmarks.json, or
+## docs/benchmarks-<N>.json for BENCH_N of 200 or more, and renders docs/benchmarks.md from docs/benchmarks.json and
+## every docs/benchmarks-<N>.json. BENCH_ONLY=ui runs only the UI list page (no controller, about 20 s) and merges it
+## into docs/benchmarks.json, keeping the other results, before rendering docs/benchmarks.md again.
 bench: tools build
-	KUBEBUILDER_ASSETS=$(BIN) BENCH_N=$(BENCH_N) go run ./hack/bench \
+	KUBEBUILDER_ASSETS=$(BIN) BENCH_N=$(BENCH_N) BENCH_ONLY=$(BENCH_ONLY) go run ./hack/bench \
 		-controller $(BIN)/landform-controller -runner $(BIN)/landform-runner -tofu $(BIN)/tofu \
 		-provider-mirror $(BIN)/providers
 

@@ -65,6 +65,8 @@ type options struct {
 	testenv.Programs
 	revision, keep string
 	providerMirror string
+	// only names the one measurement to run ("ui"), or "" for all.
+	only string
 }
 
 // defaultN is the scale phase's N of `make bench`; a run at scaleRunN
@@ -92,6 +94,8 @@ func main() {
 	flag.StringVar(&o.providerMirror, "provider-mirror", "", "read-only provider filesystem mirror holding the landform provider (default bin/providers, of make tools)")
 	flag.StringVar(&o.revision, "revision", "", "what was measured, for the report (default: git describe --always --dirty)")
 	flag.StringVar(&o.keep, "keep", "", "keep the work directory (logs, controller work dir) here instead of removing it")
+	flag.StringVar(&o.only, "only", os.Getenv("BENCH_ONLY"), "run only this measurement: ui (the UI's list page), merged into -out-json's "+
+		"existing report, which -out-md is rendered from again (BENCH_ONLY)")
 	cluster := flag.Bool("cluster", false, "measure runner Pods on the single-node cluster of `make cluster-up` with Landform installed by its chart "+
 		"(`make bench-cluster`): writes <-out-json without .json>-cluster.json and renders -out-md")
 	co := clusterOptions{}
@@ -116,6 +120,18 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	switch o.only {
+	case "":
+	case "ui":
+		if err := runUIList(o); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "bench: -only (BENCH_ONLY) %q: the one measurement that runs alone is ui\n", o.only)
+		os.Exit(2)
 	}
 	if *cluster {
 		if err := runCluster(o, co); err != nil {
@@ -169,8 +185,7 @@ func run(o options) error {
 		return fmt.Errorf("%s holds no provider: run `make tools`", o.providerMirror)
 	}
 	if o.revision == "" {
-		out, _ := exec.Command("git", "describe", "--always", "--dirty").Output()
-		o.revision = "`" + strings.TrimSpace(string(out)) + "`"
+		o.revision = gitRevision()
 	}
 	tmp, err := os.MkdirTemp("", "landform-bench-")
 	if err != nil {
@@ -234,6 +249,12 @@ func run(o options) error {
 	if b.etcdPID, err = childByName(os.Getpid(), "etcd"); err != nil {
 		return err
 	}
+	// First, before the controller starts: no controller may reconcile
+	// the UI's objects, and they are gone before the other phases.
+	if r.UIList, err = measureUIList(ctx, b.c, b.env.Config); err != nil {
+		return fmt.Errorf("UI list page: %w", err)
+	}
+	r.UIList.Date, r.UIList.Revision = r.Date, r.Revision
 	if b.art, err = testenv.StartArtifacts(filepath.Join(tmp, "artifacts")); err != nil {
 		return err
 	}
@@ -308,6 +329,13 @@ func run(o options) error {
 	}
 	log("wrote %s", js)
 	return render(o.outJSON, o.outMD, o.notes, false)
+}
+
+// gitRevision is what is measured: `git describe --always --dirty`, as
+// code.
+func gitRevision() string {
+	out, _ := exec.Command("git", "describe", "--always", "--dirty").Output()
+	return "`" + strings.TrimSpace(string(out)) + "`"
 }
 
 // writeReportFile writes a report (a Report or a ClusterReport) to path as
@@ -882,6 +910,12 @@ func (b *bench) restart(ctx context.Context, r *Report, work string) error {
 // createTerraform creates an object of ns's GitRepository; in
 // bench-cloud, its var.name is its own name (its security group's).
 func (b *bench) createTerraform(ctx context.Context, ns, name string) error {
+	return b.c.Create(ctx, terraformObject(ns, name))
+}
+
+// terraformObject is the bench's Terraform object: ns's GitRepository
+// "repo", auto-approved, its outputs written to a Secret.
+func terraformObject(ns, name string) *infrav1.Terraform {
 	obj := &infrav1.Terraform{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: infrav1.TerraformSpec{
@@ -895,7 +929,7 @@ func (b *bench) createTerraform(ctx context.Context, ns, name string) error {
 	if ns == "bench-cloud" {
 		obj.Spec.Vars = []infrav1.Variable{{Name: "name", Value: &apiextensionsv1.JSON{Raw: []byte(strconv.Quote(name))}}}
 	}
-	return b.c.Create(ctx, obj)
+	return obj
 }
 
 // snapshot is the counters at one moment.

@@ -28,7 +28,9 @@ type Report struct {
 	Idle          Idle     `json:"idle"`
 	Restart       Restart  `json:"restart"`
 	Drift         Drift    `json:"drift"`
-	Targets       []Target `json:"targets"`
+	// UIList is nil in a report from before it was measured.
+	UIList  *UIList  `json:"uiList,omitempty"`
+	Targets []Target `json:"targets"`
 }
 
 // WrapperCost is what the engine-counting wrapper adds to each engine
@@ -288,6 +290,9 @@ func (r *Report) targets() []Target {
 			ts[i].Met = nil
 		}
 	}
+	if r.UIList != nil {
+		ts = append(ts, r.UIList.target())
+	}
 	return ts
 }
 
@@ -410,6 +415,9 @@ func (r *Report) writeMarkdownWith(w io.Writer, cluster *ClusterReport, peer *Cl
 		p("7. **Drift checks**: the N objects' `interval` set to %.0f s (their last check is older: one is due at once), nothing else\n", d.IntervalSeconds)
 		p("   changed; runs watched for %d intervals and a half, and the time between two runs of the same object.\n", d.Intervals)
 	}
+	if u := r.UIList; u != nil {
+		u.method(p, 7+min(r.Drift.Objects, 1))
+	}
 	p("\n")
 
 	p("## Targets\n\n")
@@ -458,6 +466,10 @@ func (r *Report) writeMarkdownWith(w io.Writer, cluster *ClusterReport, peer *Cl
 
 	p("\n## Scale: %d objects on one GitRepository\n\n", r.Scale.N)
 	r.scaleTables(p, "###")
+
+	if u := r.UIList; u != nil {
+		u.writeMarkdown(p, r)
+	}
 
 	p("\n## Scale runs\n\n")
 	if len(scaleRuns) == 0 {
