@@ -28,9 +28,10 @@ const modulePath = "github.com/landform-dev/landform"
 // until Ctrl-C, `landform dev cloud ls` lists the stand-in cloud's objects.
 func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	var (
-		o        Options
-		repo     string
-		stateDir string
+		o         Options
+		repo      string
+		stateDir  string
+		uiAddress string
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -59,7 +60,7 @@ stay valid. The tools come from ` + "`make tools`" + ` (--tools-dir).`,
 			if o.ToolsDir == "" {
 				o.ToolsDir = os.Getenv(ToolsDirEnv)
 			}
-			return run(ctx, streams, o)
+			return run(ctx, streams, o, uiAddress)
 		},
 	}
 	cmd.PersistentFlags().StringVar(&stateDir, "state-dir", "", "directory holding the environment's state (default ~/.landform/dev)")
@@ -68,6 +69,7 @@ stay valid. The tools come from ` + "`make tools`" + ` (--tools-dir).`,
 	cmd.Flags().IntVar(&o.APIServerPort, "api-port", 0, "kube-apiserver port (default: the previous run's, else a free one)")
 	cmd.Flags().IntVar(&o.GitPort, "git-port", 0, "git server port (default: the previous run's, else a free one)")
 	cmd.Flags().IntVar(&o.CloudPort, "cloud-port", 0, "stand-in cloud port (default: the previous run's, else a free one)")
+	cmd.Flags().StringVar(&uiAddress, "ui-address", DefaultUIAddress, "loopback address of the web view (landform ui); a free port when the default is taken")
 
 	cloudCmd := &cobra.Command{
 		Use:   "cloud",
@@ -102,7 +104,7 @@ stay valid. The tools come from ` + "`make tools`" + ` (--tools-dir).`,
 
 // run starts the environment, waits for Ctrl-C (ctx) or a component's
 // failure, and stops it.
-func run(ctx context.Context, streams genericiooptions.IOStreams, o Options) error {
+func run(ctx context.Context, streams genericiooptions.IOStreams, o Options, uiAddress string) error {
 	out := streams.Out
 	o.Progress = out
 	if err := os.MkdirAll(filepath.Join(o.StateDir, "logs"), 0o700); err != nil {
@@ -123,6 +125,9 @@ func run(ctx context.Context, streams genericiooptions.IOStreams, o Options) err
 	}
 	if err != nil {
 		return err
+	}
+	if err := env.serveUI(ctx, uiAddress); err != nil {
+		return errors.Join(err, env.Stop())
 	}
 	env.PrintNextSteps(out, time.Since(started))
 
@@ -147,8 +152,11 @@ func (e *Env) PrintNextSteps(w io.Writer, took time.Duration) {
 		{"git", e.GitURL + "   (branch main, push enabled)"},
 		{"cloud", e.CloudURL + "   (" + CloudEndpointEnv + " of the runners)"},
 		{"logs", filepath.Join(e.StateDir, "logs") + string(filepath.Separator)},
+		{"UI", e.UIURL},
 	} {
-		fmt.Fprintf(bw, "  %-11s %s\n", r[0], r[1])
+		if r[1] != "" {
+			fmt.Fprintf(bw, "  %-11s %s\n", r[0], r[1])
+		}
 	}
 	fmt.Fprintf(bw, "\nWhat to try next:\n")
 	for _, r := range [][2]string{

@@ -94,6 +94,9 @@ type Env struct {
 	// logs/alerts.log; Alerts is a file of a generic Provider posting to it
 	// and an Alert on the Terraform objects of namespace default.
 	AlertReceiverURL, Alerts string
+	// UIURL is the web view `landform dev` serves (with its token); empty
+	// when none is served.
+	UIURL string
 	// Config and Client reach the API server as its admin.
 	Config *rest.Config
 	Client client.Client

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -164,6 +167,23 @@ func TestDevEnvironment(t *testing.T) {
 	var outputs corev1.Secret
 	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "hello-outputs"}, &outputs)).To(Succeed())
 	g.Expect(string(outputs.Data["path"])).To(Equal(target))
+
+	// The web view `landform dev` serves shows the applied object.
+	g.Expect(env.serveUI(ctx, "127.0.0.1:0")).To(Succeed())
+	jar, err := cookiejar.New(nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	browser := &http.Client{Jar: jar}
+	resp, err := browser.Get(env.UIURL)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp.Body.Close()
+	page, err := browser.Get(strings.SplitN(env.UIURL, "?", 2)[0] + "t/default/hello")
+	g.Expect(err).NotTo(HaveOccurred())
+	body, err := io.ReadAll(page.Body)
+	page.Body.Close()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(page.StatusCode).To(Equal(http.StatusOK), "%s", body)
+	g.Expect(string(body)).To(ContainSubstring(`class="badge ready-true"`))
+	g.Expect(string(body)).To(ContainSubstring("hello-outputs"))
 	g.Eventually(func(g Gomega) {
 		b, err := os.ReadFile(filepath.Join(state, "logs", "alerts.log"))
 		g.Expect(err).NotTo(HaveOccurred())
