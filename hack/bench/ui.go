@@ -348,7 +348,7 @@ func (u *UIList) target() Target {
 // method is the measurement's item in the report's Method list.
 func (u *UIList) method(p printer, n int) {
 	p("%d. **UI list page**: %d Terraform objects in %d namespaces, created before the controller starts (no controller reconciles\n", n, u.Objects, u.Namespaces)
-	p("   them) with the status the controller would write: %s.\n", u.kindList())
+	p("   them) with the status the controller would write:\n   %s.\n", u.kindList())
 	p("   `landform ui`'s server (`internal/ui`) acting with the harness's credentials, and a client let in with its token: `GET /`\n")
 	p("   once to warm up, then %d times, each timed from the request to the body's last byte (one kept-alive connection) and\n", len(u.Seconds))
 	p("   checked for a row per object and each kind's badge on as many rows. The objects are deleted after;\n")
