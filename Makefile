@@ -14,7 +14,8 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/landform-dev/landform/internal/version.Version=$(VERSION)
 
 .PHONY: dev all tools generate chart-sync generate-check build flux-plugin vet test test-unit test-integration bench demo e2e e2e-kind clean \
-	cluster-tools cluster-up cluster-down images e2e-cluster demo-cluster bench-cluster bench-cluster-peer migrate-peer
+	cluster-tools cluster-up cluster-down images e2e-cluster demo-cluster bench-cluster bench-cluster-peer migrate-peer \
+	ui-screenshots
 
 all: build
 
@@ -78,6 +79,13 @@ test: tools generate-check vet build
 		LANDFORM_HELM=$(BIN)/helm LANDFORM_KUSTOMIZE=$(BIN)/kustomize \
 		go test -timeout $(TEST_TIMEOUT) -count=1 ./...
 	cd providers/landform && LANDFORM_TOFU=$(BIN)/tofu go test -count=1 ./...
+
+## ui-screenshots: run the browser tests of `landform ui` (Chromium from `make tools`) and keep the
+## pages they saw as docs/images/ui-*.png, the screenshots docs/ui.md shows
+ui-screenshots: tools build
+	KUBEBUILDER_ASSETS=$(BIN) LANDFORM_RUNNER_BIN=$(BIN)/landform-runner LANDFORM_TOFU=$(BIN)/tofu \
+		LANDFORM_CONTROLLER_BIN=$(BIN)/landform-controller LANDFORM_UI_SCREENSHOTS=$(CURDIR)/docs/images \
+		go test -count=1 -run 'TestApproveInTheBrowser|TestReadOnlyUser' ./internal/ui/
 
 BENCH_N ?= 20
 ## bench: hack/bench on its own kube-apiserver and etcd with the real controller and local runners: one object
