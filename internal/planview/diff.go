@@ -63,8 +63,9 @@ type Attribute struct {
 	// ForcesReplacement: the path is, or is under, one of the change's
 	// replace_paths.
 	ForcesReplacement bool
-	// Changed: Before and After differ, After is unknown, or a sensitive
-	// value changes (terraform's "~ password = (sensitive value)").
+	// Changed: Before and After differ, After is unknown, or a value
+	// masked in whole or in part changes (terraform's
+	// "~ password = (sensitive value)").
 	Changed bool
 }
 
@@ -78,9 +79,9 @@ type Attribute struct {
 // A masked value stays SensitiveValue and is never expanded. Whether it
 // changes is read from the plan before masking: that one bit is all that
 // leaves the unmasked plan, as terraform's own plan output shows it. A
-// value the engine does not mark sensitive is shown; OpenTofu, for one,
-// does not mark the prior `output` of a terraform_data fed a sensitive
-// input.
+// sensitive value the engine copied without its mark (OpenTofu's prior
+// `output` of a terraform_data fed a sensitive input) is masked too, by
+// Redact, wherever it is in the plan.
 func Diff(data []byte, secretVar func(name string) bool) (changes, drift []Resource, err error) {
 	doc, err := Redact(data, secretVar)
 	if err != nil {
@@ -333,8 +334,9 @@ func (w *walker) leaf(path string, before, after side, unknown bool) {
 	if unknown {
 		a.After = KnownAfterApply
 	}
-	a.Changed = unknown || a.Before != a.After ||
-		(before.isMasked() || after.isMasked()) && !reflect.DeepEqual(before.raw, after.raw)
+	// The raw values decide where masking hides a difference: two
+	// SensitiveValue, or two strings a secret was cut out of.
+	a.Changed = unknown || a.Before != a.After || !reflect.DeepEqual(before.raw, after.raw)
 	if !unknown && before.isNull() && after.isNull() {
 		return
 	}

@@ -40,6 +40,12 @@ func TestRedact(t *testing.T) {
 		{"prior sensitive output", "plan", none, []string{"prior_state", "values", "outputs", "dsn", "value"}, SensitiveValue},
 		{"prior plain output", "plan", none, []string{"prior_state", "values", "outputs", "network_id", "value"}, plain{}},
 		{"prior marked value", "plan", none, []string{"prior_state", "values", "root_module", "resources", db, "values", "input", "password"}, SensitiveValue},
+		// OpenTofu copies the input to the output without its mark.
+		{"unmarked copy before", "plan", none, []string{"resource_changes", db, "change", "before", "output", "password"}, SensitiveValue},
+		{"unmarked copy in the prior state", "plan", none, []string{"prior_state", "values", "root_module", "resources", db, "values", "output", "password"}, SensitiveValue},
+		{"unmarked copy, plain beside it", "plan", none, []string{"prior_state", "values", "root_module", "resources", db, "values", "output", "engine"}, "postgres15"},
+		{"drift output before", "drift", none, []string{"resource_drift", db, "change", "before", "output", "password"}, SensitiveValue},
+		{"drift output after", "drift", none, []string{"resource_drift", db, "change", "after", "output", "password"}, SensitiveValue},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			doc, err := Redact(fixture(t, tt.fixture), tt.secretVar)
@@ -55,6 +61,99 @@ func TestRedact(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("%s (-want +got):\n%s", strings.Join(tt.path, "."), diff)
+			}
+		})
+	}
+}
+
+// No sensitive value of the fixtures is left anywhere in Redact's result.
+func TestRedactHidesSensitiveValues(t *testing.T) {
+	for _, name := range []string{"plan", "drift"} {
+		t.Run(name, func(t *testing.T) {
+			data := fixture(t, name)
+			doc, err := Redact(data, none)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := json.Marshal(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, secret := range fixtureSecrets(t, name, data) {
+				if strings.Contains(string(out), secret) {
+					t.Errorf("the redacted plan shows %q", secret)
+				}
+			}
+		})
+	}
+}
+
+// fixtureSecrets are the passwords of fixture name (data), which must
+// still hold them for a test that looks for them to mean anything.
+func fixtureSecrets(t *testing.T, name string, data []byte) []string {
+	t.Helper()
+	secrets := []string{"hunter2", "s3cr3t-new"}
+	if name == "drift" {
+		secrets = append(secrets, "changed-outside")
+	}
+	for _, s := range secrets {
+		if !strings.Contains(string(data), s) {
+			t.Fatalf("the %s fixture no longer holds %q", name, s)
+		}
+	}
+	return secrets
+}
+
+// A value sensitive in one place is masked where it is copied without a
+// mark: whole, inside longer strings, as a number; object keys are left,
+// and so are values shorter than minSecret and booleans.
+func TestRedactUnmarkedCopies(t *testing.T) {
+	const plan = `{"resource_changes":[
+{"address":"x.marked","change":{"actions":["create"],"before":null,
+ "after":{"pw":"hunter2","pin":12345,"short":"abc","port":80,"on":true},
+ "before_sensitive":false,"after_sensitive":{"pw":true,"pin":true,"short":true,"port":true,"on":true}}},
+{"address":"x.copy","change":{"actions":["create"],"before":null,
+ "after":{"pw":"hunter2","dsn":"postgres://admin:hunter2@db/hunter2","pin":12345,"pin_text":"pin 12345",
+  "short":"abc","with_short":"abcdef","port":80,"on":true,"list":["hunter2",["x hunter2"]],"hunter2":"key"},
+ "before_sensitive":false,"after_sensitive":{}}}]}`
+	doc, err := Redact([]byte(plan), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(at(t, doc, "resource_changes", "@x.copy", "change", "after"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"dsn":"postgres://admin:(sensitive value)@db/(sensitive value)","hunter2":"key",` +
+		`"list":["(sensitive value)",["x (sensitive value)"]],"on":true,"pin":"(sensitive value)",` +
+		`"pin_text":"pin (sensitive value)","port":80,"pw":"(sensitive value)","short":"abc","with_short":"abcdef"}`
+	if string(got) != want {
+		t.Errorf("copy after =\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestCutSecrets(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		s       string
+		secrets []string
+		want    string
+	}{
+		{"none", "postgres://db", []string{"hunter2"}, "postgres://db"},
+		{"whole", "hunter2", []string{"hunter2"}, SensitiveValue},
+		{"inside", "postgres://admin:hunter2@db", []string{"hunter2"}, "postgres://admin:(sensitive value)@db"},
+		{"each occurrence", "hunter2/hunter2", []string{"hunter2"}, "(sensitive value)/(sensitive value)"},
+		{"back to back", "hunter2hunter2", []string{"hunter2"}, "(sensitive value)(sensitive value)"},
+		{"inside a longer secret", "u=admin:hunter2;", []string{"hunter2", "admin:hunter2"}, "u=(sensitive value);"},
+		{"overlapping", "xx-1234-abcd-yy", []string{"xx-1234-ab", "34-abcd-yy"}, SensitiveValue},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			secrets := map[string]bool{}
+			for _, s := range tt.secrets {
+				secrets[s] = true
+			}
+			if got := cutSecrets(tt.s, secrets); got != tt.want {
+				t.Errorf("cutSecrets(%q) = %q, want %q", tt.s, got, tt.want)
 			}
 		})
 	}
