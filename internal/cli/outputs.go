@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"unicode"
 
@@ -44,14 +45,7 @@ func (a *app) outputsCommand() *cobra.Command {
 }
 
 // outputRow is one output as printed.
-type outputRow struct {
-	Name      string `json:"name"`
-	Key       string `json:"key,omitempty"`
-	Sensitive bool   `json:"sensitive"`
-	Value     string `json:"value,omitempty"`
-	// Note says why there is no value.
-	Note string `json:"note,omitempty"`
-}
+type outputRow = outputs.Row
 
 func (a *app) runOutputs(ctx context.Context, name string, showSensitive bool, format string) error {
 	s, obj, err := a.object(ctx, name)
@@ -75,50 +69,20 @@ func (a *app) runOutputs(ctx context.Context, name string, showSensitive bool, f
 		}
 	}
 
-	spec := obj.Spec.WriteOutputsToSecret
-	keys := outputs.Keys(spec, names)
-	var data map[string][]byte
-	secretNote := ""
-	if spec != nil {
+	view := outputs.View{Spec: obj.Spec.WriteOutputsToSecret, Names: names, Sensitive: sensitive, Hidden: hiddenValue, Show: showSensitive}
+	if spec := view.Spec; spec != nil {
 		var secret corev1.Secret
 		err := s.c.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: spec.Name}, &secret)
 		switch {
 		case apierrors.IsNotFound(err):
-			secretNote = "(Secret " + spec.Name + " not written yet)"
+			view.Absent = true
 		case err != nil:
 			return s.explain(err, "get", resSecrets, "Secret", obj.Namespace, spec.Name)
 		}
-		data = secret.Data
+		view.Data = secret.Data
 	}
-
-	var rows []outputRow
-	hidden := false
-	for _, n := range names {
-		ks := keys[n]
-		if len(ks) == 0 {
-			ks = []string{""}
-		}
-		for _, k := range ks {
-			r := outputRow{Name: n, Key: k, Sensitive: sensitive(n)}
-			value, written := data[k]
-			switch {
-			case spec == nil:
-				r.Note = "(not written: no spec.writeOutputsToSecret)"
-			case k == "":
-				r.Note = "(not selected in spec.writeOutputsToSecret.outputs)"
-			case secretNote != "":
-				r.Note = secretNote
-			case !written:
-				r.Note = "(not in Secret " + spec.Name + " yet)"
-			case r.Sensitive && !showSensitive:
-				r.Note = hiddenValue
-				hidden = true
-			default:
-				r.Value = string(value)
-			}
-			rows = append(rows, r)
-		}
-	}
+	rows := view.Rows()
+	hidden := slices.ContainsFunc(rows, func(r outputRow) bool { return r.Note == hiddenValue })
 
 	if format != "" {
 		return printData(a.Streams.Out, format, rows)

@@ -91,7 +91,10 @@ func (a *app) runPlanShow(ctx context.Context, name string, asJSON bool) error {
 		fmt.Fprintf(a.Streams.Out, "Plan %s of %s/%s (revision %s) waits for approval.\n", p.ID, obj.Namespace, obj.Name, orDash(p.Revision))
 	}
 	printImports(a.Streams.Out, obj, p)
-	text := p.HumanPlan
+	text, err := planview.RedactText(p.HumanPlan, p.JSONPlan, planview.SecretVariables(&obj.Spec))
+	if err != nil {
+		return fmt.Errorf("the stored plan %s cannot be checked for sensitive values, so its text is not shown: %w", p.ID, err)
+	}
 	if !bytes.HasPrefix(text, []byte("\n")) {
 		// The plan's own text starts with its refresh lines.
 		text = append([]byte("\n"), text...)

@@ -53,6 +53,26 @@ func Redact(data []byte, secretVar func(name string) bool) (map[string]any, erro
 	return doc, nil
 }
 
+// RedactText masks in text, terraform's human-readable plan, every value
+// that jsonPlan (the same plan's JSON) holds as sensitive, as Redact masks
+// the copies in the JSON: the engine prints a copy whose mark it dropped
+// (terraform_data's output, on OpenTofu 1.12.6) in the text too.
+func RedactText(text, jsonPlan []byte, secretVar func(name string) bool) ([]byte, error) {
+	doc, err := decode(jsonPlan)
+	if err != nil {
+		return nil, err
+	}
+	secrets := map[string]bool{}
+	eachSensitive(doc, secretVar, func(v, marks any) any {
+		gather(v, marks, secrets)
+		return v
+	})
+	if len(secrets) == 0 {
+		return text, nil
+	}
+	return []byte(cutSecrets(string(text), secrets)), nil
+}
+
 // decode reads a JSON plan as generic values, numbers as json.Number.
 func decode(data []byte) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))

@@ -264,3 +264,30 @@ func TestSecretVariables(t *testing.T) {
 		})
 	}
 }
+
+// TestRedactText: terraform's own text prints the copy of a secret whose
+// mark the engine dropped (as the real plan.json's prior output does);
+// the text is masked with what the JSON plan holds as sensitive.
+func TestRedactText(t *testing.T) {
+	text := []byte(`  # terraform_data.database must be replaced
+-/+ resource "terraform_data" "database" {
+      ~ output = {
+          - password = "hunter2"
+          - engine   = "postgres15"
+        }
+    }
+`)
+	got, err := RedactText(text, fixture(t, "plan"), none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(got), "hunter2") || !strings.Contains(string(got), `- password = "(sensitive value)"`) {
+		t.Errorf("the text keeps the secret:\n%s", got)
+	}
+	if !strings.Contains(string(got), `"postgres15"`) {
+		t.Errorf("a plain value was masked:\n%s", got)
+	}
+	if _, err := RedactText(text, []byte("not json"), none); err == nil {
+		t.Error("a JSON plan that cannot be read let the text through")
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/outputs"
 	"github.com/landform-dev/landform/internal/runlog"
 )
 
@@ -24,7 +25,7 @@ type objectView struct {
 	Drift     driftView
 	Logs      logsView
 	Events    section[eventRow]
-	Outputs   section[outputRow]
+	Outputs   section[outputs.Row]
 	Versions  section[versionRow]
 	DependsOn []dependencyRow
 	Consumers section[consumerRow]

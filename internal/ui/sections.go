@@ -59,18 +59,13 @@ func (s *Server) eventsOf(ctx context.Context, obj *v1alpha1.Terraform) section[
 	return section[eventRow]{Rows: rows}
 }
 
-type outputRow struct {
-	Name, Key, Value, Note string
-	Sensitive              bool
-}
-
 // outputsOf shows the outputs written into the outputs Secret; a
 // sensitive output's value (or any output whose sensitivity is unknown)
-// is never read into the page.
-func (s *Server) outputsOf(ctx context.Context, obj *v1alpha1.Terraform) section[outputRow] {
+// is never put into the page.
+func (s *Server) outputsOf(ctx context.Context, obj *v1alpha1.Terraform) section[outputs.Row] {
 	names := obj.Status.AvailableOutputs
 	if len(names) == 0 {
-		return section[outputRow]{}
+		return section[outputs.Row]{}
 	}
 	sensitive := func(string) bool { return true }
 	if p, err := (planstore.Store{Client: s.c}).Load(ctx, obj); err == nil {
@@ -81,44 +76,21 @@ func (s *Server) outputsOf(ctx context.Context, obj *v1alpha1.Terraform) section
 			}
 		}
 	}
-	spec := obj.Spec.WriteOutputsToSecret
-	keys := outputs.Keys(spec, names)
-	var data map[string][]byte
-	var v section[outputRow]
-	if spec != nil {
+	view := outputs.View{Spec: obj.Spec.WriteOutputsToSecret, Names: names, Sensitive: sensitive, Hidden: planview.SensitiveValue}
+	var v section[outputs.Row]
+	if spec := view.Spec; spec != nil {
 		var secret corev1.Secret
 		err := s.c.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: spec.Name}, &secret)
 		switch {
 		case apierrors.IsNotFound(err):
-			v.Err = "Secret " + spec.Name + " is not written yet."
+			view.Absent = true
 		case err != nil:
 			v.Err = refusal(err, "read Secret "+spec.Name+" (get secrets)")
+			return v
 		}
-		data = secret.Data
+		view.Data = secret.Data
 	}
-	for _, n := range names {
-		ks := keys[n]
-		if len(ks) == 0 {
-			ks = []string{""}
-		}
-		for _, k := range ks {
-			r := outputRow{Name: n, Key: k, Sensitive: sensitive(n)}
-			value, written := data[k]
-			switch {
-			case spec == nil:
-				r.Note = "not written: no spec.writeOutputsToSecret"
-			case k == "":
-				r.Note = "not selected in spec.writeOutputsToSecret.outputs"
-			case !written:
-				r.Note = "not in Secret " + spec.Name + " yet"
-			case r.Sensitive:
-				r.Note = planview.SensitiveValue
-			default:
-				r.Value = string(value)
-			}
-			v.Rows = append(v.Rows, r)
-		}
-	}
+	v.Rows = view.Rows()
 	return v
 }
 
