@@ -110,9 +110,5 @@ func TestReadOnlyUser(t *testing.T) {
 
 func annotation(t *testing.T, ns, name string) string {
 	t.Helper()
-	var cur v1alpha1.Terraform
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &cur); err != nil {
-		t.Fatal(err)
-	}
-	return cur.Annotations[v1alpha1.ApproveAnnotation]
+	return current(t, ns, name).Annotations[v1alpha1.ApproveAnnotation]
 }

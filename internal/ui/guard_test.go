@@ -1,11 +1,17 @@
 package ui
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 )
 
 // TestGuard: only the browser given the URL gets in, only on the address
@@ -81,4 +87,45 @@ func status(t *testing.T, c *http.Client, method, u string, form url.Values, hea
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode
+}
+
+// TestActions: Suspend, Resume and Reconcile are the user's patches of
+// the object, as `landform suspend`, `resume` and `reconcile` make them.
+func TestActions(t *testing.T) {
+	ns := env.Namespace(t)
+	pendingObject(t, ns, "acted", "plan-0123456789-0000000002")
+	s := serve(t, env.Config, Options{Namespace: ns})
+	c := httpClient(t, s)
+	post := func(action string) {
+		t.Helper()
+		if got := status(t, c, "POST", s.base()+objectPath(ns, "acted")+"/"+action, url.Values{"csrf": {s.csrf}}, map[string]string{"Origin": s.base()}); got != http.StatusOK {
+			t.Fatalf("%s: %d; want 200 after the redirect", action, got)
+		}
+	}
+	post("suspend")
+	if obj := current(t, ns, "acted"); !obj.Spec.Suspend {
+		t.Error("Suspend did not set spec.suspend")
+	}
+	post("resume")
+	obj := current(t, ns, "acted")
+	requested := obj.Annotations[meta.ReconcileRequestAnnotation]
+	if obj.Spec.Suspend || requested == "" {
+		t.Errorf("Resume left suspend %v, requested reconcile at %q", obj.Spec.Suspend, requested)
+	}
+	post("reconcile")
+	if again := current(t, ns, "acted").Annotations[meta.ReconcileRequestAnnotation]; again == "" || again == requested {
+		t.Errorf("Reconcile requested at %q (before: %q); want a new request", again, requested)
+	}
+	if got := status(t, c, "POST", s.base()+objectPath(ns, "acted")+"/delete", url.Values{"csrf": {s.csrf}}, nil); got != http.StatusNotFound {
+		t.Errorf("an unknown action: %d; want 404", got)
+	}
+}
+
+func current(t *testing.T, ns, name string) *v1alpha1.Terraform {
+	t.Helper()
+	var obj v1alpha1.Terraform
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &obj); err != nil {
+		t.Fatal(err)
+	}
+	return &obj
 }
