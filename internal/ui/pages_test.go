@@ -11,6 +11,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/fluxcd/pkg/apis/meta"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -141,4 +143,41 @@ func inOrder(s string, subs ...string) bool {
 		s = s[i+len(sub):]
 	}
 	return true
+}
+
+// TestDependenciesAndConsumers: an object's page names what it depends on,
+// with each dependency's Ready, and what consumes it: a Terraform object
+// that depends on it and a Deployment that mounts its outputs Secret.
+func TestDependenciesAndConsumers(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	pendingObject(t, ns, "network", "plan-0123456789-deps000001")
+	db := pendingObject(t, ns, "database", "plan-0123456789-deps000002")
+	db.Spec.DependsOn = []v1alpha1.DependencyReference{{Name: "network"}}
+	db.Spec.WriteOutputsToSecret = &v1alpha1.WriteOutputsToSecretSpec{Name: "database-outputs"}
+	if err := env.Client.Update(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	app := pendingObject(t, ns, "app", "plan-0123456789-deps000003")
+	app.Spec.DependsOn = []v1alpha1.DependencyReference{{Name: "database"}}
+	if err := env.Client.Update(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": "web"}
+	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: appsv1.DeploymentSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "web", Image: "web", EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "database-outputs"}}}}}},
+		}},
+	}}
+	if err := env.Client.Create(ctx, web); err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, env.Config, Options{Namespace: ns})
+	page := sectionText(get(t, httpClient(t, s), s.base()+objectPath(ns, "database")), "dependencies")
+	for _, want := range []string{"Terraform " + ns + "/network Not ready", "Terraform " + ns + "/app dependsOn", "Deployment " + ns + "/web envFrom Secret database-outputs"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the dependencies section lacks %q:\n%s", want, page)
+		}
+	}
 }

@@ -140,21 +140,10 @@ func (s *Server) dependenciesOf(ctx context.Context, obj *v1alpha1.Terraform) []
 			rows = append(rows, r)
 			continue
 		}
-		var st struct {
-			Conditions []struct{ Type, Status, Message string }
-		}
-		if m, ok := u.Object["status"].(map[string]any); ok {
-			if cs, ok := m["conditions"].([]any); ok {
-				for _, c := range cs {
-					if cm, ok := c.(map[string]any); ok {
-						st.Conditions = append(st.Conditions, struct{ Type, Status, Message string }{str(cm["type"]), str(cm["status"]), str(cm["message"])})
-					}
-				}
-			}
-		}
-		for _, c := range st.Conditions {
-			if c.Type == meta.ReadyCondition {
-				r.Ready, r.Message = c.Status, c.Message
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			if cm, ok := c.(map[string]any); ok && cm["type"] == meta.ReadyCondition {
+				r.Ready, r.Message = str(cm["status"]), str(cm["message"])
 			}
 		}
 		rows = append(rows, r)
