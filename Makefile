@@ -94,7 +94,9 @@ BENCH_N ?= 20
 ## idle, restart, drift checks, the UI's list page with 500 objects; writes docs/benchmarks.json, or
 ## docs/benchmarks-<N>.json for BENCH_N of 200 or more, and renders docs/benchmarks.md from docs/benchmarks.json and
 ## every docs/benchmarks-<N>.json. BENCH_ONLY=ui runs only the UI list page (no controller, about 20 s) and merges it
-## into docs/benchmarks.json, keeping the other results, before rendering docs/benchmarks.md again.
+## into docs/benchmarks.json, keeping the other results, before rendering docs/benchmarks.md again. BENCH_ONLY=writes
+## runs only the trivial module's one-object samples on an API server with an audit log and merges the API writes of
+## one object's life, write by write, the same way (the previous ones, of another revision, kept as "before").
 bench: tools build
 	KUBEBUILDER_ASSETS=$(BIN) BENCH_N=$(BENCH_N) BENCH_ONLY=$(BENCH_ONLY) go run ./hack/bench \
 		-controller $(BIN)/landform-controller -runner $(BIN)/landform-runner -tofu $(BIN)/tofu \

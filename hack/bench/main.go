@@ -65,7 +65,8 @@ type options struct {
 	testenv.Programs
 	revision, keep string
 	providerMirror string
-	// only names the one measurement to run ("ui"), or "" for all.
+	// only names the one measurement to run ("ui", "writes"), or "" for
+	// all.
 	only string
 }
 
@@ -94,8 +95,8 @@ func main() {
 	flag.StringVar(&o.providerMirror, "provider-mirror", "", "read-only provider filesystem mirror holding the landform provider (default bin/providers, of make tools)")
 	flag.StringVar(&o.revision, "revision", "", "what was measured, for the report (default: git describe --always --dirty)")
 	flag.StringVar(&o.keep, "keep", "", "keep the work directory (logs, controller work dir) here instead of removing it")
-	flag.StringVar(&o.only, "only", os.Getenv("BENCH_ONLY"), "run only this measurement: ui (the UI's list page), merged into -out-json's "+
-		"existing report, which -out-md is rendered from again (BENCH_ONLY)")
+	flag.StringVar(&o.only, "only", os.Getenv("BENCH_ONLY"), "run only this measurement: ui (the UI's list page) or writes (the API writes of one "+
+		"object's life, from the API server's audit log), merged into -out-json's existing report, which -out-md is rendered from again (BENCH_ONLY)")
 	cluster := flag.Bool("cluster", false, "measure runner Pods on the single-node cluster of `make cluster-up` with Landform installed by its chart "+
 		"(`make bench-cluster`): writes <-out-json without .json>-cluster.json and renders -out-md")
 	co := clusterOptions{}
@@ -123,14 +124,18 @@ func main() {
 	}
 	switch o.only {
 	case "":
-	case "ui":
-		if err := runUIList(o); err != nil {
+	case "ui", "writes":
+		runOnly := runUIList
+		if o.only == "writes" {
+			runOnly = runWrites
+		}
+		if err := runOnly(o); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
 		return
 	default:
-		fmt.Fprintf(os.Stderr, "bench: -only (BENCH_ONLY) %q: the one measurement that runs alone is ui\n", o.only)
+		fmt.Fprintf(os.Stderr, "bench: -only (BENCH_ONLY) %q: the measurements that run alone are ui and writes\n", o.only)
 		os.Exit(2)
 	}
 	if *cluster {
@@ -187,18 +192,11 @@ func run(o options) error {
 	if o.revision == "" {
 		o.revision = gitRevision()
 	}
-	tmp, err := os.MkdirTemp("", "landform-bench-")
+	tmp, removeTmp, err := workDir(o.keep)
 	if err != nil {
 		return err
 	}
-	if o.keep != "" {
-		tmp = o.keep
-		if err := os.MkdirAll(tmp, 0o755); err != nil {
-			return err
-		}
-	} else {
-		defer os.RemoveAll(tmp)
-	}
+	defer removeTmp()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -209,46 +207,21 @@ func run(o options) error {
 	r.Machine.Kernel = readTrim("/proc/sys/kernel/osrelease")
 	r.Machine.Go = runtime.Version()
 	r.Machine.LoadStart = loadAvg()
-	version := exec.Command(o.Tofu, "version")
-	version.Env = append(cleanEnv(), "CHECKPOINT_DISABLE=1")
-	ver, _ := version.Output()
-	r.Machine.Engine, _, _ = strings.Cut(string(ver), "\n")
+	r.Machine.Engine = engineVersion(o.Tofu)
 	r.Config = Config{N: o.n, Samples: o.samples, Concurrent: concurrent, ConcurrentRuns: concurrentRuns,
 		IdleWindowS: o.idle.Seconds(), RestartWindowS: o.restartWindow.Seconds(), Interval: interval.String()}
 
-	// Every engine process, the raw engine's and Landform's runners', goes
-	// through the same counting wrapper.
-	b.engines = &engineCounter{file: filepath.Join(tmp, "engine-processes")}
-	if b.engines.wrapper, err = buildEngineCounter(filepath.Join(tmp, "engine"), wrapperName(r.Machine.Engine), o.Tofu, b.engines.file); err != nil {
+	if err := b.startEngine(r.Machine.Engine); err != nil {
 		return err
 	}
+	defer b.cloud.srv.Close()
 	if r.EngineWrapper, err = wrapperCost(filepath.Join(tmp, "engine-cost"), 21); err != nil {
 		return err
 	}
-	b.cloud = startCloud()
-	defer b.cloud.srv.Close()
-
-	log("starting kube-apiserver and etcd")
-	if b.env, err = testenv.Start(); err != nil {
+	if err := b.startControlPlane(nil); err != nil {
 		return err
 	}
 	defer func() { _ = b.env.Stop() }()
-	if b.c, err = client.NewWithWatch(b.env.Config, client.Options{Scheme: b.env.Scheme}); err != nil {
-		return err
-	}
-	if b.kube, err = kubernetes.NewForConfig(b.env.Config); err != nil {
-		return err
-	}
-	b.kubeconfig = filepath.Join(tmp, "kubeconfig")
-	if err := placement.WriteKubeconfig(b.env.Config, b.kubeconfig); err != nil {
-		return err
-	}
-	if b.apiPID, err = childByName(os.Getpid(), "kube-apiserver"); err != nil {
-		return err
-	}
-	if b.etcdPID, err = childByName(os.Getpid(), "etcd"); err != nil {
-		return err
-	}
 	// First, before the controller starts: no controller may reconcile
 	// the UI's objects, and they are gone before the other phases.
 	if r.UIList, err = measureUIList(ctx, b.c, b.env.Config); err != nil {
@@ -283,13 +256,7 @@ func run(o options) error {
 	if b.ctrl, err = b.startController(work, "controller-1.log"); err != nil {
 		return err
 	}
-	defer func() {
-		b.ctrl.stop()
-		// Local runners are detached: they outlive their controller on
-		// purpose (until --idle-exit, 6 h), and the bench is done with
-		// them.
-		testenv.KillLocalRunners(work)
-	}()
+	defer b.stopController(work)
 
 	if err := b.overhead(ctx, &r.Overhead, overheadCase{module: module, ns: "bench-one", prefix: "one", rev: revOne}); err != nil {
 		return fmt.Errorf("overhead: %w", err)
@@ -324,11 +291,85 @@ func run(o options) error {
 	if o.n >= scaleRunN {
 		js = scaleRunPath(o.outJSON, o.n)
 	}
+	// The writes of one object are measured apart: a run keeps the ones
+	// its report had.
+	if old, err := readReport(js); err == nil {
+		r.OneObjectWrites, r.OneObjectWritesBefore = old.OneObjectWrites, old.OneObjectWritesBefore
+	}
 	if err := writeReportFile(js, r); err != nil {
 		return err
 	}
 	log("wrote %s", js)
 	return render(o.outJSON, o.outMD, o.notes, false)
+}
+
+// workDir is the bench's work directory: keep when given (kept after
+// the run), else a temporary one that remove removes.
+func workDir(keep string) (dir string, remove func(), err error) {
+	if keep != "" {
+		return keep, func() {}, os.MkdirAll(keep, 0o755)
+	}
+	dir, err = os.MkdirTemp("", "landform-bench-")
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+// engineVersion is the first line of `tofu version`.
+func engineVersion(tofu string) string {
+	version := exec.Command(tofu, "version")
+	version.Env = append(cleanEnv(), "CHECKPOINT_DISABLE=1")
+	out, _ := version.Output()
+	first, _, _ := strings.Cut(string(out), "\n")
+	return first
+}
+
+// startEngine builds the counting wrapper every engine process goes
+// through, the raw engine's and Landform's runners' alike, for the engine
+// of version (engineVersion), and starts the stand-in cloud the cloud
+// module's provider reaches.
+func (b *bench) startEngine(version string) error {
+	b.engines = &engineCounter{file: filepath.Join(b.tmp, "engine-processes")}
+	var err error
+	if b.engines.wrapper, err = buildEngineCounter(filepath.Join(b.tmp, "engine"), wrapperName(version), b.o.Tofu, b.engines.file); err != nil {
+		return err
+	}
+	b.cloud = startCloud()
+	return nil
+}
+
+// startControlPlane starts kube-apiserver, with apiServerFlags, and etcd,
+// and the harness's clients of them.
+func (b *bench) startControlPlane(apiServerFlags map[string]string) error {
+	log("starting kube-apiserver and etcd")
+	var err error
+	if b.env, err = testenv.StartWith(apiServerFlags); err != nil {
+		return err
+	}
+	if b.c, err = client.NewWithWatch(b.env.Config, client.Options{Scheme: b.env.Scheme}); err != nil {
+		return err
+	}
+	if b.kube, err = kubernetes.NewForConfig(b.env.Config); err != nil {
+		return err
+	}
+	b.kubeconfig = filepath.Join(b.tmp, "kubeconfig")
+	if err := placement.WriteKubeconfig(b.env.Config, b.kubeconfig); err != nil {
+		return err
+	}
+	if b.apiPID, err = childByName(os.Getpid(), "kube-apiserver"); err != nil {
+		return err
+	}
+	b.etcdPID, err = childByName(os.Getpid(), "etcd")
+	return err
+}
+
+// stopController stops the controller and the local runners it started
+// on work: they are detached, and outlive their controller on purpose
+// (until --idle-exit, 6 h), but the bench is done with them.
+func (b *bench) stopController(work string) {
+	b.ctrl.stop()
+	testenv.KillLocalRunners(work)
 }
 
 // gitRevision is what is measured: `git describe --always --dirty`, as
@@ -552,22 +593,16 @@ func (b *bench) overhead(ctx context.Context, o *Overhead, c overheadCase) error
 		before = after
 		name := fmt.Sprintf("%s-%d", c.prefix, i)
 		names = append(names, rawName, name)
-		start := time.Now()
-		if err := b.createTerraform(ctx, c.ns, name); err != nil {
-			return err
-		}
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-		done, err := b.tr.wait(wctx, []string{c.ns + "/" + name}, c.rev)
-		cancel()
+		start, done, err := b.oneObject(ctx, c.ns, name, c.rev)
 		if err != nil {
-			return fmt.Errorf("%s did not become Ready with its outputs: %w (see %s)", name, err, b.ctrl.logPath)
+			return err
 		}
 		after, err = b.snap(ctx)
 		if err != nil {
 			return err
 		}
 		d = after.sub(before)
-		o.LandformSeconds = append(o.LandformSeconds, done[c.ns+"/"+name].Sub(start).Seconds())
+		o.LandformSeconds = append(o.LandformSeconds, done.Sub(start).Seconds())
 		lfCPU = append(lfCPU, d.cpu.Total())
 		log("overhead sample %d (%s): raw %.2fs, landform %.2fs", i, c.prefix, secs, o.LandformSeconds[i])
 	}
@@ -596,6 +631,23 @@ func (b *bench) overhead(ctx context.Context, o *Overhead, c overheadCase) error
 		o.CloudResourcesChecked = len(names)
 	}
 	return nil
+}
+
+// oneObject creates the bench's object ns/name and waits until it is
+// done at revision rev (Ready, its outputs Secret written), and returns
+// when the create was sent and when the object was seen done.
+func (b *bench) oneObject(ctx context.Context, ns, name, rev string) (start, done time.Time, err error) {
+	start = time.Now()
+	if err := b.createTerraform(ctx, ns, name); err != nil {
+		return start, done, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	seen, err := b.tr.wait(wctx, []string{ns + "/" + name}, rev)
+	if err != nil {
+		return start, done, fmt.Errorf("%s did not become Ready with its outputs: %w (see %s)", name, err, b.ctrl.logPath)
+	}
+	return start, seen[ns+"/"+name], nil
 }
 
 // raw runs the engine by hand on the module with the kubernetes backend in

@@ -29,8 +29,13 @@ type Report struct {
 	Restart       Restart  `json:"restart"`
 	Drift         Drift    `json:"drift"`
 	// UIList is nil in a report from before it was measured.
-	UIList  *UIList  `json:"uiList,omitempty"`
-	Targets []Target `json:"targets"`
+	UIList *UIList `json:"uiList,omitempty"`
+	// OneObjectWrites is measured apart (BENCH_ONLY=writes), nil until
+	// then; OneObjectWritesBefore is the one it replaced, of another
+	// revision, for a table before and after a change.
+	OneObjectWrites       *OneObjectWrites `json:"oneObjectWrites,omitempty"`
+	OneObjectWritesBefore *OneObjectWrites `json:"oneObjectWritesBefore,omitempty"`
+	Targets               []Target         `json:"targets"`
 }
 
 // WrapperCost is what the engine-counting wrapper adds to each engine
@@ -469,6 +474,9 @@ func (r *Report) writeMarkdownWith(w io.Writer, cluster *ClusterReport, peer *Cl
 
 	if u := r.UIList; u != nil {
 		u.writeMarkdown(p, r)
+	}
+	if w := r.OneObjectWrites; w != nil {
+		w.writeMarkdown(p, r.OneObjectWritesBefore)
 	}
 
 	p("\n## Scale runs\n\n")

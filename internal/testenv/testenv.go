@@ -70,7 +70,13 @@ func assets() (string, error) {
 
 // Start starts the API server and installs the CRDs.
 func Start() (*Env, error) {
-	return start("")
+	return start("", nil)
+}
+
+// StartWith is Start with extra kube-apiserver flags, name (without the
+// dashes) to value: an audit log for the bench, say.
+func StartWith(apiServerFlags map[string]string) (*Env, error) {
+	return start("", apiServerFlags)
 }
 
 // StartRestartable is Start with an API server that StopAPIServer and
@@ -85,7 +91,7 @@ func StartRestartable() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := start(dir)
+	e, err := start(dir, nil)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -104,7 +110,7 @@ func newScheme() (*k8sruntime.Scheme, error) {
 	return scheme, nil
 }
 
-func start(certDir string) (*Env, error) {
+func start(certDir string, apiServerFlags map[string]string) (*Env, error) {
 	bin, err := assets()
 	if err != nil {
 		return nil, err
@@ -127,6 +133,9 @@ func start(certDir string) (*Env, error) {
 		// A directory of envtest's own choosing is removed at every stop,
 		// and a new CA generated at the next start.
 		env.ControlPlane.APIServer = &envtest.APIServer{CertDir: certDir}
+	}
+	for name, value := range apiServerFlags {
+		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
 	}
 	cfg, err := env.Start()
 	if err != nil {
