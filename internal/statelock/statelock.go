@@ -106,7 +106,7 @@ func WithLabels(labels map[string]string) Option {
 // carries the resourceVersion it read, so two takers cannot both win.
 func Acquire(ctx context.Context, leases coordinationv1client.LeaseInterface, leaseName string, h Holder, operation string, opts ...Option) (string, error) {
 	info := LockInfo{
-		ID:        newID(),
+		ID:        NewID(),
 		Operation: operation,
 		Info:      h.encode(),
 		Who:       h.Who(),
@@ -229,8 +229,9 @@ func infoOf(lease *coordinationv1.Lease) LockInfo {
 	return info
 }
 
-// newID returns a lock id shaped like Terraform's (a UUID).
-func newID() string {
+// NewID returns a random UUID: a lock id shaped like Terraform's, or a
+// state lineage.
+func NewID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	b[6] = b[6]&0x0f | 0x40

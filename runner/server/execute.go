@@ -47,6 +47,9 @@ func (s *Server) execute(ctx context.Context, r *run, planPath string) (*runner.
 	if err := s.useStateToken(ws, spec.GetStateToken()); err != nil {
 		return nil, nil, err
 	}
+	if !ws.initialised {
+		s.seedState(ctx, ws, r.log)
+	}
 	if err := s.ensureInit(ctx, ws, r.log); err != nil {
 		if len(spec.GetLockFile()) > 0 {
 			err = planLockUnusable(err)
