@@ -36,8 +36,18 @@ func (r *TerraformReconciler) recordApply(ctx context.Context, obj *infrav1.Terr
 	}
 	// The outputs of this apply have not been written yet.
 	conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, infrav1.ProgressingReason, "writing outputs of plan %s", id)
-	r.report.PlanEvent(obj, id, run.Revision, corev1.EventTypeNormal, infrav1.AppliedReason, "applied plan %s", id)
-	return r.writeOutputs(ctx, obj, outs)
+	err := r.writeOutputs(ctx, obj, outs)
+	// One event tells the apply: the plan, its counts, and the outputs it
+	// wrote (a failure to write them has its own Warning).
+	msg := "applied plan " + id
+	if p := obj.Status.Plan; p != nil && p.ID == id {
+		msg += ": " + planCounts(p)
+	}
+	if err == nil && obj.Spec.WriteOutputsToSecret != nil {
+		msg += "; " + conditions.GetMessage(obj, infrav1.OutputsWrittenCondition)
+	}
+	r.report.PlanEvent(obj, id, run.Revision, corev1.EventTypeNormal, infrav1.AppliedReason, "%s", msg)
+	return err
 }
 
 // dropPlan forgets the stored plan, so that the next reconcile plans again

@@ -25,6 +25,8 @@ import (
 
 // writeOutputs lists output names in status and writes the selected outputs
 // into the Secret. Values, sensitive or not, only ever go into the Secret.
+// Written, it tells nothing: an apply's Applied event says what it wrote,
+// and refreshOutputs tells its own (tellOutputs).
 func (r *TerraformReconciler) writeOutputs(ctx context.Context, obj *infrav1.Terraform, outs []*runnerpb.Output) error {
 	converted := make([]outputs.Output, 0, len(outs))
 	for _, o := range outs {
@@ -52,7 +54,18 @@ func (r *TerraformReconciler) writeOutputs(ctx context.Context, obj *infrav1.Ter
 		return outcome.Retry(reason, "%v", err)
 	}
 	conditions.MarkTrue(obj, infrav1.OutputsWrittenCondition, infrav1.OutputsWrittenReason, "wrote %d outputs to Secret %s", len(data), spec.Name)
-	r.report.Event(obj, obj.Status.LastAppliedRevision, corev1.EventTypeNormal, infrav1.OutputsWrittenReason, "wrote %d outputs to Secret %s", len(data), spec.Name)
+	return nil
+}
+
+// tellOutputs is writeOutputs for outputs written without an apply, with
+// an OutputsWritten event of their own.
+func (r *TerraformReconciler) tellOutputs(ctx context.Context, obj *infrav1.Terraform, outs []*runnerpb.Output) error {
+	if err := r.writeOutputs(ctx, obj, outs); err != nil {
+		return err
+	}
+	if obj.Spec.WriteOutputsToSecret != nil {
+		r.report.Event(obj, obj.Status.LastAppliedRevision, corev1.EventTypeNormal, infrav1.OutputsWrittenReason, "%s", conditions.GetMessage(obj, infrav1.OutputsWrittenCondition))
+	}
 	return nil
 }
 
@@ -91,7 +104,7 @@ func (r *TerraformReconciler) refreshOutputs(ctx context.Context, obj *infrav1.T
 			return outcome.Retry(infrav1.OutputsFailedReason, "%v", err)
 		}
 		if found {
-			return r.writeOutputs(ctx, obj, outs)
+			return r.tellOutputs(ctx, obj, outs)
 		}
 	}
 	return r.refreshOutputsWithRunner(ctx, obj, ws)
@@ -137,5 +150,5 @@ func (r *TerraformReconciler) refreshOutputsWithRunner(ctx context.Context, obj 
 		conditions.MarkFalse(obj, infrav1.OutputsWrittenCondition, outcome.ReasonOf(ferr, infrav1.OutputsFailedReason), "%s", ferr.Error())
 		return ferr
 	}
-	return r.writeOutputs(ctx, obj, outs)
+	return r.tellOutputs(ctx, obj, outs)
 }

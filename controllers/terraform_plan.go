@@ -105,6 +105,9 @@ func (r *TerraformReconciler) recordPlan(ctx context.Context, obj *infrav1.Terra
 		// a comment provider keeps the last event it was sent.
 		r.report.planPreview(obj, p)
 		return p, nil
+	case res.HasChanges && !held && !awaitsApproval(obj, p.ID) && !obj.PlansOnly():
+		// Applied at once: its Applied event tells the plan, its counts
+		// and what the apply wrote, one event instead of three.
 	case res.HasChanges:
 		r.report.PlanEvent(obj, p.ID, rev, corev1.EventTypeNormal, infrav1.PlannedWithChangesReason, "%s", summary)
 	default:

@@ -96,7 +96,7 @@ func TestAlertsReachAFluxProvider(t *testing.T) {
 	applied := hook.expect(t, "plan applied", func(e eventv1.Event) bool {
 		return e.Reason == infrav1.AppliedReason && e.Metadata["plan"] == first
 	})
-	g.Expect(applied.Message).To(Equal("applied plan " + first))
+	g.Expect(applied.Message).To(Equal("applied plan " + first + ": +1 ~0 -0; wrote 2 outputs to Secret alerts-outputs"))
 	g.Expect(applied.Metadata).To(HaveKeyWithValue("revision", revision))
 	g.Expect(applied.Metadata).To(HaveKeyWithValue("add", "1"))
 	s.eventually("the outputs are written", func(g Gomega) {

@@ -149,7 +149,10 @@ func TestExistingDatabaseIsImported(t *testing.T) {
 		g.Expect(cur.Status.Plan.ResourcesToImport).To(Equal([]string{"landform_database.this"}))
 		g.Expect(string(s.secret(g, "orders-db-outputs").Data["id"])).To(Equal(db.ID))
 	})
-	g.Expect(s.events(g, kept.Name, infrav1.PlannedWithChangesReason)).To(ContainElement(ContainSubstring("+0 ~0 -0, 1 to import")))
+	// Applied at once (approvePlan auto): one event says the plan, its
+	// counts and the outputs written.
+	g.Expect(s.events(g, kept.Name, infrav1.AppliedReason)).To(ContainElement(ContainSubstring("+0 ~0 -0, 1 to import; wrote")))
+	g.Expect(s.events(g, kept.Name, infrav1.PlannedWithChangesReason)).To(BeEmpty())
 	expectOnlyDatabase(g, "handoff-orders", db.ID)
 
 	g.Expect(s.c.Delete(s.ctx, kept)).To(Succeed())

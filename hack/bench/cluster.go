@@ -7,6 +7,7 @@ package main
 // cluster_report.go.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -843,10 +844,12 @@ func (cb *clusterBench) landformTimes(key string, start, done, initDone time.Tim
 	return sampleTimes{start: start, at: map[string]time.Time{
 		"recorded": plan.at, "pod": cb.tl.get(key, msPodCreated), "scheduled": cb.tl.get(key, msPodScheduled),
 		"running": cb.tl.get(key, msRunning), "answering": answered, "init": initDone,
-		"planned":       cb.tl.get(key, eventMilestone(infrav1.PlannedWithChangesReason)),
+		// An auto-approved plan applied at once has no event of its own
+		// (its Applied event tells it, after the outputs are written): the
+		// apply's recording ends the plan, and Applied the outputs.
+		"planned":       cmp.Or(cb.tl.get(key, eventMilestone(infrav1.PlannedWithChangesReason)), apply.at),
 		"applyRecorded": apply.at,
 		"applied":       cb.tl.get(key, eventMilestone(infrav1.AppliedReason)),
-		"outputs":       cb.tl.get(key, eventMilestone(infrav1.OutputsWrittenReason)),
 		"ready":         done,
 	}}
 }

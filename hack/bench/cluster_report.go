@@ -164,10 +164,9 @@ var landformPhases = []phaseDef{
 	{"running", "container started", "its container running (watch on its status)"},
 	{"answering", "runner answering", "the run recorded + the controller's `landform_runner_start_seconds` for the sample"},
 	{"init", "init", "the engine's `successfully initialized` in the controller's log of the run (the workspace upload, the run's start, `init`)"},
-	{"planned", "plan", "event `ChangesPlanned` (watch on Events): `plan`, `show -json`, the plan stored"},
+	{"planned", "plan", "`plan`, `show -json`, the plan stored: event `ChangesPlanned` (watch on Events), or for a plan applied at once (no event of its own) the apply run recorded"},
 	{"applyRecorded", "apply recorded", "the apply run recorded in `status.run`"},
-	{"applied", "apply", "event `Applied`: the plan file sent, `apply`"},
-	{"outputs", "outputs written", "event `OutputsWritten`"},
+	{"applied", "apply and outputs", "event `Applied`: the plan file sent, `apply`, the outputs Secret written"},
 	{"ready", "Ready", "`Ready` at the revision with no run in flight, and the outputs Secret with both outputs (watches)"},
 }
 
