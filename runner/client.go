@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -25,6 +26,9 @@ const maxOutputsMessage = 256 << 20
 // dialBackoff spaces the health checks while a runner starts: 50ms,
 // doubling up to a second, until the caller's context ends.
 var dialBackoff = wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Steps: math.MaxInt32, Cap: time.Second}
+
+// connectBackoff is gRPC's reconnect backoff, on dialBackoff's scale.
+var connectBackoff = backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 2, Jitter: 0.2, MaxDelay: time.Second}
 
 // Client drives one runner. Every call takes everything it needs; the
 // controller sets a deadline on each through its context.
@@ -48,6 +52,13 @@ func Dial(ctx context.Context, addr string, tlsConfig *tls.Config) (*Client, err
 		// Outputs come back in one message; large ones (certificates,
 		// kubeconfigs) must not hit gRPC's default 4 MiB limit.
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxOutputsMessage)),
+		// A runner Pod's container runs a moment before its runner
+		// listens: the first connection is refused, and gRPC's default
+		// reconnect backoff (1 s, jittered) then held the health checks
+		// back; `make bench-cluster` saw 1.56 s to an answering runner in
+		// 4 of 9 samples, against 0.01 s in the others. Reconnect as soon
+		// as dialBackoff asks.
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: connectBackoff, MinConnectTimeout: 5 * time.Second}),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("dial runner %s: %w", addr, err)

@@ -204,6 +204,7 @@ func runCluster(o options, co clusterOptions) error {
 	}
 	r.Targets = targets
 	path := clusterReportPath(o.outJSON)
+	carryWritesBefore(r, path)
 	if err := writeReportFile(path, r); err != nil {
 		return err
 	}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -27,6 +29,33 @@ type ClusterReport struct {
 	One      ClusterOne    `json:"oneObject"`
 	Scale    ClusterScale  `json:"scale"`
 	Targets  []Target      `json:"targets"`
+	// WritesBefore is the one-object sample's API writes of the run this
+	// one replaced, from another revision: the write table is published
+	// before and after a change.
+	WritesBefore *ClusterWrites `json:"oneObjectWritesBefore,omitempty"`
+}
+
+// ClusterWrites is a run's API writes per Landform object sample.
+type ClusterWrites struct {
+	Date       string             `json:"date"`
+	Revision   string             `json:"revision"`
+	Total      float64            `json:"landformAPIWritesPerObject"`
+	ByResource map[string]float64 `json:"landformAPIWritesPerObjectByResource"`
+}
+
+// carryWritesBefore keeps in r the writes of the run kept at path when it
+// is another revision's (or that run's own before, when it is the same
+// revision measured again).
+func carryWritesBefore(r *ClusterReport, path string) {
+	var old ClusterReport
+	if readJSONFile(path, &old) != nil {
+		return
+	}
+	if old.Revision == r.Revision {
+		r.WritesBefore = old.WritesBefore
+		return
+	}
+	r.WritesBefore = &ClusterWrites{Date: old.Date, Revision: old.Revision, Total: old.One.LandformAPIWrites, ByResource: old.One.LandformAPIWritesByRes}
 }
 
 // ClusterSetup is what was measured.
@@ -467,6 +496,21 @@ func (r *ClusterReport) writeMarkdown(p printer) {
 	}
 	p("| API writes | %.0f | %.0f | |\n", o.RawAPIWrites, o.LandformAPIWrites)
 	p("\nAPI writes by resource, per sample: raw engine's Pod %s; Landform object %s.\n", perResource(o.RawAPIWritesByRes), perResource(o.LandformAPIWritesByRes))
+	if b := r.WritesBefore; b != nil {
+		p("\nLandform's API writes per object sample, before (%s, %s) and after (%s):\n\n", b.Revision, b.Date, r.Revision)
+		p("| resource | before | after | change |\n|---|---|---|---|\n")
+		seen := map[string]bool{}
+		for k := range b.ByResource {
+			seen[k] = true
+		}
+		for k := range o.LandformAPIWritesByRes {
+			seen[k] = true
+		}
+		for _, k := range slices.Sorted(maps.Keys(seen)) {
+			p("| `%s` | %.2f | %.2f | %+.2f |\n", k, b.ByResource[k], o.LandformAPIWritesByRes[k], o.LandformAPIWritesByRes[k]-b.ByResource[k])
+		}
+		p("| **all** | %.0f | %.0f | %+.0f |\n", b.Total, o.LandformAPIWrites, o.LandformAPIWrites-b.Total)
+	}
 	p("\n(Each party's median is taken on its own: the row **all** is the median of the totals.)\n")
 
 	if s.N > 0 {
