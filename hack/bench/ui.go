@@ -417,6 +417,13 @@ func runUIList(o options) error {
 	t := u.target()
 	log("target %s: %s: %s", t.Name, t.Measured, metWord(*t.Met))
 
+	return mergeSection(o, "the UI list page", func(r *Report) { r.mergeUIList(u) })
+}
+
+// mergeSection merges one section measured alone (BENCH_ONLY) into the
+// report at o.outJSON, applies the notes and renders it again; with no
+// report there it writes nothing.
+func mergeSection(o options, what string, merge func(*Report)) error {
 	r, err := readReport(o.outJSON)
 	if errors.Is(err, os.ErrNotExist) {
 		log("no report at %s to merge into: run `make bench` once; nothing written", o.outJSON)
@@ -425,7 +432,7 @@ func runUIList(o options) error {
 	if err != nil {
 		return err
 	}
-	r.mergeUIList(u)
+	merge(r)
 	notes, err := readNotes(o.notes)
 	if err != nil {
 		return err
@@ -434,7 +441,7 @@ func runUIList(o options) error {
 	if err := writeReportFile(o.outJSON, r); err != nil {
 		return err
 	}
-	log("merged the UI list page into %s", o.outJSON)
+	log("merged %s into %s", what, o.outJSON)
 	return render(o.outJSON, o.outMD, o.notes, false)
 }
 

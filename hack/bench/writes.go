@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -556,20 +555,7 @@ func runWrites(o options) error {
 	w.writeMarkdown(func(format string, a ...any) { fmt.Fprintf(&sb, format, a...) }, nil)
 	fmt.Print(sb.String())
 
-	r, err := readReport(o.outJSON)
-	if errors.Is(err, os.ErrNotExist) {
-		log("no report at %s to merge into: run `make bench` once; nothing written", o.outJSON)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	r.mergeOneObjectWrites(w)
-	if err := writeReportFile(o.outJSON, r); err != nil {
-		return err
-	}
-	log("merged one object's API writes into %s", o.outJSON)
-	return render(o.outJSON, o.outMD, o.notes, false)
+	return mergeSection(o, "one object's API writes", func(r *Report) { r.mergeOneObjectWrites(w) })
 }
 
 // mergeOneObjectWrites puts w into r in place of r's own, which it keeps

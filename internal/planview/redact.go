@@ -41,11 +41,7 @@ func Redact(data []byte, secretVar func(name string) bool) (map[string]any, erro
 	if err != nil {
 		return nil, err
 	}
-	secrets := map[string]bool{}
-	eachSensitive(doc, secretVar, func(v, marks any) any {
-		gather(v, marks, secrets)
-		return v
-	})
+	secrets := sensitiveValues(doc, secretVar)
 	eachSensitive(doc, secretVar, mask)
 	if len(secrets) > 0 {
 		maskCopies(doc, secrets)
@@ -62,15 +58,21 @@ func RedactText(text, jsonPlan []byte, secretVar func(name string) bool) ([]byte
 	if err != nil {
 		return nil, err
 	}
+	secrets := sensitiveValues(doc, secretVar)
+	if len(secrets) == 0 {
+		return text, nil
+	}
+	return []byte(cutSecrets(string(text), secrets)), nil
+}
+
+// sensitiveValues gathers every value doc holds as sensitive anywhere.
+func sensitiveValues(doc map[string]any, secretVar func(string) bool) map[string]bool {
 	secrets := map[string]bool{}
 	eachSensitive(doc, secretVar, func(v, marks any) any {
 		gather(v, marks, secrets)
 		return v
 	})
-	if len(secrets) == 0 {
-		return text, nil
-	}
-	return []byte(cutSecrets(string(text), secrets)), nil
+	return secrets
 }
 
 // decode reads a JSON plan as generic values, numbers as json.Number.
