@@ -578,7 +578,7 @@ func (w *OneObjectWrites) writeMarkdown(p printer, before *OneObjectWrites) {
 	p("Measured apart from the run above, on %s from %s by `BENCH_ONLY=writes make bench` (load average at start %s):\n", w.Date, w.Revision, w.LoadStart)
 	p("%d objects of the trivial module created one at a time in `%s`, each waited for (Ready with its outputs Secret, %s s)\n", w.Samples, writesNamespace, floats(w.ReadySeconds))
 	p("and %.0f s more, with nothing else running, on an API server writing an audit log of every write\n", writesSettle.Seconds())
-	p("(create, update, patch, delete, deletecollection; `--audit-log-mode=blocking`). Each write in `%s` is charged to the\n", writesNamespace)
+	p("(create, update, patch, delete, deletecollection; the log in blocking mode, so that no write is dropped). Each write in `%s` is charged to the\n", writesNamespace)
 	p("object its name names, else to the object created last before it; the controller's, runners' and engine's writes\n")
 	p("elsewhere too, but for their Leases (leader election), which are shown apart. The writer is the program its user agent\n")
 	p("names. A write *changed nothing* when the object's resourceVersion after it is the one after its previous write; a\n")
