@@ -202,7 +202,7 @@ func (r *TerraformReconciler) gatedDestroy(ctx context.Context, patcher *objectP
 			r.report.PlanEvent(obj, stored.ID, ws.artifact.Revision, corev1.EventTypeNormal, infrav1.DeletingReason, "destroy plan %s applied: deleting the state", stored.ID)
 			return true, outcome.Outcome{}, nil
 		}
-		if approvedByID(obj, p.Pending) {
+		if obj.ApprovesPlan(p.Pending) {
 			ended, err = r.startApply(ctx, patcher, obj, ws, nil, nil)
 			return false, ended, err
 		}

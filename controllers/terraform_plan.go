@@ -129,7 +129,7 @@ func awaitsApproval(obj *infrav1.Terraform, id string) bool {
 	if !obj.DeletionTimestamp.IsZero() {
 		// Deletion's destroy plan (destroyApproval: manual): only an
 		// approval naming it applies it.
-		return !approvedByID(obj, id)
+		return !obj.ApprovesPlan(id)
 	}
 	return !approved(obj, id)
 }

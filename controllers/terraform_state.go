@@ -99,13 +99,7 @@ func approved(obj *infrav1.Terraform, id string) bool {
 	if obj.PlansOnly() || id == "" {
 		return false
 	}
-	return approvedByID(obj, id) || (obj.IsAutoApprove() && !heldAsDestructive(obj, id))
-}
-
-// approvedByID reports a person's approval of exactly plan id: the
-// annotation, or spec.approvePlan committed to Git.
-func approvedByID(obj *infrav1.Terraform, id string) bool {
-	return id != "" && (obj.Spec.ApprovePlan == id || obj.GetAnnotations()[infrav1.ApproveAnnotation] == id)
+	return obj.ApprovesPlan(id) || (obj.IsAutoApprove() && !heldAsDestructive(obj, id))
 }
 
 // heldAsDestructive reports whether approvePlan auto leaves plan id to a
@@ -116,7 +110,7 @@ func approvedByID(obj *infrav1.Terraform, id string) bool {
 // Status summarises the plan (decide plans again when it does not); a plan
 // it does not summarise is held, since nothing says it destroys nothing.
 func heldAsDestructive(obj *infrav1.Terraform, id string) bool {
-	if !obj.IsAutoApprove() || obj.Spec.AutoApproveDestructive || obj.PlansOnly() || approvedByID(obj, id) {
+	if !obj.IsAutoApprove() || obj.Spec.AutoApproveDestructive || obj.PlansOnly() || obj.ApprovesPlan(id) {
 		return false
 	}
 	p := obj.Status.Plan

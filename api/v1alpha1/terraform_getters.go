@@ -84,6 +84,12 @@ func (in *Terraform) GetSourceNamespace() string {
 	return in.Namespace
 }
 
+// ApprovesPlan reports a person's approval of exactly plan id: the
+// approve annotation, or spec.approvePlan committed to Git.
+func (in *Terraform) ApprovesPlan(id string) bool {
+	return id != "" && (in.Spec.ApprovePlan == id || in.GetAnnotations()[ApproveAnnotation] == id)
+}
+
 // IsAutoApprove reports whether every plan is applied without approval.
 func (in *Terraform) IsAutoApprove() bool { return in.Spec.ApprovePlan == ApprovePlanAuto }
 

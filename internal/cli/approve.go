@@ -107,7 +107,7 @@ func (a *app) runApprove(ctx context.Context, name string, o approveOptions) err
 	}
 	// With -f the file says whether the plan is approved; the cluster may
 	// not have the manifest yet.
-	if o.file == "" && (obj.GetAnnotations()[v1alpha1.ApproveAnnotation] == pending || obj.Spec.ApprovePlan == pending) ||
+	if o.file == "" && obj.ApprovesPlan(pending) ||
 		obj.IsAutoApprove() && !gatedDestroy && !heldAsDestructive(obj) {
 		res.AlreadyApproved = true
 		return done("Plan %s of %s/%s is already approved.\n", pending, obj.Namespace, obj.Name)

@@ -404,7 +404,7 @@ func planState(obj *v1alpha1.Terraform, approve string) (string, string) {
 		return "preview", "a preview: never applied; a merge applies through " + cmp.Or(obj.PreviewTargetKey(), "its target") + ", which plans again"
 	case p.Pending != "" && obj.Spec.PlanOnly && obj.DeletionTimestamp.IsZero():
 		return "plan-only", "not applied (spec.planOnly)"
-	case p.Pending != "" && (obj.GetAnnotations()[v1alpha1.ApproveAnnotation] == p.Pending || obj.Spec.ApprovePlan == p.Pending):
+	case obj.ApprovesPlan(p.Pending):
 		return "approved", "approved, waiting to be applied"
 	case p.Pending != "" && heldAsDestructive(obj):
 		return "pending-approval", "waits for approval: it destroys or replaces resources, which approvePlan auto leaves to a person (" + approve + ", or spec.autoApproveDestructive: true)"

@@ -54,7 +54,7 @@ func factsOf(obj *v1alpha1.Terraform, now time.Time) facts {
 	if p := obj.Status.Plan; p != nil && p.Pending != "" {
 		f.Plan = p.Pending
 		f.Destructive = p.Destroy > 0 || p.Replace > 0 || len(p.ResourcesToDestroy) > 0 || len(p.ResourcesToReplace) > 0
-		f.Approved = obj.GetAnnotations()[v1alpha1.ApproveAnnotation] == p.Pending || obj.Spec.ApprovePlan == p.Pending
+		f.Approved = obj.ApprovesPlan(p.Pending)
 	}
 	f.Revision = obj.Status.LastAppliedRevision
 	if f.Preview {

@@ -107,7 +107,7 @@ func approvable(obj *v1alpha1.Terraform) (ok, approved bool, why string) {
 		return false, false, "a preview's plans are never applied: a merge applies through " + obj.PreviewTargetKey()
 	case obj.Spec.PlanOnly && !gatedDestroy:
 		return false, false, "spec.planOnly is set: its plans are never applied"
-	case obj.GetAnnotations()[v1alpha1.ApproveAnnotation] == pending || obj.Spec.ApprovePlan == pending:
+	case obj.ApprovesPlan(pending):
 		return false, true, "approved, waiting to be applied"
 	}
 	return true, false, ""
