@@ -187,6 +187,11 @@ func Read(ctx context.Context, c client.Reader, namespace, name string) (map[Pha
 		}
 		return nil, err
 	}
+	return Parse(s), nil
+}
+
+// Parse reads the logs kept in s, the object's run log Secret, by phase.
+func Parse(s *corev1.Secret) map[Phase]PhaseLog {
 	out := map[Phase]PhaseLog{}
 	for _, p := range Phases {
 		state, ok := s.Annotations[stateAnnotation(p)]
@@ -198,5 +203,5 @@ func Read(ctx context.Context, c client.Reader, namespace, name string) (map[Pha
 		l.FinishedAt, _ = time.Parse(time.RFC3339, s.Annotations[finishedAnnotation(p)])
 		out[p] = l
 	}
-	return out, nil
+	return out
 }

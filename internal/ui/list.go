@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"net/http"
@@ -51,17 +50,22 @@ type listView struct {
 	Scope string
 }
 
-// list lists the Terraform objects the user may list: every namespace, or
-// only the fallback namespace when the API server refuses that.
+// list lists the Terraform objects the user may list (inScope).
 func (s *Server) list(ctx context.Context, f filter) (*v1alpha1.TerraformList, string, error) {
 	var l v1alpha1.TerraformList
-	ns := f.Namespace
-	err := s.c.List(ctx, &l, client.InNamespace(ns))
+	scope, err := s.inScope(f.Namespace, func(ns string) error { return s.c.List(ctx, &l, client.InNamespace(ns)) })
+	return &l, scope, err
+}
+
+// inScope calls read on namespace ns ("": every namespace) or, when the
+// API server refuses every namespace, on the fallback namespace; scope
+// says which, and why when not all.
+func (s *Server) inScope(ns string, read func(ns string) error) (scope string, err error) {
+	err = read(ns)
 	if ns == "" && apierrors.IsForbidden(err) && s.ns != "" {
-		scope := "namespace " + s.ns + " only: you may not list Terraform objects across namespaces"
-		return &l, scope, s.c.List(ctx, &l, client.InNamespace(s.ns))
+		return "namespace " + s.ns + " only: you may not list Terraform objects across namespaces", read(s.ns)
 	}
-	return &l, cmp.Or(ns, "all namespaces"), err
+	return cmp.Or(ns, "all namespaces"), err
 }
 
 func (s *Server) listPage(w http.ResponseWriter, r *http.Request) {
@@ -100,7 +104,6 @@ func (s *Server) listPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) listStream(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := filterOf(q)
-	ns := f.Namespace
 	// A browser that reconnects says where it was (the id of each event is
 	// its resourceVersion).
 	rv := cmp.Or(r.Header.Get("Last-Event-ID"), q.Get("rv"))
@@ -108,10 +111,11 @@ func (s *Server) listStream(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	watcher, err := s.c.Watch(r.Context(), &v1alpha1.TerraformList{}, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
-	if apierrors.IsForbidden(err) && ns == "" && s.ns != "" {
-		watcher, err = s.c.Watch(r.Context(), &v1alpha1.TerraformList{}, client.InNamespace(s.ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
-	}
+	var watcher watch.Interface
+	_, err := s.inScope(f.Namespace, func(ns string) (err error) {
+		watcher, err = s.c.Watch(r.Context(), &v1alpha1.TerraformList{}, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
+		return err
+	})
 	if err != nil {
 		ev.send("reload", "")
 		return
@@ -134,10 +138,10 @@ func (s *Server) listStream(w http.ResponseWriter, r *http.Request) {
 		if e.Type == watch.Deleted || !fa.matches(f) {
 			return ev.send("gone", key)
 		}
-		var b bytes.Buffer
-		if err := s.tmpl.ExecuteTemplate(&b, "row", fa); err != nil {
+		html := s.fragment("row", fa)
+		if html == "" {
 			return false
 		}
-		return ev.sendJSON("row", map[string]string{"key": key, "html": b.String()})
+		return ev.sendJSON("row", map[string]string{"key": key, "html": html})
 	})
 }

@@ -2,7 +2,6 @@ package ui
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"slices"
 
@@ -12,6 +11,7 @@ import (
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/outputs"
+	"github.com/landform-dev/landform/internal/planstore"
 	"github.com/landform-dev/landform/internal/runlog"
 )
 
@@ -90,11 +90,18 @@ func (s *Server) objectView(ctx context.Context, ns, name string, pageNo int) (*
 	}
 	f := factsOf(&obj, s.now())
 	v := &objectView{page: s.page(ns + "/" + name), Obj: &obj}
-	v.Plan, v.Drift = s.planOf(ctx, &obj, pageNo)
+	// The stored plan, read once: the diff and the outputs' sensitivity
+	// both come from it.
+	var stored *planstore.Plan
+	var loadErr error
+	if p := obj.Status.Plan; p != nil && p.ID != "" || len(obj.Status.AvailableOutputs) > 0 {
+		stored, loadErr = planstore.Store{Client: s.c}.Load(ctx, &obj)
+	}
+	v.Plan, v.Drift = s.planOf(&obj, stored, loadErr, pageNo)
 	v.Live = liveOf(&obj, f, v.Plan.ID)
 	v.Logs = s.logsOf(ctx, &obj)
 	v.Events = s.eventsOf(ctx, &obj)
-	v.Outputs = s.outputsOf(ctx, &obj)
+	v.Outputs = s.outputsOf(ctx, &obj, stored)
 	v.Versions = s.versionsOf(ctx, &obj)
 	v.DependsOn = s.dependenciesOf(ctx, &obj)
 	v.Consumers = s.consumersOf(ctx, &obj)
@@ -117,6 +124,11 @@ func (s *Server) logsOf(ctx context.Context, obj *v1alpha1.Terraform) logsView {
 	if err != nil {
 		return logsView{Err: refusal(err, "read the run logs (get secrets "+runlog.SecretName(obj.Name)+")")}
 	}
+	return logsFrom(logs)
+}
+
+// logsFrom is the page's view of the logs kept.
+func logsFrom(logs map[runlog.Phase]runlog.PhaseLog) logsView {
 	var v logsView
 	for _, p := range runlog.Phases {
 		if l, ok := logs[p]; ok {
@@ -130,12 +142,8 @@ func (s *Server) logsOf(ctx context.Context, obj *v1alpha1.Terraform) logsView {
 
 // refusal says why a read failed, the API server's refusal as such.
 func refusal(err error, what string) string {
-	var status apierrors.APIStatus
-	switch {
-	case apierrors.IsForbidden(err):
+	if apierrors.IsForbidden(err) {
 		return "The API server refused to let you " + what + ": " + err.Error()
-	case errors.As(err, &status):
-		return "Could not " + what + ": " + err.Error()
 	}
 	return "Could not " + what + ": " + err.Error()
 }

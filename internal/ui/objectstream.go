@@ -53,21 +53,21 @@ func (s *Server) objectStream(w http.ResponseWriter, r *http.Request) {
 			}
 		}()
 	}
-	var obj *v1alpha1.Terraform
 	s.forward(ctx, ev, watch.NewProxyWatcher(merged), func(e watch.Event) bool {
 		switch o := e.Object.(type) {
 		case *v1alpha1.Terraform:
 			if e.Type == watch.Deleted {
 				return ev.sendJSON("live", map[string]string{"html": s.fragment("gone", nil)})
 			}
-			obj = o
 			f := factsOf(o, s.now())
 			return ev.sendJSON("live", map[string]string{"html": s.fragment("live", liveOf(o, f, shown))})
 		case *corev1.Secret:
-			if obj == nil {
-				return true
+			// The watched Secret is the logs: no read of it again.
+			logs := runlog.Parse(o)
+			if e.Type == watch.Deleted {
+				logs = nil
 			}
-			return ev.sendJSON("logs", map[string]string{"html": s.fragment("logs", s.logsOf(ctx, obj))})
+			return ev.sendJSON("logs", map[string]string{"html": s.fragment("logs", logsFrom(logs))})
 		}
 		return e.Type != watch.Error
 	})

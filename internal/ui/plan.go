@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -51,9 +50,10 @@ func pageNumber(r *http.Request) int {
 	return n
 }
 
-// planOf reads the stored plan the status names. Sensitive values are
-// masked before anything else reads it (planview.Diff).
-func (s *Server) planOf(ctx context.Context, obj *v1alpha1.Terraform, pageNo int) (planView, driftView) {
+// planOf shows p, the stored plan (loadErr: why there is none), as the
+// status names it. Sensitive values are masked before anything else reads
+// it (planview.Diff).
+func (s *Server) planOf(obj *v1alpha1.Terraform, p *planstore.Plan, loadErr error, pageNo int) (planView, driftView) {
 	v := planView{Status: obj.Status.Plan, Page: pageNo}
 	var d driftView
 	if c := apimeta.FindStatusCondition(obj.Status.Conditions, v1alpha1.DriftedCondition); c != nil && c.Status == "True" {
@@ -65,9 +65,8 @@ func (s *Server) planOf(ctx context.Context, obj *v1alpha1.Terraform, pageNo int
 	}
 	v.ID, v.Pending = st.ID, st.Pending != "" && st.Pending == st.ID
 	v.Approvable, v.Approved, v.Why = approvable(obj)
-	p, err := planstore.Store{Client: s.c}.Load(ctx, obj)
-	switch {
-	case errors.Is(err, planstore.ErrNotFound):
+	switch err := loadErr; {
+	case errors.Is(err, planstore.ErrNotFound) || p == nil:
 		v.Err = "The stored plan is gone (applied plans are deleted); the status above is what is known of it."
 		return v, d
 	case err != nil:

@@ -34,7 +34,7 @@ func parseTemplates() (*template.Template, error) {
 		"time":        func(t time.Time) string { return formatTime(t) },
 		"add":         func(a, b int) int { return a + b },
 		"stateLabel":  stateLabel,
-		"pageURL":     func(path string, n int) string { return path + "?page=" + itoa(n) + "#plan" },
+		"pageURL":     func(path string, n int) string { return path + "?page=" + strconv.Itoa(n) + "#plan" },
 	}).ParseFS(templateFS, "templates/*.html")
 }
 
@@ -44,8 +44,6 @@ func formatTime(t time.Time) string {
 	}
 	return t.UTC().Format("2006-01-02 15:04:05Z")
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // stateLabel names a list filter for people.
 func stateLabel(s string) string {

@@ -62,14 +62,14 @@ func (s *Server) eventsOf(ctx context.Context, obj *v1alpha1.Terraform) section[
 // outputsOf shows the outputs written into the outputs Secret; a
 // sensitive output's value (or any output whose sensitivity is unknown)
 // is never put into the page.
-func (s *Server) outputsOf(ctx context.Context, obj *v1alpha1.Terraform) section[outputs.Row] {
+func (s *Server) outputsOf(ctx context.Context, obj *v1alpha1.Terraform, stored *planstore.Plan) section[outputs.Row] {
 	names := obj.Status.AvailableOutputs
 	if len(names) == 0 {
 		return section[outputs.Row]{}
 	}
 	sensitive := func(string) bool { return true }
-	if p, err := (planstore.Store{Client: s.c}).Load(ctx, obj); err == nil {
-		if d, err := planview.Read(p.JSONPlan); err == nil {
+	if stored != nil {
+		if d, err := planview.Read(stored.JSONPlan); err == nil {
 			sensitive = func(n string) bool {
 				known, ok := d.Sensitive[n]
 				return !ok || known
