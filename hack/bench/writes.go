@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -631,7 +632,7 @@ func (w *OneObjectWrites) writeMarkdown(p printer, before *OneObjectWrites) {
 		}
 	}
 	byVerbTotal := map[string]float64{}
-	for _, res := range sortedKeys(resources) {
+	for _, res := range slices.Sorted(maps.Keys(resources)) {
 		cells := make([]string, len(cols))
 		all := 0.0
 		for i, v := range cols {
@@ -658,7 +659,7 @@ func (w *OneObjectWrites) writeMarkdown(p printer, before *OneObjectWrites) {
 	}
 	p("\n\n")
 	p("By writer: %s. Failed (not 2xx): %s; changed nothing: %s, per object. Writes per sample: %s.\n",
-		floatCounts(w.ByWriter), count(w.FailedPerObject), count(w.UnchangedPerObject), ints(w.WritesPerSample))
+		perResource(w.ByWriter), count(w.FailedPerObject), count(w.UnchangedPerObject), ints(w.WritesPerSample))
 	p("Leader election: %d Lease writes in the %.0f s of all the samples, not charged to an object.", w.LeaderElection, w.WindowSeconds)
 	if len(w.NotCounted) > 0 {
 		p(" Not counted, outside `%s` and not Landform's: %s.", writesNamespace, counts(w.NotCounted))
@@ -703,29 +704,6 @@ func change(before, after float64) string {
 		return "−" + count(-d)
 	}
 	return "="
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// floatCounts renders a map of means as "k1 n1, k2 n2" in key order.
-func floatCounts(m map[string]float64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + " " + count(m[k])
-	}
-	return strings.Join(parts, ", ")
 }
 
 func ints(xs []int) string {
