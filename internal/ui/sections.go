@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/inputs"
 	"github.com/landform-dev/landform/internal/outputs"
 	"github.com/landform-dev/landform/internal/planstore"
 	"github.com/landform-dev/landform/internal/planview"
@@ -122,20 +122,20 @@ type dependencyRow struct {
 func (s *Server) dependenciesOf(ctx context.Context, obj *v1alpha1.Terraform) []dependencyRow {
 	var rows []dependencyRow
 	for _, d := range obj.Spec.DependsOn {
-		kind := cmp.Or(d.Kind, v1alpha1.TerraformKind)
-		r := dependencyRow{Kind: kind, Namespace: cmp.Or(d.Namespace, obj.Namespace), Name: d.Name, Ready: "Unknown"}
-		u := &unstructured.Unstructured{}
-		gv, err := schema.ParseGroupVersion(dependencyAPIVersion(d))
-		if err != nil {
-			r.Message = err.Error()
+		// Defaulted as the controller defaults it.
+		gvk, key := inputs.DependencyKey(obj, d)
+		r := dependencyRow{Kind: gvk.Kind, Namespace: key.Namespace, Name: key.Name, Ready: "Unknown"}
+		if gvk.Version == "" {
+			r.Message = "apiVersion " + d.APIVersion + " is not group/version"
 			rows = append(rows, r)
 			continue
 		}
-		u.SetGroupVersionKind(gv.WithKind(kind))
-		if kind == v1alpha1.TerraformKind && gv.Group == v1alpha1.GroupVersion.Group {
+		if isTerraform(gvk) {
 			r.Link = objectPath(r.Namespace, r.Name)
 		}
-		if err := s.c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, u); err != nil {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		if err := s.c.Get(ctx, key, u); err != nil {
 			r.Message = refusal(err, "read it")
 			rows = append(rows, r)
 			continue
@@ -156,19 +156,9 @@ func str(v any) string {
 	return s
 }
 
-// dependencyAPIVersion defaults apiVersion by kind, as the controller
-// does.
-func dependencyAPIVersion(d v1alpha1.DependencyReference) string {
-	if d.APIVersion != "" {
-		return d.APIVersion
-	}
-	switch d.Kind {
-	case "Kustomization":
-		return "kustomize.toolkit.fluxcd.io/v1"
-	case "HelmRelease":
-		return "helm.toolkit.fluxcd.io/v2"
-	}
-	return v1alpha1.GroupVersion.String()
+// isTerraform reports a Terraform object's kind.
+func isTerraform(gvk schema.GroupVersionKind) bool {
+	return gvk.Kind == v1alpha1.TerraformKind && gvk.Group == v1alpha1.GroupVersion.Group
 }
 
 type consumerRow struct {
@@ -190,7 +180,7 @@ func (s *Server) consumersOf(ctx context.Context, obj *v1alpha1.Terraform) secti
 	}
 	for _, t := range l.Items {
 		for _, d := range t.Spec.DependsOn {
-			if cmp.Or(d.Kind, v1alpha1.TerraformKind) == v1alpha1.TerraformKind && d.Name == obj.Name && cmp.Or(d.Namespace, t.Namespace) == obj.Namespace {
+			if gvk, key := inputs.DependencyKey(&t, d); isTerraform(gvk) && key == client.ObjectKeyFromObject(obj) {
 				v.Rows = append(v.Rows, consumerRow{Kind: v1alpha1.TerraformKind, Namespace: t.Namespace, Name: t.Name, How: "dependsOn", Link: objectPath(t.Namespace, t.Name)})
 			}
 		}
