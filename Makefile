@@ -96,7 +96,8 @@ BENCH_N ?= 20
 ## every docs/benchmarks-<N>.json. BENCH_ONLY=ui runs only the UI list page (no controller, about 20 s) and merges it
 ## into docs/benchmarks.json, keeping the other results, before rendering docs/benchmarks.md again. BENCH_ONLY=writes
 ## runs only the trivial module's one-object samples on an API server with an audit log and merges the API writes of
-## one object's life, write by write, the same way (the previous ones, of another revision, kept as "before").
+## one object's life, write by write, the same way (the previous ones, of another revision, kept as "before"), with
+## a typical object's timeline: its writes and engine processes, phase by phase.
 bench: tools build
 	KUBEBUILDER_ASSETS=$(BIN) BENCH_N=$(BENCH_N) BENCH_ONLY=$(BENCH_ONLY) go run ./hack/bench \
 		-controller $(BIN)/landform-controller -runner $(BIN)/landform-runner -tofu $(BIN)/tofu \

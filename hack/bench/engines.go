@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -52,19 +53,40 @@ func buildEngineCounter(dir, name, engine, countFile string) (string, error) {
 	return out, nil
 }
 
+// engineStart is one engine process the wrapper started.
+type engineStart struct {
+	caller, sub string
+	at          time.Time
+}
+
+// starts reads the counter file: every process, in the order started.
+func (e *engineCounter) starts() []engineStart {
+	var out []engineStart
+	b, _ := os.ReadFile(e.file)
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		s := engineStart{caller: f[0], sub: f[1]}
+		if len(f) > 2 {
+			if us, err := strconv.ParseInt(f[2], 10, 64); err == nil {
+				s.at = time.UnixMicro(us)
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
 // counts reads the counter file: per caller, processes per subcommand.
 func (e *engineCounter) counts() map[string]map[string]int {
 	out := map[string]map[string]int{}
-	b, _ := os.ReadFile(e.file)
-	for _, line := range strings.Split(string(b), "\n") {
-		caller, sub, ok := strings.Cut(line, " ")
-		if !ok {
-			continue
+	for _, s := range e.starts() {
+		if out[s.caller] == nil {
+			out[s.caller] = map[string]int{}
 		}
-		if out[caller] == nil {
-			out[caller] = map[string]int{}
-		}
-		out[caller][sub]++
+		out[s.caller][s.sub]++
 	}
 	return out
 }

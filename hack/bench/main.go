@@ -96,7 +96,7 @@ func main() {
 	flag.StringVar(&o.revision, "revision", "", "what was measured, for the report (default: git describe --always --dirty)")
 	flag.StringVar(&o.keep, "keep", "", "keep the work directory (logs, controller work dir) here instead of removing it")
 	flag.StringVar(&o.only, "only", os.Getenv("BENCH_ONLY"), "run only this measurement: ui (the UI's list page) or writes (the API writes of one "+
-		"object's life, from the API server's audit log), merged into -out-json's existing report, which -out-md is rendered from again (BENCH_ONLY)")
+		"object's life, from the API server's audit log, and a typical object's timeline), merged into -out-json's existing report, which -out-md is rendered from again (BENCH_ONLY)")
 	cluster := flag.Bool("cluster", false, "measure runner Pods on the single-node cluster of `make cluster-up` with Landform installed by its chart "+
 		"(`make bench-cluster`): writes <-out-json without .json>-cluster.json and renders -out-md")
 	co := clusterOptions{}

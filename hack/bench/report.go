@@ -391,7 +391,8 @@ func (r *Report) writeMarkdownWith(w io.Writer, cluster *ClusterReport, peer *Cl
 	p("Engine processes are counted by a wrapper (`hack/bench/enginecount`, built by the harness as `tofu-<version>` so that the\n")
 	p("runner still knows the engine and its version by its name, as it knows `bin/tofu`'s from its build information) that both\n")
 	p("the raw engine and Landform's runners (`--engine`) run: it appends one line,\n")
-	p("who ran it and the subcommand, to a file with `O_APPEND` and then `exec`s the real `bin/tofu` in the same process, so CPU\n")
+	p("who ran it, the subcommand and when it started (which places it in an object's timeline), to a file with `O_APPEND` and\n")
+	p("then `exec`s the real `bin/tofu` in the same process, so CPU\n")
 	p("accounting is unchanged. Both sides pay its cost on every process: %.1f ms wall and %.1f ms CPU (median of %d runs of\n",
 		r.EngineWrapper.WallMillis, r.EngineWrapper.CPUMillis, r.EngineWrapper.Samples)
 	p("`/bin/true` through it less `/bin/true` alone, on this machine). A runner starts every engine process through terraform-exec\n")

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -99,13 +100,16 @@ apiserver_request_total_other{verb="POST",resource="x"} 1
 
 func TestEngineCounts(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "engine-processes")
-	if err := os.WriteFile(file, []byte("raw init\nraw plan\nlandform version\nlandform init\nlandform init\n"), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte("raw init\nraw plan\nlandform version 1700000000000001\nlandform init 1700000000000002\nlandform init\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	e := &engineCounter{file: file}
 	want := map[string]map[string]int{"raw": {"init": 1, "plan": 1}, "landform": {"version": 1, "init": 2}}
 	if diff := cmp.Diff(want, e.counts()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if got := e.starts()[3].at; !got.Equal(time.UnixMicro(1700000000000002)) {
+		t.Errorf("the fourth process started at %v, want %v", got, time.UnixMicro(1700000000000002))
 	}
 	if diff := cmp.Diff(map[string]float64{"init": 1, "plan": 0.5}, perRun(map[string]int{"init": 2, "plan": 1}, 2)); diff != "" {
 		t.Errorf("perRun (-want +got):\n%s", diff)

@@ -95,6 +95,9 @@ type OneObjectWrites struct {
 	// FirstSample is the first object's writes in the order received,
 	// its name made "<obj>" in every name.
 	FirstSample []Write `json:"firstSample"`
+	// Typical is a typical sample's timeline, its writes and engine
+	// processes together.
+	Typical *Timeline `json:"typical,omitempty"`
 }
 
 // Write is one write of an object's life.
@@ -329,7 +332,10 @@ func landformWriter(w string) bool {
 type writeSample struct {
 	name    string
 	created time.Time
-	ready   float64
+	// ready is the seconds from the harness's create to Ready seen, at
+	// done.
+	ready float64
+	done  time.Time
 }
 
 // objectWrites sorts the log's writes from the samples' first create to
@@ -526,7 +532,7 @@ func runWrites(o options) error {
 		if err != nil {
 			return err
 		}
-		samples[i] = writeSample{name: name, created: start, ready: done.Sub(start).Seconds()}
+		samples[i] = writeSample{name: name, created: start, ready: done.Sub(start).Seconds(), done: done}
 		log("one object's writes, sample %d: Ready in %.2fs", i, samples[i].ready)
 		time.Sleep(writesSettle)
 	}
@@ -551,6 +557,8 @@ func runWrites(o options) error {
 	w.Date, w.Revision, w.LoadStart = date, o.revision, load
 	w.LeaderElection, w.NotCounted, w.DuplicateEvents = leader, notCounted, dups
 	w.WindowSeconds = end.Sub(samples[0].created).Seconds()
+	typical := typicalSample(samples)
+	w.Typical = timelineOf(typical, samples[typical], perSample[typical], b.engines.starts())
 
 	var sb strings.Builder
 	w.writeMarkdown(func(format string, a ...any) { fmt.Fprintf(&sb, format, a...) }, nil)
@@ -673,6 +681,9 @@ func (w *OneObjectWrites) writeMarkdown(p printer, before *OneObjectWrites) {
 		p("\n<details><summary>Before: %s</summary>\n\n", before.Revision)
 		writeList(p, before.FirstSample)
 		p("\n</details>\n")
+	}
+	if w.Typical != nil {
+		w.Typical.writeMarkdown(p, w.Samples)
 	}
 }
 

@@ -1,6 +1,7 @@
 // Command enginecount stands in for the engine binary in `make bench`: it
-// appends one line, "<$BENCH_ENGINE_CALLER> <subcommand>", to a counter
-// file and then execs the real engine in its own process, so the engine
+// appends one line, "<$BENCH_ENGINE_CALLER> <subcommand> <unix µs>", to a
+// counter file (the time places the process in an object's timeline) and
+// then execs the real engine in its own process, so the engine
 // keeps this PID (CPU accounting from /proc stays with the caller's
 // children) and the only cost is this program's start. The bench builds it
 // into its work directory as "tofu", so that the runner still tells the
@@ -13,8 +14,10 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Set by -ldflags -X.
@@ -40,7 +43,7 @@ func main() {
 	// interleave their lines.
 	f, err := os.OpenFile(counter, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err == nil {
-		_, err = f.WriteString(caller + " " + sub + "\n")
+		_, err = f.WriteString(caller + " " + sub + " " + strconv.FormatInt(time.Now().UnixMicro(), 10) + "\n")
 		f.Close()
 	}
 	if err != nil {
