@@ -79,8 +79,16 @@ func (r *TerraformReconciler) inspectRun(ctx context.Context, obj *infrav1.Terra
 	}
 	obj.Status.Run = nil
 	metrics.CountRun(run.Action, runErr)
-	return actionOf(run).collect(ctx, r, obj, run, h, idle)
+	c, err := actionOf(run).collect(ctx, r, obj, run, h, idle)
+	// The run's log is written while its result is recorded here; status
+	// says the run ended once the log is there to read, or after
+	// logWait when the API server does not take it (it keeps trying).
+	h.AwaitLog(logWait)
+	return c, err
 }
+
+// logWait bounds the wait for a run's final log after its collection.
+const logWait = 10 * time.Second
 
 // runProgress says what the run is doing, for status while it goes on.
 func (r *TerraformReconciler) runProgress(obj *infrav1.Terraform, h *runs.Handle) outcome.Outcome {
@@ -111,8 +119,18 @@ func (r *TerraformReconciler) collectApply(ctx context.Context, obj *infrav1.Ter
 	res, runErr := h.Result()
 	if runErr == nil {
 		r.state.Persisted(obj, run, h)
-		r.state.KeepApplied(ctx, obj, run)
-		return r.recordApply(ctx, obj, run, res.Outputs)
+		// Keeping the artifact is a write of its own, made while the
+		// apply is recorded (on a copy: both change status).
+		kept := obj.DeepCopy()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			r.state.KeepApplied(ctx, kept, run)
+		}()
+		err := r.recordApply(ctx, obj, run, res.Outputs)
+		<-done
+		obj.Status.LastAppliedArtifact = kept.Status.LastAppliedArtifact
+		return err
 	}
 	rerr, typed := runner.AsError(runErr)
 	if typed && (rerr.Reason == runner.ReasonStalePlan || rerr.Reason == runner.ReasonPlanUnusable) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -30,8 +31,8 @@ import (
 // permission at all: a module, which runs with it, reaches neither plans,
 // nor outputs, nor run logs, nor any other Secret or state of the namespace.
 //
-// RBAC cannot name objects in create, so the state Secret (empty: the
-// backend reads it as no state) and the Lease are made first, by Claim.
+// RBAC cannot name objects in create, so the state Secret (holding an
+// empty state) and the Lease are made first, by Claim.
 
 const (
 	// tokenMinLife is the shortest token the API server issues; tokenSlack
@@ -113,25 +114,24 @@ func (k *Keeper) ensureIdentity(ctx context.Context, obj *v1alpha1.Terraform) er
 	}
 	sa := corev1ac.ServiceAccount(name, obj.Namespace).WithLabels(labels).WithOwnerReferences(refs...).
 		WithAutomountServiceAccountToken(false)
-	if err := apply(sa); err != nil {
-		return err
-	}
 	role := rbacv1ac.Role(name, obj.Namespace).WithLabels(labels).WithOwnerReferences(refs...).WithRules(
 		rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("secrets").WithResourceNames(secret).
 			WithVerbs("get", "list", "watch", "update", "patch"),
 		rbacv1ac.PolicyRule().WithAPIGroups("coordination.k8s.io").WithResources("leases").WithResourceNames(lease).
 			WithVerbs("get", "update", "patch"),
 	)
-	if err := apply(role); err != nil {
-		return err
-	}
 	binding := rbacv1ac.RoleBinding(name, obj.Namespace).WithLabels(labels).WithOwnerReferences(refs...).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(name)).
 		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(name).WithNamespace(obj.Namespace))
-	if err := apply(binding); err != nil {
-		return err
+	// Applied at once: a RoleBinding may name a Role or ServiceAccount
+	// that does not exist yet, and the token is asked for only once all
+	// three (and the state's claim) are there.
+	var g errgroup.Group
+	for _, o := range []runtime.ApplyConfiguration{sa, role, binding} {
+		g.Go(func() error { return apply(o) })
 	}
-	if err := k.ClaimOnce(ctx, obj); err != nil {
+	g.Go(func() error { return k.ClaimOnce(ctx, obj) })
+	if err := g.Wait(); err != nil {
 		return err
 	}
 	k.done.Store(key, struct{}{})

@@ -257,15 +257,24 @@ func (t *Tracker) watch(interrupt context.Context, h *Handle, rn *placement.Run,
 	if t.ctx.Err() != nil && err != nil && runner.IsWatchBroken(err) {
 		res, err = nil, ErrDetached
 	}
-	t.endLog(rec, err)
+	// The final log is written while the result is recorded, not before:
+	// one write less on the path from the engine's end to Ready. The
+	// collector waits for it (AwaitLog) before it says the run ended.
+	logged := make(chan struct{})
+	h.logged = logged
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		defer close(logged)
+		t.endLog(rec, err)
+	}()
 	return res, err
 }
 
 // endLog writes the run's final log, retrying for up to endLogWithin:
 // a run that ends while the API server is away (a plan that failed on it)
 // keeps its log for a person to read once it is back, instead of losing
-// the lines since the last flush. The result is collected after it; it
-// could not be written to status meanwhile anyway.
+// the lines since the last flush.
 func (t *Tracker) endLog(rec *runlog.Recorder, runErr error) {
 	end := func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -105,6 +105,9 @@ type Handle struct {
 	done   chan struct{}
 	result *runner.RunResult
 	err    error
+	// logged, set before done is closed, is closed once the run's final
+	// log is written or given up; nil when the run was never watched.
+	logged chan struct{}
 
 	// cancel asks for the run to be interrupted gracefully.
 	cancel context.CancelFunc
@@ -140,6 +143,24 @@ func (h *Handle) Done() <-chan struct{} { return h.done }
 
 // Result is how the run ended; valid once Done is closed.
 func (h *Handle) Result() (*runner.RunResult, error) { return h.result, h.err }
+
+// AwaitLog waits, once Done is closed, until the run's final log is
+// written, for at most max: with the API server away the log goes on
+// trying on its own (endLogWithin), and the collection must not wait for
+// it that long. It reports whether the log was written (or given up).
+func (h *Handle) AwaitLog(max time.Duration) bool {
+	if h.logged == nil {
+		return true
+	}
+	timer := time.NewTimer(max)
+	defer timer.Stop()
+	select {
+	case <-h.logged:
+		return true
+	case <-timer.C:
+		return false
+	}
+}
 
 // Redactor masks the run's secret values.
 func (h *Handle) Redactor() *redact.Redactor { return h.redactor }

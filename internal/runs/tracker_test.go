@@ -38,6 +38,8 @@ type fixture struct {
 	collected chan types.NamespacedName
 	stop      context.CancelFunc
 	stopped   chan error
+	// client is the tracker's; configure may set it (default env.Client).
+	client client.Client
 }
 
 func newFixture(t *testing.T, slots int, configure func(*fixture)) *fixture {
@@ -51,7 +53,7 @@ func newFixture(t *testing.T, slots int, configure func(*fixture)) *fixture {
 		configure(f)
 	}
 	f.tracker = New(Config{
-		Placer: f.placer, Tokens: f.tokens, Client: env.Client, Slots: slots, Drain: 2 * time.Second,
+		Placer: f.placer, Tokens: f.tokens, Client: cmp.Or[client.Client](f.client, env.Client), Slots: slots, Drain: 2 * time.Second,
 		Collect: reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
 			f.collected <- req.NamespacedName
 			return reconcile.Result{}, nil
