@@ -17,13 +17,11 @@ import (
 )
 
 // recordApply records that the run applied plan id and writes the outputs
-// it reported.
+// it reported. status.lastAppliedPlan is the record that the plan was
+// applied (planstore reads the stored plan as applied by it).
 func (r *TerraformReconciler) recordApply(ctx context.Context, obj *infrav1.Terraform, run *infrav1.RunStatus, outs []*runnerpb.Output) error {
 	id := run.Plan
 	stateguard.MarkUnlocked(obj)
-	if err := r.Plans.MarkApplied(ctx, obj, id); err != nil {
-		return outcome.Retry(infrav1.ApplyFailedReason, "recording that plan %s was applied: %v", id, err)
-	}
 	wasDrift := obj.Status.Plan != nil && obj.Status.Plan.IsDrift
 	obj.Status.LastAppliedRevision = run.Revision
 	obj.Status.LastAppliedPlan = id

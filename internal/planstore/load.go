@@ -29,7 +29,14 @@ func meta(owner *v1alpha1.Terraform, b *chunkstore.Blob) (*Plan, error) {
 	if a[annID] == "" {
 		return nil, fmt.Errorf("%w: plan Secret %s/%s has no valid index annotations", ErrNotFound, owner.Namespace, layout.ChunkName(owner.Name, 0))
 	}
+	// A plan is applied when its owner's status says so
+	// (status.lastAppliedPlan): the status write that records an apply
+	// is made anyway, so the plan Secret needs no write of its own. No
+	// later plan is taken for the applied one: a plan's id covers the
+	// plan applied before it, so it never repeats an applied plan's. The
+	// annotation is read for plans that earlier versions marked.
 	applied, _ := strconv.ParseBool(a[annApplied])
+	applied = applied || (owner.Status.LastAppliedPlan != "" && owner.Status.LastAppliedPlan == a[annID])
 	return &Plan{
 		ID:           a[annID],
 		Revision:     a[annRevision],
@@ -64,29 +71,4 @@ func (s Store) Load(ctx context.Context, owner *v1alpha1.Terraform) (*Plan, erro
 		return nil, fmt.Errorf("%w: plan %s of %s/%s: decoding: %v", ErrNotFound, p.ID, owner.Namespace, owner.Name, err)
 	}
 	return p, nil
-}
-
-// MarkApplied records that plan id was applied. It fails with ErrNotFound
-// when the stored plan is another one, and with a conflict when a Save
-// races it, so a new plan is never marked applied by mistake.
-func (s Store) MarkApplied(ctx context.Context, owner *v1alpha1.Terraform, id string) error {
-	store := s.chunks()
-	b, err := store.Stat(ctx, owner)
-	if err != nil {
-		return notFound(owner, nil, err)
-	}
-	p, err := meta(owner, b)
-	if err != nil {
-		return err
-	}
-	if p.ID != id {
-		return fmt.Errorf("%w: %s/%s's stored plan is %s, not %s", ErrNotFound, owner.Namespace, owner.Name, p.ID, id)
-	}
-	if p.Applied {
-		return nil
-	}
-	if err := store.Annotate(ctx, owner, b, map[string]string{annApplied: "true"}); err != nil {
-		return fmt.Errorf("marking plan %s of %s/%s applied: %w", id, owner.Namespace, owner.Name, err)
-	}
-	return nil
 }

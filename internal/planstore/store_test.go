@@ -175,33 +175,26 @@ func TestNoPlan(t *testing.T) {
 	if _, err := store.LoadMeta(ctx, owner); !errors.Is(err, ErrNotFound) {
 		t.Errorf("LoadMeta = %v, want ErrNotFound", err)
 	}
-	if err := store.MarkApplied(ctx, owner, "plan-a-1"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("MarkApplied = %v, want ErrNotFound", err)
-	}
 	if err := store.Delete(ctx, owner); err != nil {
 		t.Errorf("Delete of nothing = %v", err)
 	}
 }
 
-func TestMarkApplied(t *testing.T) {
+func TestAppliedFromStatus(t *testing.T) {
 	ctx := context.Background()
 	owner := env.Terraform(t, env.Namespace(t), "apply")
 	store := Store{Client: env.Client}
 	want := &Plan{ID: "plan-a-1", Revision: "r1", PlanFile: testenv.RandomBytes(t, 700<<10), HumanPlan: []byte("1 to add")}
 	mustSave(t, store, owner, want)
-	if err := store.MarkApplied(ctx, owner, "plan-other-2"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("MarkApplied(other id) = %v, want ErrNotFound", err)
-	}
+	owner.Status.LastAppliedPlan = "plan-other-2"
 	if meta, _ := store.LoadMeta(ctx, owner); meta == nil || meta.Applied {
-		t.Fatalf("plan marked applied by another id: %+v", meta)
+		t.Fatalf("plan taken for applied when another was: %+v", meta)
 	}
-	if err := store.MarkApplied(ctx, owner, want.ID); err != nil {
-		t.Fatal(err)
-	}
+	owner.Status.LastAppliedPlan = want.ID
 	want.Applied = true
 	assertLoads(t, store, owner, want)
 
-	// A new plan starts unapplied, even though another manager set the flag.
+	// A new plan starts unapplied.
 	next := &Plan{ID: "plan-b-2", Revision: "r2", PlanFile: []byte("next")}
 	mustSave(t, store, owner, next)
 	meta, err := store.LoadMeta(ctx, owner)
@@ -210,6 +203,14 @@ func TestMarkApplied(t *testing.T) {
 	}
 	if meta.ID != "plan-b-2" || meta.Applied {
 		t.Errorf("after a new Save, meta = %+v, want plan-b-2 not applied", meta)
+	}
+
+	// A plan an earlier version marked applied stays applied.
+	owner.Status.LastAppliedPlan = ""
+	old := &Plan{ID: "plan-c-3", Revision: "r3", PlanFile: []byte("old"), Applied: true}
+	mustSave(t, store, owner, old)
+	if meta, _ := store.LoadMeta(ctx, owner); meta == nil || !meta.Applied {
+		t.Errorf("a plan annotated applied = %+v, want applied", meta)
 	}
 }
 
