@@ -64,11 +64,11 @@ func (r *TerraformReconciler) reconcileDelete(ctx context.Context, patcher *obje
 		}
 	}
 	if owner && obj.GetDeletionPolicy() == infrav1.DeletionPolicyDelete {
-		hasState, err := r.Custody.HasState(ctx, obj)
+		holdsResources, err := r.Custody.HoldsResources(ctx, obj)
 		if err != nil {
 			return outcome.Outcome{}, err
 		}
-		if !destroyed && (hasState || obj.Status.LastAppliedRevision != "") {
+		if !destroyed && (holdsResources || obj.Status.LastAppliedRevision != "") {
 			// The destroy fetches the source like any run: the same
 			// tenancy rules apply.
 			if err := r.inputs.CheckNamespaces(obj); err != nil {

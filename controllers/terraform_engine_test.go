@@ -1,16 +1,20 @@
 package controllers
 
 import (
+	"context"
 	"testing"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/testenv"
 	"github.com/landform-dev/landform/internal/testenv/enginemirror"
+	"github.com/landform-dev/landform/internal/tfstate"
 )
 
 const engineModule = `
@@ -73,7 +77,8 @@ func TestEnginePerObject(t *testing.T) {
 // An engine that does not verify runs nothing: an archive whose checksum
 // does not match (the mirror's Terraform 1.4.6) and checksums signed with
 // another key than the configured one (the OpenTofu mirror's) are
-// EngineVerificationFailed, Stalled, with no state written; a version no
+// EngineVerificationFailed, Stalled, with no state written over the empty
+// one the claim made; a version no
 // source offers is EngineNotFound, saying where it looked.
 func TestEngineThatDoesNotVerifyRunsNothing(t *testing.T) {
 	g := NewWithT(t)
@@ -87,7 +92,9 @@ func TestEngineThatDoesNotVerifyRunsNothing(t *testing.T) {
 		cur := waitNotReady(t, obj, infrav1.EngineVerificationFailedReason)
 		g.Expect(conditions.IsStalled(cur)).To(BeTrue(), describe(cur))
 		g.Expect(conditions.GetMessage(cur, meta.ReadyCondition)).To(ContainSubstring("failed verification"))
-		g.Expect(secretData(g, ns, names.StateSecret(cur))["tfstate"]).To(BeEmpty(), "nothing ran")
+		state := &corev1.Secret{}
+		g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: names.StateSecret(cur)}, state)).To(Succeed())
+		g.Expect(tfstate.IsSeed(state.Data[tfstate.DataKey], state.Annotations[tfstate.SeedAnnotation])).To(BeTrue(), "nothing ran: the state is the empty one the claim created")
 	}
 
 	missing := newEngineTerraform(t, ns, "missing", infrav1.EngineSpec{Name: "terraform", Version: "~> 0.12"})

@@ -46,6 +46,7 @@ import (
 	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/source"
 	"github.com/landform-dev/landform/internal/statelock"
+	"github.com/landform-dev/landform/internal/tfstate"
 )
 
 // keptCopyLabels mark Secrets that hold a copy of some object's state
@@ -116,19 +117,23 @@ func Labels(obj *v1alpha1.Terraform) map[string]string {
 }
 
 // Claim makes obj the owner of its state Secret and Lease: it creates them
-// when missing (the Secret empty, which the backend reads as no state),
-// adopts them when nobody owns them, and refuses them with an
-// *OwnedElsewhereError when another live object does.
+// when missing (the Secret holding an empty state of a new lineage, see
+// tfstate.SeedAnnotation), adopts them when nobody owns them, and refuses
+// them with an *OwnedElsewhereError when another live object does.
 func (k *Keeper) Claim(ctx context.Context, obj *v1alpha1.Terraform) error {
 	secret := names.StateSecret(obj)
+	lineage := statelock.NewID()
 	labels := statelock.LeaseLabels(obj.GetWorkspace(), names.SecretSuffix(obj))
 	for key, v := range Labels(obj) {
 		labels[key] = v
 	}
+	// One after the other, the Secret first: it decides who owns the
+	// state, and a refused claimant must not create the Lease.
 	for _, o := range []client.Object{
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: secret, Labels: labels,
-			Annotations: map[string]string{"encoding": "gzip", v1alpha1.OwnerAnnotation: obj.Name},
-			Finalizers:  []string{v1alpha1.StateFinalizer}}},
+			Annotations: map[string]string{"encoding": "gzip", v1alpha1.OwnerAnnotation: obj.Name, tfstate.SeedAnnotation: lineage},
+			Finalizers:  []string{v1alpha1.StateFinalizer}},
+			Data: map[string][]byte{tfstate.DataKey: tfstate.Empty(lineage)}},
 		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: statelock.LeaseName(secret), Labels: labels,
 			Annotations: map[string]string{v1alpha1.OwnerAnnotation: obj.Name}}},
 	} {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/tfstate"
 )
 
 func object(name, uid string, age time.Duration, suffix string) *v1alpha1.Terraform {
@@ -63,6 +64,9 @@ func TestClaimCreatesTheStateLabelledWithItsOwner(t *testing.T) {
 	g.Expect(s.Labels).To(HaveKeyWithValue(v1alpha1.OwnerUIDLabel, "uid-db"))
 	g.Expect(s.Labels).To(HaveKeyWithValue("tfstateSecretSuffix", "db"))
 	g.Expect(s.Annotations).To(HaveKeyWithValue(v1alpha1.OwnerAnnotation, "db"))
+	lineage := s.Annotations[tfstate.SeedAnnotation]
+	g.Expect(tfstate.IsSeed(s.Data[tfstate.DataKey], lineage)).To(BeTrue(), "created holding the empty state of the lineage it names, so that the engine writes none on the first init")
+	g.Expect(k.HoldsResources(context.Background(), db)).To(BeFalse(), "the empty state holds nothing to destroy")
 	var l coordinationv1.Lease
 	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: "team", Name: "lock-tfstate-default-db"}, &l)).To(Succeed())
 	g.Expect(l.Labels).To(HaveKeyWithValue(v1alpha1.OwnerUIDLabel, "uid-db"))

@@ -57,10 +57,12 @@ func (k *Keeper) DeleteState(ctx context.Context, obj *v1alpha1.Terraform) error
 	return k.DeleteLease(ctx, obj)
 }
 
-// HasState reports whether obj's state holds anything: the default
-// backend's state Secret has data (it is created empty for the state
-// identity); for a custom backend, whether obj ever applied.
-func (k *Keeper) HasState(ctx context.Context, obj *v1alpha1.Terraform) (bool, error) {
+// HoldsResources reports whether obj's state may hold resources, which a
+// deletion destroys: the default backend's state Secret holds a state
+// that lists any, or one this cannot read (encrypted); not the empty
+// state Claim creates it with, nor one a plan left without resources. For
+// a custom backend, whether obj ever applied.
+func (k *Keeper) HoldsResources(ctx context.Context, obj *v1alpha1.Terraform) (bool, error) {
 	if CustomBackend(obj) {
 		return obj.Status.LastAppliedRevision != "", nil
 	}
@@ -72,5 +74,5 @@ func (k *Keeper) HasState(ctx context.Context, obj *v1alpha1.Terraform) (bool, e
 	if err != nil {
 		return false, fmt.Errorf("checking for state Secret %s: %w", names.StateSecret(obj), err)
 	}
-	return len(s.Data[tfstate.DataKey]) > 0, nil
+	return tfstate.HoldsResources(s.Data[tfstate.DataKey]), nil
 }

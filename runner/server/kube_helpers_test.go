@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
@@ -107,4 +110,41 @@ func (k *kubeState) waitLocked(t *testing.T, timeout time.Duration) *statelock.L
 func (k *kubeState) tofuModule(t *testing.T, module string) func(args ...string) *exec.Cmd {
 	t.Helper()
 	return testenv.TofuModule(t, enginePath, k.kubeconfig, k.namespace, k.suffix, module)
+}
+
+// writesSince counts the writes of obj, a Secret or Lease of k's
+// namespace, after the version given: the API server's watch replays them
+// from that resourceVersion.
+func (k *kubeState) writesSince(t *testing.T, ctx context.Context, obj metav1.Object) int {
+	t.Helper()
+	opts := metav1.ListOptions{FieldSelector: "metadata.name=" + obj.GetName(), ResourceVersion: obj.GetResourceVersion()}
+	var w watch.Interface
+	var err error
+	switch obj.(type) {
+	case *corev1.Secret:
+		w, err = k.clientset.CoreV1().Secrets(k.namespace).Watch(ctx, opts)
+	case *coordinationv1.Lease:
+		w, err = k.leases.Watch(ctx, opts)
+	default:
+		t.Fatalf("writesSince: %T", obj)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	n := 0
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return n
+			}
+			if ev.Type == watch.Modified || ev.Type == watch.Deleted {
+				n++
+			}
+		case <-time.After(time.Second):
+			// The replay comes at once; a second without one is its end.
+			return n
+		}
+	}
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,17 +12,19 @@ import (
 	"github.com/landform-dev/landform/internal/tfstate"
 )
 
-// seedState writes an empty state into a new workspace's state Secret
-// before init. The controller creates that Secret empty when it claims
-// the state; the kubernetes backend, finding no state, would lock the
-// Lease, write an empty state and unlock: three writes where this is one
-// (make bench's write table). A Secret that holds anything is left to the
-// engine, and so is a module that may encrypt its state (OpenTofu's
-// encryption block, or TF_ENCRYPTION): a plain state would be refused by
-// an enforced encryption. Best effort: if the write fails the engine
-// creates the state as it always did.
+// seedState makes a new workspace's state Secret ready for init. The
+// controller creates it holding an empty state (tfstate.SeedAnnotation),
+// so that the kubernetes backend, which would lock the Lease, write an
+// empty state and unlock, writes nothing: this leaves it so, unless the
+// module may encrypt its state (OpenTofu's encryption block, or
+// TF_ENCRYPTION), whose enforced encryption would refuse a plain state:
+// then an untouched seed is removed and the engine makes the state. A
+// Secret a controller before that created empty is seeded here (one write
+// where the engine makes three). A Secret that holds a state written by
+// anyone else is left alone. Best effort: if a write fails, the engine
+// creates the state as it always did, or reads the seed.
 func (s *Server) seedState(ctx context.Context, ws *workspace, logf func(string)) {
-	if ws.customBackend != "" || mayEncrypt(ws) {
+	if ws.customBackend != "" {
 		return
 	}
 	c, ns, err := s.stateClient(ws)
@@ -33,28 +34,35 @@ func (s *Server) seedState(ctx context.Context, ws *workspace, logf func(string)
 	secrets := c.CoreV1().Secrets(ns)
 	name := statelock.StateSecretName(ws.workspace, ws.backendConfig["secret_suffix"])
 	secret, err := secrets.Get(ctx, name, metav1.GetOptions{})
-	if err != nil || len(secret.Data[tfstate.DataKey]) > 0 {
+	if err != nil {
 		return
 	}
-	if secret.Data == nil {
-		secret.Data = map[string][]byte{}
+	data := secret.Data[tfstate.DataKey]
+	encrypts := mayEncrypt(ws)
+	var done string
+	switch {
+	case len(data) == 0 && !encrypts:
+		if secret.Data == nil {
+			secret.Data = map[string][]byte{}
+		}
+		secret.Data[tfstate.DataKey] = tfstate.Empty(statelock.NewID())
+		if secret.Annotations == nil {
+			secret.Annotations = map[string]string{}
+		}
+		secret.Annotations["encoding"] = "gzip"
+		done = "Landform wrote the empty state of the new workspace."
+	case encrypts && tfstate.IsSeed(data, secret.Annotations[tfstate.SeedAnnotation]):
+		delete(secret.Data, tfstate.DataKey)
+		delete(secret.Annotations, tfstate.SeedAnnotation)
+		done = "Landform removed the empty state it made for the new workspace: the module may encrypt its state, and the engine makes it."
+	default:
+		return
 	}
-	secret.Data[tfstate.DataKey] = tfstate.Compress(emptyState())
-	if secret.Annotations == nil {
-		secret.Annotations = map[string]string{}
-	}
-	secret.Annotations["encoding"] = "gzip"
 	// The update is conditional on the Secret as read: a state written
 	// meanwhile wins, and the engine reads it.
 	if _, err := secrets.Update(ctx, secret, metav1.UpdateOptions{FieldManager: "landform-runner"}); err == nil {
-		logf("Landform wrote the empty state of the new workspace.")
+		logf(done)
 	}
-}
-
-// emptyState is a state of a new lineage holding nothing, as the engine
-// writes for a new workspace.
-func emptyState() []byte {
-	return []byte(fmt.Sprintf(`{"version":4,"serial":0,"lineage":%q,"outputs":{},"resources":[],"check_results":null}`, statelock.NewID()))
 }
 
 // mayEncrypt reports whether the engine may encrypt this workspace's
