@@ -91,7 +91,7 @@ func timelineOf(i int, s writeSample, writes []auditWrite, engines []engineStart
 		{"`plan`", first["show"]},
 		{"`show -json`, the plan stored, the apply recorded and handed to the runner", first["apply"]},
 		{"`apply`, to the engine's state write", stateWritten},
-		{"after the apply: its end, the log, the kept artifact, the plan marked applied, outputs, event, status; to Ready seen", s.done},
+		{"after the apply: the engine's end, the lock released, the log, the kept artifact and the outputs, event, status; to Ready seen", s.done},
 	}
 	for j := 1; j < len(bounds); j++ {
 		if bounds[j].at.IsZero() || bounds[j-1].at.IsZero() {
