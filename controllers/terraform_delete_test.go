@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -67,6 +68,23 @@ func TestDeleteNeverAppliedIsImmediate(t *testing.T) {
 	waitNotReady(t, tf, infrav1.SourceNotFoundReason)
 	NewWithT(t).Expect(k8sClient.Get(context.Background(), keyOf(ns, "never"), tf)).To(Succeed())
 	deleteAndWait(t, tf)
+}
+
+// An object whose plan waits for approval has a state that holds no
+// resources (the empty state its claim made): deleting it runs no
+// destroy, even with its source gone, and its state goes with it.
+func TestDeletePlannedNeverAppliedRunsNoDestroy(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	tf, path := newFileTerraform(t, ns, "planned", "never", manualApproval)
+	waitPending(t, tf)
+	g.Expect(secretData(g, ns, "tfstate-default-planned")).To(HaveKey("tfstate"), "the claim made the state")
+	repo := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "repo"}}
+	g.Expect(k8sClient.Delete(context.Background(), repo)).To(Succeed())
+
+	deleteAndWait(t, tf)
+	g.Expect(readFile(path)).To(Equal("<missing>"), "nothing was ever created")
+	g.Expect(secretData(g, ns, "tfstate-default-planned")).To(BeNil(), "state deleted")
 }
 
 // A suspended object being deleted destroys nothing and says why: Ready is
