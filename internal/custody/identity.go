@@ -123,13 +123,19 @@ func (k *Keeper) ensureIdentity(ctx context.Context, obj *v1alpha1.Terraform) er
 	binding := rbacv1ac.RoleBinding(name, obj.Namespace).WithLabels(labels).WithOwnerReferences(refs...).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(name)).
 		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(name).WithNamespace(obj.Namespace))
-	// Applied at once: a RoleBinding may name a Role or ServiceAccount
-	// that does not exist yet, and the token is asked for only once all
-	// three (and the state's claim) are there.
+	// The ServiceAccount, the Role and the state's claim at once; the
+	// RoleBinding after its Role: RBAC lets a controller without the bind
+	// verb bind only a Role it can read the rules of and holds them all,
+	// and a Role not there yet is refused as not found. The token is
+	// asked for once all are there.
 	var g errgroup.Group
-	for _, o := range []runtime.ApplyConfiguration{sa, role, binding} {
-		g.Go(func() error { return apply(o) })
-	}
+	g.Go(func() error { return apply(sa) })
+	g.Go(func() error {
+		if err := apply(role); err != nil {
+			return err
+		}
+		return apply(binding)
+	})
 	g.Go(func() error { return k.ClaimOnce(ctx, obj) })
 	if err := g.Wait(); err != nil {
 		return err
