@@ -219,6 +219,18 @@ func buildTarball(t *testing.T, extra map[string][]byte) tarball {
 	return tarball{data: data, digest: digest}
 }
 
+// encryptedTarball is modulesTarball with the encrypted module made whole:
+// testdata/modules/encrypted holds only OpenTofu's encryption block, and
+// takes its main.tf from the module named like.
+func encryptedTarball(t *testing.T, like string) tarball {
+	t.Helper()
+	main, err := os.ReadFile(filepath.Join("testdata", "modules", like, "main.tf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buildTarball(t, map[string][]byte{"encrypted/main.tf": main})
+}
+
 func randomBytes(t *testing.T, n int) []byte {
 	t.Helper()
 	b := make([]byte, n)

@@ -53,11 +53,7 @@ func TestApplyReadsTheOutputs(t *testing.T) {
 			calls := filepath.Join(t.TempDir(), "calls")
 			r := startRunnerWith(t, countingEngine(t, calls))
 			// The encrypted module is the outputs module with encryption.tf.
-			outputs, err := os.ReadFile(filepath.Join("testdata", "modules", "outputs", "main.tf"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			tb := buildTarball(t, map[string][]byte{"encrypted/main.tf": outputs})
+			tb := encryptedTarball(t, "outputs")
 			upload(t, ctx, r.client, k.useBackend(workspaceSpec(t, tb, tt.module, nil, "")), tb)
 			plan := planFor(t, ctx, r.client)
 

@@ -85,11 +85,7 @@ func TestEncryptingModuleGetsTheEnginesState(t *testing.T) {
 	ctx := testContext(t, 3*time.Minute)
 	k := newKubeState(t, "new-encrypted")
 	r := startRunner(t)
-	counted, err := os.ReadFile(filepath.Join("testdata", "modules", "counted", "main.tf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tb := buildTarball(t, map[string][]byte{"encrypted/main.tf": counted})
+	tb := encryptedTarball(t, "counted")
 	effects := filepath.Join(t.TempDir(), "effects")
 	upload(t, ctx, r.client, k.useBackend(workspaceSpec(t, tb, "encrypted", map[string]any{"effects": effects, "seconds": 0}, "")), tb)
 	claimState(t, ctx, k, statelock.NewID())

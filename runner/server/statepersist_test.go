@@ -158,11 +158,7 @@ func writesTheStateTheEngineCouldNotSave(t *testing.T, module string) {
 	link := startAPILink(t, apiHost(t))
 	r := startRunner(t)
 	// The encrypted module is the counted module with encryption.tf.
-	counted, err := os.ReadFile(filepath.Join("testdata", "modules", "counted", "main.tf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tb := buildTarball(t, map[string][]byte{"encrypted/main.tf": counted})
+	tb := encryptedTarball(t, "counted")
 	effects := filepath.Join(t.TempDir(), "effects")
 	spec := k.useBackend(workspaceSpec(t, tb, module, map[string]any{"effects": effects, "seconds": 10}, ""))
 	spec.BackendConfig["config_path"] = k.kubeconfigThrough(t, link)
