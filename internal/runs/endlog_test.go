@@ -38,7 +38,7 @@ func TestFinalLogWrittenWhileCollected(t *testing.T) {
 	h, _, run := f.start("run-1", string(runner.Plan))
 	run.log("Plan: 1 to add")
 	run.end(&runner.RunResult{Plan: &runner.PlanOutput{Result: &runnerpb.PlanResult{HasChanges: true, Add: 1}}}, nil)
-	f.ended(h)
+	g.Eventually(h.Done(), 10*time.Second).Should(BeClosed(), "the run ended while its log write is held")
 	g.Eventually(logWrites, 10*time.Second).Should(Receive(), "the final log write started")
 	g.Expect(h.AwaitLog(100*time.Millisecond)).To(BeFalse(), "the log is not written yet: AwaitLog gives up after its bound")
 

@@ -117,6 +117,8 @@ func (f *fixture) running(id string) (*fakeRunner, *fakeRun) {
 func (f *fixture) ended(h *Handle) (*runner.RunResult, error) {
 	f.t.Helper()
 	f.g.Eventually(h.Done(), 10*time.Second).Should(BeClosed(), "run %s ended", h.ID())
+	// As the collector does: the final log is written beside the result.
+	f.g.Expect(h.AwaitLog(10*time.Second)).To(BeTrue(), "run %s's final log written", h.ID())
 	return h.Result()
 }
 
