@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/approval"
 )
 
 // readyMessage says what a Ready object has done last.
@@ -32,7 +33,7 @@ func pendingMessage(obj *infrav1.Terraform) string {
 	}
 	msg := fmt.Sprintf("plan %s (%s) waits for approval: annotate with %s=%s or set spec.approvePlan",
 		p.Pending, planCounts(p), infrav1.ApproveAnnotation, p.Pending)
-	if heldAsDestructive(obj, p.Pending) {
+	if approval.HeldAsDestructive(obj, p.Pending) {
 		msg = fmt.Sprintf("plan %s (%s) %s; approvePlan auto applies no such plan without a person, so it waits for approval: annotate with %s=%s or set spec.approvePlan to its id (spec.autoApproveDestructive: true applies such plans automatically)",
 			p.Pending, planCounts(p), destructiveChanges(p), infrav1.ApproveAnnotation, p.Pending)
 	}
@@ -95,7 +96,7 @@ func planCounts(p *infrav1.PlanStatus) string {
 // is applied anyway.
 func markApprovalMismatch(obj *infrav1.Terraform) {
 	pending := obj.PendingPlan()
-	if pending == "" || approved(obj, pending) {
+	if pending == "" || approval.Applies(obj, pending) {
 		return
 	}
 	if other := approvalMismatch(obj, pending); other != "" {

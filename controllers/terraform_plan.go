@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/approval"
 	"github.com/landform-dev/landform/internal/outcome"
 	"github.com/landform-dev/landform/internal/planstore"
 	"github.com/landform-dev/landform/internal/redact"
@@ -81,7 +82,7 @@ func (r *TerraformReconciler) recordPlan(ctx context.Context, obj *infrav1.Terra
 
 	summary := fmt.Sprintf("plan %s for revision %s: %s", p.ID, rev, planCounts(status))
 	// Deletion's plans are destroyApproval's to gate.
-	held := res.HasChanges && obj.DeletionTimestamp.IsZero() && heldAsDestructive(obj, p.ID)
+	held := res.HasChanges && obj.DeletionTimestamp.IsZero() && approval.HeldAsDestructive(obj, p.ID)
 	switch {
 	case held:
 		conditions.MarkTrue(obj, infrav1.PlannedCondition, infrav1.DestructivePlanPendingReason,
@@ -131,7 +132,7 @@ func awaitsApproval(obj *infrav1.Terraform, id string) bool {
 		// approval naming it applies it.
 		return !obj.ApprovesPlan(id)
 	}
-	return !approved(obj, id)
+	return !approval.Applies(obj, id)
 }
 
 func capList(s []string, n int) []string {

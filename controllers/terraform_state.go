@@ -4,6 +4,7 @@ import (
 	"time"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/approval"
 )
 
 // action is the one thing a reconcile does to a Terraform object.
@@ -72,10 +73,10 @@ func decide(obj *infrav1.Terraform, obs observation) decision {
 		return decision{action: actionPlan}
 	}
 	if !p.Applied && !obj.PlansOnly() {
-		if approved(obj, p.ID) {
+		if approval.Applies(obj, p.ID) {
 			return decision{action: actionApply}
 		}
-		return decision{action: actionWait, destructive: heldAsDestructive(obj, p.ID), after: obj.GetInterval()}
+		return decision{action: actionWait, destructive: approval.HeldAsDestructive(obj, p.ID), after: obj.GetInterval()}
 	}
 	if !obs.outputsWritten && p.Applied {
 		return decision{action: actionOutputs}
@@ -91,33 +92,6 @@ func decide(obj *infrav1.Terraform, obs observation) decision {
 		return decision{action: actionPlan, drift: true}
 	}
 	return decision{action: actionNone, after: due}
-}
-
-// approved reports whether plan id may be applied now: an approval naming
-// it, or approvePlan auto unless the plan is held as destructive.
-func approved(obj *infrav1.Terraform, id string) bool {
-	if obj.PlansOnly() || id == "" {
-		return false
-	}
-	return obj.ApprovesPlan(id) || (obj.IsAutoApprove() && !heldAsDestructive(obj, id))
-}
-
-// heldAsDestructive reports whether approvePlan auto leaves plan id to a
-// person because it destroys or replaces resources. Crossplane's contract:
-// an external resource is deleted without a person only when its object is
-// deleted. spec.autoApproveDestructive lifts the hold, spec.destroy asks
-// for exactly that plan, and an approval naming the id is a person's.
-// Status summarises the plan (decide plans again when it does not); a plan
-// it does not summarise is held, since nothing says it destroys nothing.
-func heldAsDestructive(obj *infrav1.Terraform, id string) bool {
-	if !obj.IsAutoApprove() || obj.Spec.AutoApproveDestructive || obj.PlansOnly() || obj.ApprovesPlan(id) {
-		return false
-	}
-	p := obj.Status.Plan
-	if p == nil || p.ID != id {
-		return true
-	}
-	return p.Destroy > 0 && !p.IsDestroy
 }
 
 // approvalMismatch returns the id a user approved when it is not the

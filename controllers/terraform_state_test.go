@@ -132,22 +132,6 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// A plan status does not summarise is held: nothing says it destroys
-// nothing. One it does is held only when it destroys something.
-func TestHeldAsDestructive(t *testing.T) {
-	g := NewWithT(t)
-	tf := &infrav1.Terraform{Spec: infrav1.TerraformSpec{ApprovePlan: "auto"}}
-	g.Expect(heldAsDestructive(tf, "p")).To(BeTrue(), "no status")
-	tf.Status.Plan = &infrav1.PlanStatus{ID: "q", Pending: "q"}
-	g.Expect(heldAsDestructive(tf, "p")).To(BeTrue(), "status summarises another plan")
-	tf.Status.Plan = &infrav1.PlanStatus{ID: "p", Pending: "p", Add: 2, Change: 1}
-	g.Expect(heldAsDestructive(tf, "p")).To(BeFalse(), "creates and updates only")
-	g.Expect(approved(tf, "p")).To(BeTrue())
-	tf.Status.Plan.Destroy = 1
-	g.Expect(heldAsDestructive(tf, "p")).To(BeTrue(), "a destroy")
-	g.Expect(approved(tf, "p")).To(BeFalse())
-}
-
 // The message of a held plan says what it destroys (addresses, bounded),
 // why it waits and how to approve it or opt out.
 func TestPendingMessageOfADestructivePlan(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/approval"
 	"github.com/landform-dev/landform/internal/planview"
 )
 
@@ -79,15 +80,13 @@ func (a *app) runApprove(ctx context.Context, name string, o approveOptions) err
 	}
 	w := a.progressOut(o.output)
 	pending := obj.PendingPlan()
-	// Deletion behind spec.destroyApproval manual waits for its destroy
-	// plan's own approval, whatever approvePlan and planOnly say.
-	gatedDestroy := !obj.DeletionTimestamp.IsZero() && obj.IsDestroyGated() && obj.Status.Plan != nil && obj.Status.Plan.IsDestroy
+	standing := approval.Of(obj)
 	switch {
-	case obj.IsPreview():
+	case standing == approval.NotAppliedPreview:
 		return fmt.Errorf("Terraform %s/%s is a preview (spec.preview): its plans are never applied; a merge applies through %s, which plans again", obj.Namespace, obj.Name, cmp.Or(obj.PreviewTargetKey(), "its target"))
-	case obj.Spec.PlanOnly && !gatedDestroy:
+	case standing == approval.NotAppliedPlanOnly:
 		return fmt.Errorf("Terraform %s/%s has spec.planOnly set: its plans are never applied; set planOnly to false to apply them", obj.Namespace, obj.Name)
-	case pending == "":
+	case standing == approval.NoPendingPlan:
 		msg := fmt.Sprintf("Terraform %s/%s has no pending plan", obj.Namespace, obj.Name)
 		if obj.Status.LastAppliedPlan != "" {
 			msg += fmt.Sprintf(" (the last applied plan is %s)", obj.Status.LastAppliedPlan)
@@ -107,8 +106,7 @@ func (a *app) runApprove(ctx context.Context, name string, o approveOptions) err
 	}
 	// With -f the file says whether the plan is approved; the cluster may
 	// not have the manifest yet.
-	if o.file == "" && obj.ApprovesPlan(pending) ||
-		obj.IsAutoApprove() && !gatedDestroy && !heldAsDestructive(obj) {
+	if o.file == "" && standing == approval.Approved || standing == approval.AutoApproved {
 		res.AlreadyApproved = true
 		return done("Plan %s of %s/%s is already approved.\n", pending, obj.Namespace, obj.Name)
 	}

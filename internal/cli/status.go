@@ -9,15 +9,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/approval"
 	"github.com/landform-dev/landform/internal/planview"
 )
 
@@ -420,17 +419,10 @@ func planState(obj *v1alpha1.Terraform, approve string) (string, string) {
 
 // heldAsDestructive reports a pending plan that approvePlan auto leaves to a
 // person because it destroys or replaces resources, as the controller
-// says in the object's conditions (reason DestructivePlanPending).
+// decides it (package approval).
 func heldAsDestructive(obj *v1alpha1.Terraform) bool {
-	if obj.PendingPlan() == "" {
-		return false
-	}
-	for _, t := range []string{meta.ReadyCondition, v1alpha1.PlannedCondition} {
-		if c := apimeta.FindStatusCondition(obj.Status.Conditions, t); c != nil && c.Reason == v1alpha1.DestructivePlanPendingReason {
-			return true
-		}
-	}
-	return false
+	pending := obj.PendingPlan()
+	return pending != "" && approval.HeldAsDestructive(obj, pending)
 }
 
 // destructiveChanges says what a plan destroys, "replaces a.b and destroys

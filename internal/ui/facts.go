@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/approval"
 )
 
 // States a row can be filtered by (?state=).
@@ -30,7 +31,8 @@ type facts struct {
 	Reason  string
 	Message string
 	// Plan is the id of the plan waiting for approval; Destructive when it
-	// destroys or replaces resources; Approved when an approval names it.
+	// destroys or replaces resources; Approved when an approval names it or
+	// approvePlan auto applies it (package approval).
 	Plan        string
 	Destructive bool
 	Approved    bool
@@ -54,7 +56,8 @@ func factsOf(obj *v1alpha1.Terraform, now time.Time) facts {
 	if p := obj.Status.Plan; p != nil && p.Pending != "" {
 		f.Plan = p.Pending
 		f.Destructive = p.Destroy > 0 || p.Replace > 0 || len(p.ResourcesToDestroy) > 0 || len(p.ResourcesToReplace) > 0
-		f.Approved = obj.ApprovesPlan(p.Pending)
+		st := approval.Of(obj)
+		f.Approved = st == approval.Approved || st == approval.AutoApproved
 	}
 	f.Revision = obj.Status.LastAppliedRevision
 	if f.Preview {

@@ -10,6 +10,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/approval"
 	"github.com/landform-dev/landform/internal/planstore"
 	"github.com/landform-dev/landform/internal/planview"
 )
@@ -95,19 +96,19 @@ func (s *Server) planOf(obj *v1alpha1.Terraform, p *planstore.Plan, loadErr erro
 }
 
 // approvable says whether approving the pending plan would apply it, as
-// `landform approve` decides.
+// `landform approve` and the controller decide (package approval).
 func approvable(obj *v1alpha1.Terraform) (ok, approved bool, why string) {
-	pending := obj.PendingPlan()
-	gatedDestroy := !obj.DeletionTimestamp.IsZero() && obj.IsDestroyGated() && obj.Status.Plan.IsDestroy
-	switch {
-	case pending == "":
+	switch approval.Of(obj) {
+	case approval.NoPendingPlan:
 		return false, false, "no plan waits for approval"
-	case obj.IsPreview():
+	case approval.NotAppliedPreview:
 		return false, false, "a preview's plans are never applied: a merge applies through " + obj.PreviewTargetKey()
-	case obj.Spec.PlanOnly && !gatedDestroy:
+	case approval.NotAppliedPlanOnly:
 		return false, false, "spec.planOnly is set: its plans are never applied"
-	case obj.ApprovesPlan(pending):
-		return false, true, "approved, waiting to be applied"
+	case approval.Approved:
+		return false, true, "Approved, waiting to be applied"
+	case approval.AutoApproved:
+		return false, true, "Approved by approvePlan auto, waiting to be applied"
 	}
 	return true, false, ""
 }
