@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -88,15 +89,13 @@ func runnerState(ctx context.Context, s *session, obj *v1alpha1.Terraform, h *st
 		}
 		return holder{why: fmt.Sprintf("unknown: local runner process %d on %s may still run (Landform can only tell on that host)", p.PID, p.Host)}
 	}
-	pod := &corev1.Pod{}
-	err := s.c.Get(ctx, client.ObjectKey{Namespace: h.Pod.Namespace, Name: h.Pod.Name}, pod)
+	gone, how, pod, err := h.Pod.Look(ctx, s.c, obj.Namespace)
 	switch {
-	case apierrors.IsNotFound(err):
-		pod = nil
+	case errors.Is(err, statelock.ErrOutsideNamespace):
+		return holder{why: fmt.Sprintf("unknown: the lock names Pod %s/%s, outside %s, so not a runner of %s/%s; Landform cannot tell whether it still runs", h.Pod.Namespace, h.Pod.Name, obj.Namespace, obj.Namespace, obj.Name)}
 	case err != nil:
 		return holder{why: fmt.Sprintf("unknown: Pod %s could not be read (%v)", h.Pod.Name, s.explain(err, "get", resPods, "Pod", h.Pod.Namespace, h.Pod.Name))}
-	}
-	if gone, how := h.Pod.GoneGiven(pod); gone {
+	case gone:
 		return holder{gone: true, why: fmt.Sprintf("gone: runner Pod %s %s", h.Pod.Name, how)}
 	}
 	return holder{why: fmt.Sprintf("alive: runner Pod %s is %s", h.Pod.Name, orDash(string(pod.Status.Phase)))}

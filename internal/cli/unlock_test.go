@@ -287,6 +287,8 @@ func TestUnlock(t *testing.T) {
 		says    string
 	}{
 		{name: "identity-pod-gone", holder: statelock.Holder{Run: "run-1", Pod: &statelock.PodHolder{Namespace: ns, Name: "identity-pod-gone-runner-zzzzz", UID: "uid-gone"}}, release: true, says: "gone: runner Pod identity-pod-gone-runner-zzzzz no longer exists"},
+		// A Pod elsewhere is no runner of the object, however gone: kept.
+		{name: "identity-pod-elsewhere", holder: statelock.Holder{Run: "run-4", Pod: &statelock.PodHolder{Namespace: "elsewhere", Name: "identity-pod-elsewhere-runner-zzzzz", UID: "uid-gone"}}, says: "outside " + ns},
 		{name: "identity-process-gone", holder: statelock.Holder{Run: "run-2", Process: &deadProc}, release: true, says: "no longer exists"},
 		{name: "identity-process-alive", holder: statelock.Holder{Run: "run-3", Process: me}, says: "may still run"},
 	} {

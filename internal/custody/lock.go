@@ -5,10 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/statelock"
@@ -60,18 +56,7 @@ func (k *Keeper) ReleaseGoneLock(ctx context.Context, obj *v1alpha1.Terraform) (
 func (k *Keeper) holderGone(ctx context.Context, obj *v1alpha1.Terraform, h *statelock.Holder) (bool, string) {
 	switch {
 	case h.Pod != nil:
-		if h.Pod.Namespace != obj.Namespace {
-			return false, ""
-		}
-		pod := &corev1.Pod{}
-		err := k.Reader.Get(ctx, client.ObjectKey{Namespace: h.Pod.Namespace, Name: h.Pod.Name}, pod)
-		switch {
-		case apierrors.IsNotFound(err):
-			pod = nil
-		case err != nil:
-			return false, ""
-		}
-		if gone, how := h.Pod.GoneGiven(pod); gone {
+		if gone, how, _, err := h.Pod.Look(ctx, k.Reader, obj.Namespace); err == nil && gone {
 			return true, fmt.Sprintf("its runner Pod %s/%s %s", h.Pod.Namespace, h.Pod.Name, how)
 		}
 		return false, ""

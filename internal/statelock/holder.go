@@ -1,7 +1,9 @@
 package statelock
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +11,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Holder is who took a lock: a runner Pod or a local runner process, on
@@ -119,6 +123,32 @@ func (p *PodHolder) GoneGiven(pod *corev1.Pod) (bool, string) {
 		return true, fmt.Sprintf("has terminated (%s)", pod.Status.Phase)
 	}
 	return false, ""
+}
+
+// ErrOutsideNamespace is a lock naming a runner Pod outside the locked
+// object's namespace: not one Landform ran for it.
+var ErrOutsideNamespace = errors.New("the lock names a Pod outside the object's namespace")
+
+// Look reads the runner Pod p through r and reports whether it is gone
+// and how (GoneGiven), with the Pod read (nil: none). Proving a holder
+// gone releases its lock, so whatever proves nothing is err: a read that
+// failed, or a Pod outside namespace, the locked object's (Landform runs
+// an object's runners in its namespace). The controller and `landform
+// unlock` both decide with it.
+func (p *PodHolder) Look(ctx context.Context, r client.Reader, namespace string) (bool, string, *corev1.Pod, error) {
+	if p.Namespace != namespace {
+		return false, "", nil, fmt.Errorf("%w: Pod %s/%s, the object is in %s", ErrOutsideNamespace, p.Namespace, p.Name, namespace)
+	}
+	pod := &corev1.Pod{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Name}, pod)
+	switch {
+	case apierrors.IsNotFound(err):
+		pod = nil
+	case err != nil:
+		return false, "", nil, err
+	}
+	gone, how := p.GoneGiven(pod)
+	return gone, how, pod, nil
 }
 
 // Gone reports whether the process is provably gone, and why: the host
