@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/outputs"
 )
 
 // Labels kustomize-controller puts on what a Kustomization applies.
@@ -192,37 +193,7 @@ func secretsReadBy(u *unstructured.Unstructured) map[string][]string {
 	if podSpec == nil || runtime.DefaultUnstructuredConverter.FromUnstructured(podSpec, &spec) != nil {
 		return nil
 	}
-	out := map[string][]string{}
-	add := func(secret, how string) {
-		if secret != "" && !slices.Contains(out[secret], how) {
-			out[secret] = append(out[secret], how)
-		}
-	}
-	for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
-		for _, e := range c.Env {
-			if ref := e.ValueFrom; ref != nil && ref.SecretKeyRef != nil {
-				add(ref.SecretKeyRef.Name, fmt.Sprintf("env %s of container %s", e.Name, c.Name))
-			}
-		}
-		for _, from := range c.EnvFrom {
-			if from.SecretRef != nil {
-				add(from.SecretRef.Name, "envFrom of container "+c.Name)
-			}
-		}
-	}
-	for _, v := range spec.Volumes {
-		if v.Secret != nil {
-			add(v.Secret.SecretName, "volume "+v.Name)
-		}
-		if v.Projected != nil {
-			for _, src := range v.Projected.Sources {
-				if src.Secret != nil {
-					add(src.Secret.Name, "volume "+v.Name)
-				}
-			}
-		}
-	}
-	return out
+	return outputs.SecretReads(spec)
 }
 
 // substitutedFrom adds the Secrets the Kustomization that applied u

@@ -175,7 +175,7 @@ func TestDependenciesAndConsumers(t *testing.T) {
 	}
 	s := serve(t, env.Config, Options{Namespace: ns})
 	page := sectionText(get(t, httpClient(t, s), s.base()+objectPath(ns, "database")), "dependencies")
-	for _, want := range []string{"Terraform " + ns + "/network Not ready", "Terraform " + ns + "/app dependsOn", "Deployment " + ns + "/web envFrom Secret database-outputs"} {
+	for _, want := range []string{"Terraform " + ns + "/network Not ready", "Terraform " + ns + "/app dependsOn", "Deployment " + ns + "/web Secret database-outputs: envFrom of container web"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the dependencies section lacks %q:\n%s", want, page)
 		}

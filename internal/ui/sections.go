@@ -195,8 +195,8 @@ func (s *Server) consumersOf(ctx context.Context, obj *v1alpha1.Terraform) secti
 	}
 	var problems []string
 	add := func(kind, name string, spec corev1.PodSpec) {
-		if how := readsSecret(spec, secret); how != "" {
-			v.Rows = append(v.Rows, consumerRow{Kind: kind, Namespace: obj.Namespace, Name: name, How: how + " Secret " + secret})
+		if how := outputs.SecretReads(spec)[secret]; len(how) > 0 {
+			v.Rows = append(v.Rows, consumerRow{Kind: kind, Namespace: obj.Namespace, Name: name, How: "Secret " + secret + ": " + strings.Join(how, "; ")})
 		}
 	}
 	var deps appsv1.DeploymentList
@@ -229,34 +229,4 @@ func (s *Server) consumersOf(ctx context.Context, obj *v1alpha1.Terraform) secti
 		v.Err = strings.Join(append([]string{v.Err}, problems...), " ")
 	}
 	return v
-}
-
-// readsSecret says how a Pod spec reads Secret name: "mounts", "env
-// from" or "env of"; "" when it does not.
-func readsSecret(spec corev1.PodSpec, name string) string {
-	for _, vol := range spec.Volumes {
-		if vol.Secret != nil && vol.Secret.SecretName == name {
-			return "mounts"
-		}
-		if vol.Projected != nil {
-			for _, src := range vol.Projected.Sources {
-				if src.Secret != nil && src.Secret.Name == name {
-					return "mounts"
-				}
-			}
-		}
-	}
-	for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
-		for _, e := range c.EnvFrom {
-			if e.SecretRef != nil && e.SecretRef.Name == name {
-				return "envFrom"
-			}
-		}
-		for _, e := range c.Env {
-			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == name {
-				return "env of"
-			}
-		}
-	}
-	return ""
 }
