@@ -182,25 +182,36 @@ type bench struct {
 	cloud      *cloudServer
 }
 
-func run(o options) error {
+// prepare finds the tools, names the revision, and makes the work
+// directory and the bench that works in it; removeTmp removes the
+// directory (unless -keep).
+func prepare(o options) (b *bench, removeTmp func(), err error) {
 	if err := findTools(&o); err != nil {
-		return err
-	}
-	if len(server.MirroredProviders(o.providerMirror)) == 0 {
-		return fmt.Errorf("%s holds no provider: run `make tools`", o.providerMirror)
+		return nil, nil, err
 	}
 	if o.revision == "" {
 		o.revision = gitRevision()
 	}
 	tmp, removeTmp, err := workDir(o.keep)
 	if err != nil {
+		return nil, nil, err
+	}
+	return &bench{o: o, tmp: tmp, tr: newTracker()}, removeTmp, nil
+}
+
+func run(o options) error {
+	b, removeTmp, err := prepare(o)
+	if err != nil {
 		return err
 	}
 	defer removeTmp()
+	o, tmp := b.o, b.tmp
+	if len(server.MirroredProviders(o.providerMirror)) == 0 {
+		return fmt.Errorf("%s holds no provider: run `make tools`", o.providerMirror)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	b := &bench{o: o, tmp: tmp, tr: newTracker()}
 	r := &Report{Date: time.Now().UTC().Format(time.RFC3339), Revision: o.revision}
 	r.Machine.CPUModel, r.Machine.MemoryGiB = cpuInfo()
 	r.Machine.Cores = runtime.NumCPU()

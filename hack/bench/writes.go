@@ -474,21 +474,15 @@ func summarizeWrites(perSample [][]auditWrite, samples []writeSample, ns string)
 // oneObjectWritesBefore when it is of another revision) and rendered as
 // o.outMD again. Without an existing report it only prints.
 func runWrites(o options) error {
-	if err := findTools(&o); err != nil {
-		return err
-	}
-	if o.revision == "" {
-		o.revision = gitRevision()
-	}
-	tmp, removeTmp, err := workDir(o.keep)
+	b, removeTmp, err := prepare(o)
 	if err != nil {
 		return err
 	}
 	defer removeTmp()
+	o, tmp := b.o, b.tmp
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	b := &bench{o: o, tmp: tmp, tr: newTracker()}
 	date, load := time.Now().UTC().Format(time.RFC3339), loadAvg()
 	if err := b.startEngine(engineVersion(o.Tofu)); err != nil {
 		return err
