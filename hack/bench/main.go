@@ -182,10 +182,10 @@ type bench struct {
 	cloud      *cloudServer
 }
 
-// prepare finds the tools, names the revision, and makes the work
+// newBench finds the tools, names the revision, and makes the work
 // directory and the bench that works in it; removeTmp removes the
 // directory (unless -keep).
-func prepare(o options) (b *bench, removeTmp func(), err error) {
+func newBench(o options) (b *bench, removeTmp func(), err error) {
 	if err := findTools(&o); err != nil {
 		return nil, nil, err
 	}
@@ -200,7 +200,7 @@ func prepare(o options) (b *bench, removeTmp func(), err error) {
 }
 
 func run(o options) error {
-	b, removeTmp, err := prepare(o)
+	b, removeTmp, err := newBench(o)
 	if err != nil {
 		return err
 	}

@@ -474,7 +474,7 @@ func summarizeWrites(perSample [][]auditWrite, samples []writeSample, ns string)
 // oneObjectWritesBefore when it is of another revision) and rendered as
 // o.outMD again. Without an existing report it only prints.
 func runWrites(o options) error {
-	b, removeTmp, err := prepare(o)
+	b, removeTmp, err := newBench(o)
 	if err != nil {
 		return err
 	}

@@ -27,39 +27,36 @@ func TestApprovableAsTheController(t *testing.T) {
 		return status(t, c, "POST", s.base()+objectPath(ns, name)+"/approve", form, map[string]string{"Origin": s.base()})
 	}
 
-	creates := pendingObject(t, ns, "creates", "plan-0123456789-0000000003")
-	creates.Spec.ApprovePlan = v1alpha1.ApprovePlanAuto
-	if err := env.Client.Update(ctx, creates); err != nil {
-		t.Fatal(err)
-	}
-	plan := sectionText(get(t, c, s.base()+objectPath(ns, "creates")), "plan")
-	if strings.Contains(plan, "Approve plan") || !strings.Contains(plan, "Approved by approvePlan auto, waiting to be applied") {
-		t.Errorf("a creating plan under approvePlan auto: want no approve button and the auto approval said; the plan section:\n%s", plan)
-	}
-	if got := post("creates", "plan-0123456789-0000000003"); got != http.StatusOK {
-		t.Errorf("approving a plan auto applies: %d; want 200, nothing to do", got)
-	}
-	if a := annotation(t, ns, "creates"); a != "" {
-		t.Errorf("approving a plan auto applies wrote the approval %q; want none", a)
-	}
-
-	destroys := pendingObject(t, ns, "destroys", "plan-0123456789-0000000004")
-	destroys.Spec.ApprovePlan = v1alpha1.ApprovePlanAuto
-	if err := env.Client.Update(ctx, destroys); err != nil {
-		t.Fatal(err)
-	}
-	destroys.Status.Plan.Destroy, destroys.Status.Plan.ResourcesToDestroy = 1, []string{"terraform_data.database"}
-	if err := env.Client.Status().Update(ctx, destroys); err != nil {
-		t.Fatal(err)
-	}
-	if plan := sectionText(get(t, c, s.base()+objectPath(ns, "destroys")), "plan"); !strings.Contains(plan, "Approve plan plan-0123456789-0000000004") {
-		t.Errorf("a destroying plan held under approvePlan auto: want the approve button; the plan section:\n%s", plan)
-	}
-	if got := post("destroys", "plan-0123456789-0000000004"); got != http.StatusOK {
-		t.Errorf("approving a held plan: %d; want 200", got)
-	}
-	if a := annotation(t, ns, "destroys"); a != "plan-0123456789-0000000004" {
-		t.Errorf("approving a held plan approved %q", a)
+	for _, tc := range []struct {
+		name, id string
+		destroy  int32
+		// button: the page offers Approve; says: what it says instead.
+		button   bool
+		says     string
+		approval string
+	}{
+		{name: "creates", id: "plan-0123456789-0000000003", says: "Approved by approvePlan auto, waiting to be applied"},
+		{name: "destroys", id: "plan-0123456789-0000000004", destroy: 1, button: true, approval: "plan-0123456789-0000000004"},
+	} {
+		obj := pendingObject(t, ns, tc.name, tc.id)
+		obj.Spec.ApprovePlan = v1alpha1.ApprovePlanAuto
+		if err := env.Client.Update(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		obj.Status.Plan.Destroy = tc.destroy
+		if err := env.Client.Status().Update(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		plan := sectionText(get(t, c, s.base()+objectPath(ns, tc.name)), "plan")
+		if strings.Contains(plan, "Approve plan "+tc.id) != tc.button || !strings.Contains(plan, tc.says) {
+			t.Errorf("%s under approvePlan auto: want the approve button %v and %q; the plan section:\n%s", tc.name, tc.button, tc.says, plan)
+		}
+		if got := post(tc.name, tc.id); got != http.StatusOK {
+			t.Errorf("%s: approving: %d; want 200", tc.name, got)
+		}
+		if a := annotation(t, ns, tc.name); a != tc.approval {
+			t.Errorf("%s: approving wrote the approval %q; want %q", tc.name, a, tc.approval)
+		}
 	}
 
 	gated := pendingObject(t, ns, "gated", "plan-0123456789-0000000005")
