@@ -94,6 +94,7 @@ func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		if apierrors.IsNotFound(err) {
 			// Gone without its finalizer: nobody collects its run.
 			r.Runs.Abandon(req.NamespacedName)
+			r.report.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

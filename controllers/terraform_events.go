@@ -13,7 +13,9 @@ import (
 	helper "github.com/fluxcd/pkg/runtime/controller"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/metrics"
@@ -56,7 +58,10 @@ func metadataKey(k string) string { return infrav1.GroupVersion.Group + "/" + k 
 type reporter struct {
 	recorder record.EventRecorder
 	metrics  helper.Metrics
-	// told is the last ending each object's finished event told, by UID.
+	// told is the last ending each object's finished event told, by
+	// namespace and name (the ending holds the UID, so that an object
+	// created again under the name is told afresh): a Reconcile that finds
+	// the object gone forgets it by the only key it has, the name.
 	told sync.Map
 }
 
@@ -78,13 +83,17 @@ func (rep *reporter) PlanEvent(obj *infrav1.Terraform, id, revision, eventType, 
 }
 
 // ending is how a reconcile ended, as far as a commit status tells:
-// Ready's status and reason, and the revision attempted.
-type ending struct{ status, reason, revision, plan string }
+// Ready's status and reason, and the revision attempted, of the object
+// with uid.
+type ending struct {
+	uid                            types.UID
+	status, reason, revision, plan string
+}
 
 // endingOf is obj's ending as it stands; a preview's also has its plan,
 // which a new state of its target changes on the same revision.
 func endingOf(obj *infrav1.Terraform) ending {
-	e := ending{revision: obj.Status.LastAttemptedRevision}
+	e := ending{uid: obj.UID, revision: obj.Status.LastAttemptedRevision}
 	if p := obj.Status.Plan; obj.IsPreview() && p != nil {
 		e.plan = p.ID
 	}
@@ -110,11 +119,11 @@ func (rep *reporter) finished(obj *infrav1.Terraform, o outcome.Outcome) {
 		return
 	}
 	if !obj.DeletionTimestamp.IsZero() {
-		rep.told.Delete(obj.UID)
+		rep.forget(client.ObjectKeyFromObject(obj))
 		return
 	}
 	ready, now := conditions.Get(obj, meta.ReadyCondition), endingOf(obj)
-	if told, ok := rep.told.Load(obj.UID); ready == nil || obj.Spec.Suspend || now.revision == "" || ok && told.(ending) == now {
+	if told, ok := rep.told.Load(client.ObjectKeyFromObject(obj)); ready == nil || obj.Spec.Suspend || now.revision == "" || ok && told.(ending) == now {
 		return
 	}
 	eventType, reason, message := corev1.EventTypeNormal, ready.Reason, ready.Message
@@ -133,11 +142,18 @@ func (rep *reporter) finished(obj *infrav1.Terraform, o outcome.Outcome) {
 	default:
 		return
 	}
-	rep.told.Store(obj.UID, now)
+	rep.told.Store(client.ObjectKeyFromObject(obj), now)
 	md := eventMetadata(obj, obj.PendingPlan(), now.revision)
 	md[commitStatusAnnotation] = eventv1.MetaCommitStatusUpdateValue
 	md[tokenAnnotation] = "finished"
 	rep.recorder.AnnotatedEventf(obj, md, eventType, reason, "%s", redacted(obj, eventType, reason, message))
+}
+
+// forget drops what was told of the object key names: it was deleted.
+func (rep *reporter) forget(key types.NamespacedName) {
+	if rep != nil {
+		rep.told.Delete(key)
+	}
 }
 
 // eventMetadata is an event's metadata: names, ids, counts and booleans
