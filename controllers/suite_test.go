@@ -120,7 +120,23 @@ func runSuite(m *testing.M) int {
 	artifacts = newArtifactServer(filepath.Join(tmp, "artifacts"))
 	defer artifacts.srv.Close()
 
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{Scheme: scheme, Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}}, Metrics: metricsserver.Options{BindAddress: "0"}})
+	// The manager acts as the controller does in a cluster, under the
+	// chart's ClusterRole (config/rbac/role.yaml): a write it lacks the
+	// rights for fails here as it would there. The tests act as admin.
+	ctrlCfg, err := env.ControllerConfig(context.Background())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+		return 1
+	}
+	ctrlClient, err := client.New(ctrlCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		panic(err)
+	}
+	ctrlKube, err := kubernetes.NewForConfig(ctrlCfg)
+	if err != nil {
+		panic(err)
+	}
+	mgr, err := ctrl.NewManager(ctrlCfg, ctrl.Options{Scheme: scheme, Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}}, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		panic(err)
 	}
@@ -132,7 +148,7 @@ func runSuite(m *testing.M) int {
 	if err := placement.WriteKubeconfig(restCfg, kubeconfig); err != nil {
 		panic(err)
 	}
-	podPlacer, err := newPodPlacer(k8sClient)
+	podPlacer, err := newPodPlacer(ctrlClient)
 	if err != nil {
 		panic(err)
 	}
@@ -184,7 +200,7 @@ func runSuite(m *testing.M) int {
 			OpenTofu:  inputs.EngineSource{ReleasesURL: otherSigner.URL("opentofu"), SigningKey: otherSigner.SigningKey()},
 		},
 	}
-	if err := withRuns(mgr, r, kube, 8); err != nil {
+	if err := withRuns(mgr, r, ctrlKube, 8); err != nil {
 		panic(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

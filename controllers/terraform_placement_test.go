@@ -110,9 +110,8 @@ func (r *routingPlacer) Check(obj *infrav1.Terraform) error {
 // cluster. envtest has no kubelet: its Pods never start.
 func newPodPlacer(c client.Client) (*placement.Pod, error) {
 	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "landform-system"}}); client.IgnoreAlreadyExists(err) != nil {
-		return nil, err
-	}
+	// landform-system is the controller's own namespace (made by
+	// testenv.ControllerConfig, as an installation makes it).
 	m, err := certs.New(ctx, c, certs.Options{Namespace: "landform-system"})
 	if err != nil {
 		return nil, err
