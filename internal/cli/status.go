@@ -405,6 +405,8 @@ func planState(obj *v1alpha1.Terraform, approve string) (string, string) {
 		return "plan-only", "not applied (spec.planOnly)"
 	case obj.ApprovesPlan(p.Pending):
 		return "approved", "approved, waiting to be applied"
+	case p.Pending != "" && approval.Of(obj) == approval.AutoApproved:
+		return "approved", "approved by approvePlan auto, waiting to be applied"
 	case p.Pending != "" && heldAsDestructive(obj):
 		return "pending-approval", "waits for approval: it destroys or replaces resources, which approvePlan auto leaves to a person (" + approve + ", or spec.autoApproveDestructive: true)"
 	case p.Pending != "":

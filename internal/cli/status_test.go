@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -39,9 +40,24 @@ func TestStatus(t *testing.T) {
 		obj.Spec.PlanOnly = true
 		pending(obj)
 	})
+	// approvePlan auto applies a plan that destroys nothing: between the
+	// plan and its apply, status says so, not that it waits for a person.
+	terraform(t, ns, "auto-applying", func(obj *v1alpha1.Terraform) {
+		obj.Spec.ApprovePlan = v1alpha1.ApprovePlanAuto
+		applied(obj)
+		pending(obj)
+		p := obj.Status.Plan
+		p.Destroy, p.Replace, p.ResourcesToDestroy, p.ResourcesToReplace = 0, 0, nil, nil
+		started := metav1.NewTime(now.Add(-time.Second))
+		obj.Status.Run = &v1alpha1.RunStatus{ID: "run-fedcba9876543210", Action: "apply", Runner: "Pod default/auto-applying-runner-x7k2p", Started: &started, Revision: rev2}
+		msg := "apply run run-fedcba9876543210 in progress on Pod default/auto-applying-runner-x7k2p (revision " + rev2 + ")"
+		setCondition(obj, condition(v1alpha1.PlannedCondition, metav1.ConditionTrue, v1alpha1.PlannedWithChangesReason, "plan "+pendingPlan+" for revision "+rev2+": +2 ~1 -0", 5*time.Minute))
+		setCondition(obj, condition(meta.ReadyCondition, metav1.ConditionUnknown, v1alpha1.RunInProgressReason, msg, time.Second))
+		setCondition(obj, condition(meta.ReconcilingCondition, metav1.ConditionTrue, v1alpha1.RunInProgressReason, msg, time.Second))
+	})
 	held := terraform(t, ns, "destructive", heldDestructive)
 	storePlan(t, held, pendingPlan, rev2, false)
-	for _, name := range []string{objPending, objLocked, objFailed, objRunning, objNew, objSuspended, objReady, "approved", "plan-only", "destructive"} {
+	for _, name := range []string{objPending, objLocked, objFailed, objRunning, objNew, objSuspended, objReady, "approved", "auto-applying", "plan-only", "destructive"} {
 		t.Run(name, func(t *testing.T) {
 			golden(t, "status/"+name, normalize(run(t, "", "status", "-n", ns, name).transcript()))
 		})
