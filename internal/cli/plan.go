@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+	"github.com/landform-dev/landform/internal/approval"
 	"github.com/landform-dev/landform/internal/planstore"
 	"github.com/landform-dev/landform/internal/planview"
 )
@@ -88,7 +89,7 @@ func (a *app) runPlanShow(ctx context.Context, name string, asJSON bool) error {
 		fmt.Fprintf(a.Streams.Out, "Plan %s of %s/%s (revision %s) waits for approval although approvePlan is auto: it %s, which approvePlan auto leaves to a person (%s, or spec.autoApproveDestructive: true).\n",
 			p.ID, obj.Namespace, obj.Name, orDash(p.Revision), destructiveChanges(obj.Status.Plan), a.cmdName("approve "+obj.Name))
 	default:
-		fmt.Fprintf(a.Streams.Out, "Plan %s of %s/%s (revision %s) waits for approval.\n", p.ID, obj.Namespace, obj.Name, orDash(p.Revision))
+		fmt.Fprintf(a.Streams.Out, "Plan %s of %s/%s (revision %s) %s.\n", p.ID, obj.Namespace, obj.Name, orDash(p.Revision), pendingStanding(obj))
 	}
 	printImports(a.Streams.Out, obj, p)
 	text, err := planview.RedactText(p.HumanPlan, p.JSONPlan, planview.SecretVariables(&obj.Spec))
@@ -158,4 +159,20 @@ func (s *session) planDetailsFor(ctx context.Context, obj *v1alpha1.Terraform, i
 		return nil
 	}
 	return d
+}
+
+// pendingStanding says where a pending plan stands, as the controller
+// decides (package approval).
+func pendingStanding(obj *v1alpha1.Terraform) string {
+	switch approval.Of(obj) {
+	case approval.Approved:
+		return "is approved, waiting to be applied"
+	case approval.AutoApproved:
+		return "is approved by approvePlan auto, waiting to be applied"
+	case approval.NotAppliedPlanOnly:
+		return "is never applied (spec.planOnly)"
+	case approval.NotAppliedPreview:
+		return "is a preview's, never applied"
+	}
+	return "waits for approval"
 }

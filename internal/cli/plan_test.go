@@ -14,6 +14,15 @@ func TestPlanShow(t *testing.T) {
 	storePlan(t, objs[objPending], pendingPlan, rev2, false)
 	storePlan(t, objs[objReady], appliedPlan, rev1, true)
 	storePlan(t, terraform(t, ns, "destructive", heldDestructive), pendingPlan, rev2, false)
+	// A pending plan nobody need approve says so, as `status` does.
+	storePlan(t, terraform(t, ns, "approved", func(obj *v1alpha1.Terraform) {
+		obj.Annotations = map[string]string{v1alpha1.ApproveAnnotation: pendingPlan}
+		pending(obj)
+	}), pendingPlan, rev2, false)
+	storePlan(t, terraform(t, ns, "plan-only", func(obj *v1alpha1.Terraform) {
+		obj.Spec.PlanOnly = true
+		pending(obj)
+	}), pendingPlan, rev2, false)
 	// The status names a plan other than the stored one (a save under way).
 	storePlan(t, objs[objLocked], "plan-3333333333-c3c3c3c3c3", rev2, false)
 	stale := objs[objLocked]
@@ -29,6 +38,8 @@ func TestPlanShow(t *testing.T) {
 		{"plan/pending", []string{"plan", "show", "-n", ns, objPending}},
 		{"plan/pending-json", []string{"plan", "show", "-n", ns, objPending, "--json"}},
 		{"plan/destructive", []string{"plan", "show", "-n", ns, "destructive"}},
+		{"plan/approved", []string{"plan", "show", "-n", ns, "approved"}},
+		{"plan/plan-only", []string{"plan", "show", "-n", ns, "plan-only"}},
 		{"plan/applied", []string{"plan", "show", "-n", ns, objReady}},
 		{"plan/no-plan", []string{"plan", "show", "-n", ns, objNew}},
 		{"plan/stale", []string{"plan", "show", "-n", ns, objLocked}},
