@@ -46,7 +46,7 @@ func typicalSample(samples []writeSample) int {
 	if len(idx) == 0 {
 		return 0
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return samples[idx[a]].ready < samples[idx[b]].ready })
+	sort.SliceStable(idx, func(a, b int) bool { return samples[idx[a]].ready() < samples[idx[b]].ready() })
 	return idx[len(idx)/2]
 }
 

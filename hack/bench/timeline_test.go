@@ -8,7 +8,9 @@ import (
 )
 
 func TestTypicalSample(t *testing.T) {
-	samples := []writeSample{{ready: 1.6}, {ready: 0.31}, {ready: 0.29}, {ready: 0.35}}
+	var t0 time.Time
+	after := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	samples := []writeSample{{done: after(1.6)}, {done: after(0.31)}, {done: after(0.29)}, {done: after(0.35)}}
 	if got := typicalSample(samples); got != 1 {
 		t.Errorf("typicalSample = %d, want 1 (0.31 s, the median of all but the first)", got)
 	}

@@ -327,16 +327,15 @@ func landformWriter(w string) bool {
 	return false
 }
 
-// writeSample is one object of the samples: its name and when its
-// create was received.
+// writeSample is one object of the samples: its name, when its create
+// was received and when the harness saw it Ready.
 type writeSample struct {
-	name    string
-	created time.Time
-	// ready is the seconds from the harness's create to Ready seen, at
-	// done.
-	ready float64
-	done  time.Time
+	name          string
+	created, done time.Time
 }
+
+// ready is the seconds from the create to Ready seen.
+func (s writeSample) ready() float64 { return s.done.Sub(s.created).Seconds() }
 
 // objectWrites sorts the log's writes from the samples' first create to
 // end: those in ns, and Landform's anywhere else, each charged to the
@@ -432,7 +431,7 @@ func summarizeWrites(perSample [][]auditWrite, samples []writeSample, ns string)
 	byResource, byWriter := map[string]map[string]int{}, map[string]int{}
 	var all, failed, unchanged int
 	for i, ws := range perSample {
-		w.ReadySeconds = append(w.ReadySeconds, samples[i].ready)
+		w.ReadySeconds = append(w.ReadySeconds, samples[i].ready())
 		w.WritesPerSample = append(w.WritesPerSample, len(ws))
 		for _, x := range ws {
 			if byResource[x.resource] == nil {
@@ -526,8 +525,8 @@ func runWrites(o options) error {
 		if err != nil {
 			return err
 		}
-		samples[i] = writeSample{name: name, created: start, ready: done.Sub(start).Seconds(), done: done}
-		log("one object's writes, sample %d: Ready in %.2fs", i, samples[i].ready)
+		samples[i] = writeSample{name: name, created: start, done: done}
+		log("one object's writes, sample %d: Ready in %.2fs", i, samples[i].ready())
 		time.Sleep(writesSettle)
 	}
 	end := time.Now()

@@ -113,7 +113,7 @@ func TestReadAuditLogAndObjectWrites(t *testing.T) {
 	if dups != 1 {
 		t.Errorf("duplicates = %d, want 1", dups)
 	}
-	samples := []writeSample{{name: "one-0", created: ms(0), ready: 0.9}, {name: "one-1", created: ms(1000), ready: 0.5}}
+	samples := []writeSample{{name: "one-0", created: ms(0), done: ms(900)}, {name: "one-1", created: ms(1000), done: ms(1500)}}
 	perSample, leader, notCounted := objectWrites(events, "bench-one", samples, ms(2000))
 	if leader != 1 {
 		t.Errorf("leader election writes = %d, want 1", leader)
