@@ -118,12 +118,13 @@ func (rep *reporter) finished(obj *infrav1.Terraform, o outcome.Outcome) {
 	if rep == nil || rep.recorder == nil {
 		return
 	}
+	key := client.ObjectKeyFromObject(obj)
 	if !obj.DeletionTimestamp.IsZero() {
-		rep.forget(client.ObjectKeyFromObject(obj))
+		rep.forget(key)
 		return
 	}
 	ready, now := conditions.Get(obj, meta.ReadyCondition), endingOf(obj)
-	if told, ok := rep.told.Load(client.ObjectKeyFromObject(obj)); ready == nil || obj.Spec.Suspend || now.revision == "" || ok && told.(ending) == now {
+	if told, ok := rep.told.Load(key); ready == nil || obj.Spec.Suspend || now.revision == "" || ok && told.(ending) == now {
 		return
 	}
 	eventType, reason, message := corev1.EventTypeNormal, ready.Reason, ready.Message
@@ -142,7 +143,7 @@ func (rep *reporter) finished(obj *infrav1.Terraform, o outcome.Outcome) {
 	default:
 		return
 	}
-	rep.told.Store(client.ObjectKeyFromObject(obj), now)
+	rep.told.Store(key, now)
 	md := eventMetadata(obj, obj.PendingPlan(), now.revision)
 	md[commitStatusAnnotation] = eventv1.MetaCommitStatusUpdateValue
 	md[tokenAnnotation] = "finished"
