@@ -128,6 +128,8 @@ wait:
 			return fmt.Errorf("serve: %w", err)
 		case <-ctx.Done():
 			break wait
+		case <-srv.Exiting():
+			break wait
 		case <-idle:
 			if srv.Idle() {
 				log.Info("exiting: no run and no call for the idle-exit time", "idle-exit", idleExit.String())

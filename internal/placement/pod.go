@@ -43,7 +43,7 @@ type Pod struct {
 	// Client reads and writes Pods, ServiceAccounts and Secrets. It should
 	// not be a caching client: that would watch every Pod in the cluster.
 	// A client that can also watch (client.WithWatch) sees a Pod start as
-	// it happens (untilStarted); another is polled.
+	// it happens (untilPod); another is polled.
 	Client client.Client
 	// Certs issues the namespaces' runner certificates and the
 	// controller's client certificate.
@@ -103,7 +103,7 @@ func (p *Pod) Start(ctx context.Context, obj *infrav1.Terraform, runID string) (
 		c, err := p.await(ctx, pod, nsTLS.ClientTLS, timeout)
 		if err == nil {
 			metrics.ObserveRunnerStart("pod", time.Since(started))
-			return p.run(pod, c), nil
+			return p.run(log, pod, c), nil
 		}
 		p.cleanup(ctx, log, pod)
 		var failed *podFailedError
@@ -210,7 +210,7 @@ func (e *podFailedError) Error() string {
 // the Pod meanwhile so that a Pod that fails ends the wait at once.
 func (p *Pod) await(ctx context.Context, pod *corev1.Pod, tlsConfig *tls.Config, timeout time.Duration) (*runner.Client, error) {
 	var notStarting error
-	err := p.untilStarted(ctx, pod, func(ctx context.Context) (bool, error) {
+	err := p.untilPod(ctx, pod, func(ctx context.Context) (bool, error) {
 		cur, err := p.getPod(ctx, pod)
 		if err != nil {
 			notStarting = p.waitError(ctx, pod, err, timeout)
@@ -354,12 +354,13 @@ func (p *Pod) cleanup(ctx context.Context, log logr.Logger, pod *corev1.Pod) {
 	}
 }
 
-// run wraps a started Pod. Stopping closes the connection and deletes the
-// Pod without overriding its grace period: the kubelet sends SIGTERM, the
+// run wraps a started Pod. Stopping asks its runner to exit (end.go);
+// a runner that will not (a run still in progress) has its Pod deleted
+// without overriding its grace period: the kubelet sends SIGTERM, the
 // runner interrupts terraform, which releases its lock, and only after
 // terminationGracePeriodSeconds (longer than the runner's grace) is it
 // killed.
-func (p *Pod) run(pod *corev1.Pod, c *runner.Client) *Run {
+func (p *Pod) run(log logr.Logger, pod *corev1.Pod, c *runner.Client) *Run {
 	var once sync.Once
 	var stopErr error
 	return &Run{
@@ -372,19 +373,25 @@ func (p *Pod) run(pod *corev1.Pod, c *runner.Client) *Run {
 		},
 		stop: func(time.Duration) error {
 			once.Do(func() {
-				c.Close()
 				if p.KeepPods {
+					c.Close()
 					return
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-				defer cancel()
-				if err := p.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
-					stopErr = fmt.Errorf("deleting runner Pod %s/%s: %w", pod.Namespace, pod.Name, err)
-				}
+				stopErr = p.end(log, pod, c)
 			})
 			return stopErr
 		},
 	}
+}
+
+// deletePod deletes pod, the one of that UID only, with its grace period.
+func (p *Pod) deletePod(pod *corev1.Pod) error {
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	if err := p.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting runner Pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
 }
 
 // podAlive reports whether pod's runner may still run: a Pod being deleted
@@ -449,5 +456,5 @@ func (p *Pod) Attach(ctx context.Context, obj *infrav1.Terraform, runID string) 
 	if err != nil {
 		return nil, err
 	}
-	return p.run(pod, c), nil
+	return p.run(logr.FromContextOrDiscard(ctx), pod, c), nil
 }

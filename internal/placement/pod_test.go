@@ -114,7 +114,8 @@ func runnerStarts(t *testing.T, placement string) uint64 {
 
 // TestPodRun runs the whole Pod path: the ServiceAccount check, the
 // namespace's certificate Secret, the Pod, the wait, mTLS, a plan and an
-// apply with the state in the namespace, and the Pod's graceful deletion.
+// apply with the state in the namespace, and the Pod's end: its runner,
+// asked to exit, exits 0, and the terminated Pod is deleted at once.
 func TestPodRun(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -196,6 +197,34 @@ func TestPodRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, time.Minute, "the runner Pod to be gone", func() bool { return len(allPods(t, ns)) == 0 })
+	if exited, err := fake.RunnerExited(ns, pod.Name); !exited || err != nil {
+		t.Fatalf("runner exited %t (%v): want it to exit 0 when asked", exited, err)
+	}
+	// Only a Pod that terminated (or never ran) is deleted without a
+	// grace period: the kubelet had nothing to stop.
+	if grace := fake.DeletionGrace(ns, pod.Name); grace != nil {
+		t.Fatalf("Pod deleted gracefully (%ds): want it deleted once terminated", *grace)
+	}
+}
+
+// TestPodStoppedWhileBusy: a runner with a run in progress does not exit
+// when asked; its Pod is deleted with its grace period (the runner's grace
+// and the slack), the runner interrupts terraform and exits cleanly on
+// SIGTERM.
+func TestPodStoppedWhileBusy(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	ns := runnerNamespace(t, true)
+	obj := newTerraform(t, ns, "busy", nil)
+	rn := startRun(t, ctx, newPodPlacer(), obj)
+	pod := onlyPod(t, ns)
+	applied := applySlowly(t, ctx, ctx, rn, obj)
+
+	if err := rn.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the runner Pod to be gone", func() bool { return len(allPods(t, ns)) == 0 })
 	grace := fake.DeletionGrace(ns, pod.Name)
 	if grace == nil || *grace != *pod.Spec.TerminationGracePeriodSeconds || *grace != 25 {
 		got := "none"
@@ -206,6 +235,9 @@ func TestPodRun(t *testing.T) {
 	}
 	if exited, err := fake.RunnerExited(ns, pod.Name); !exited || err != nil {
 		t.Fatalf("runner exited %t (%v): want a clean exit on SIGTERM", exited, err)
+	}
+	if err := <-applied; err == nil {
+		t.Fatal("the apply of a stopped runner succeeded")
 	}
 }
 

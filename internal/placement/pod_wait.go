@@ -14,9 +14,9 @@ import (
 // sooner: from 100ms, doubling up to 2s.
 var podPoll = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: math.MaxInt32, Cap: 2 * time.Second}
 
-// untilStarted calls check until it reports done, a watch of the one Pod
+// untilPod calls check until it reports done, a watch of the one Pod
 // waking it as soon as the API server has news of it (scheduled, its
-// container started), and podPoll's timer otherwise.
+// container started, its container ended), and podPoll's timer otherwise.
 //
 // Polling alone was measured on the real node (`make bench-cluster`,
 // docs/benchmarks.md): the runner container ran about 0.55 s after the
@@ -26,7 +26,7 @@ var podPoll = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: m
 // needs a Client that can watch (client.WithWatch, as the controller
 // builds it). When it cannot, or the watch ends, the timer still runs:
 // the wait is never longer than polling's.
-func (p *Pod) untilStarted(ctx context.Context, pod *corev1.Pod, check func(context.Context) (bool, error)) error {
+func (p *Pod) untilPod(ctx context.Context, pod *corev1.Pod, check func(context.Context) (bool, error)) error {
 	woken, stop := p.watchPod(ctx, pod)
 	defer stop()
 	backoff := podPoll

@@ -816,6 +816,78 @@ func (*CancelRunResponse) Descriptor() ([]byte, []int) {
 	return file_runner_proto_runner_proto_rawDescGZIP(), []int{10}
 }
 
+type ExitRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExitRequest) Reset() {
+	*x = ExitRequest{}
+	mi := &file_runner_proto_runner_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExitRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExitRequest) ProtoMessage() {}
+
+func (x *ExitRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_runner_proto_runner_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExitRequest.ProtoReflect.Descriptor instead.
+func (*ExitRequest) Descriptor() ([]byte, []int) {
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{11}
+}
+
+type ExitResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExitResponse) Reset() {
+	*x = ExitResponse{}
+	mi := &file_runner_proto_runner_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExitResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExitResponse) ProtoMessage() {}
+
+func (x *ExitResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_runner_proto_runner_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExitResponse.ProtoReflect.Descriptor instead.
+func (*ExitResponse) Descriptor() ([]byte, []int) {
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{12}
+}
+
 type LogLine struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Text  string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
@@ -827,7 +899,7 @@ type LogLine struct {
 
 func (x *LogLine) Reset() {
 	*x = LogLine{}
-	mi := &file_runner_proto_runner_proto_msgTypes[11]
+	mi := &file_runner_proto_runner_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -839,7 +911,7 @@ func (x *LogLine) String() string {
 func (*LogLine) ProtoMessage() {}
 
 func (x *LogLine) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[11]
+	mi := &file_runner_proto_runner_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -852,7 +924,7 @@ func (x *LogLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogLine.ProtoReflect.Descriptor instead.
 func (*LogLine) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{11}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *LogLine) GetText() string {
@@ -904,7 +976,7 @@ type PlanResult struct {
 
 func (x *PlanResult) Reset() {
 	*x = PlanResult{}
-	mi := &file_runner_proto_runner_proto_msgTypes[12]
+	mi := &file_runner_proto_runner_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -916,7 +988,7 @@ func (x *PlanResult) String() string {
 func (*PlanResult) ProtoMessage() {}
 
 func (x *PlanResult) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[12]
+	mi := &file_runner_proto_runner_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -929,7 +1001,7 @@ func (x *PlanResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResult.ProtoReflect.Descriptor instead.
 func (*PlanResult) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{12}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PlanResult) GetHasChanges() bool {
@@ -1026,7 +1098,7 @@ type ApplyResult struct {
 
 func (x *ApplyResult) Reset() {
 	*x = ApplyResult{}
-	mi := &file_runner_proto_runner_proto_msgTypes[13]
+	mi := &file_runner_proto_runner_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1038,7 +1110,7 @@ func (x *ApplyResult) String() string {
 func (*ApplyResult) ProtoMessage() {}
 
 func (x *ApplyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[13]
+	mi := &file_runner_proto_runner_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1051,7 +1123,7 @@ func (x *ApplyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResult.ProtoReflect.Descriptor instead.
 func (*ApplyResult) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{13}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ApplyResult) GetOutputs() []*Output {
@@ -1080,7 +1152,7 @@ type StatePersist struct {
 
 func (x *StatePersist) Reset() {
 	*x = StatePersist{}
-	mi := &file_runner_proto_runner_proto_msgTypes[14]
+	mi := &file_runner_proto_runner_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1092,7 +1164,7 @@ func (x *StatePersist) String() string {
 func (*StatePersist) ProtoMessage() {}
 
 func (x *StatePersist) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[14]
+	mi := &file_runner_proto_runner_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1105,7 +1177,7 @@ func (x *StatePersist) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatePersist.ProtoReflect.Descriptor instead.
 func (*StatePersist) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{14}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StatePersist) GetDigest() string {
@@ -1148,7 +1220,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_runner_proto_runner_proto_msgTypes[15]
+	mi := &file_runner_proto_runner_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1160,7 +1232,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[15]
+	mi := &file_runner_proto_runner_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1173,7 +1245,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{15}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RunEvent) GetEvent() isRunEvent_Event {
@@ -1330,7 +1402,7 @@ type OutputsRequest struct {
 
 func (x *OutputsRequest) Reset() {
 	*x = OutputsRequest{}
-	mi := &file_runner_proto_runner_proto_msgTypes[16]
+	mi := &file_runner_proto_runner_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1342,7 +1414,7 @@ func (x *OutputsRequest) String() string {
 func (*OutputsRequest) ProtoMessage() {}
 
 func (x *OutputsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[16]
+	mi := &file_runner_proto_runner_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1355,7 +1427,7 @@ func (x *OutputsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputsRequest.ProtoReflect.Descriptor instead.
 func (*OutputsRequest) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{16}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{18}
 }
 
 type Output struct {
@@ -1372,7 +1444,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_runner_proto_runner_proto_msgTypes[17]
+	mi := &file_runner_proto_runner_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1384,7 +1456,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[17]
+	mi := &file_runner_proto_runner_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1397,7 +1469,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{17}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Output) GetName() string {
@@ -1437,7 +1509,7 @@ type OutputsResponse struct {
 
 func (x *OutputsResponse) Reset() {
 	*x = OutputsResponse{}
-	mi := &file_runner_proto_runner_proto_msgTypes[18]
+	mi := &file_runner_proto_runner_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1449,7 +1521,7 @@ func (x *OutputsResponse) String() string {
 func (*OutputsResponse) ProtoMessage() {}
 
 func (x *OutputsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[18]
+	mi := &file_runner_proto_runner_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1462,7 +1534,7 @@ func (x *OutputsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputsResponse.ProtoReflect.Descriptor instead.
 func (*OutputsResponse) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{18}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *OutputsResponse) GetOutputs() []*Output {
@@ -1528,7 +1600,9 @@ const file_runner_proto_runner_proto_rawDesc = "" +
 	"\tfrom_line\x18\x02 \x01(\x03R\bfromLine\")\n" +
 	"\x10CancelRunRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\"\x13\n" +
-	"\x11CancelRunResponse\"3\n" +
+	"\x11CancelRunResponse\"\r\n" +
+	"\vExitRequest\"\x0e\n" +
+	"\fExitResponse\"3\n" +
 	"\aLogLine\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x03R\x05index\"\xa8\x03\n" +
@@ -1578,13 +1652,14 @@ const file_runner_proto_runner_proto_rawDesc = "" +
 	"\x12ACTION_UNSPECIFIED\x10\x00\x12\b\n" +
 	"\x04PLAN\x10\x01\x12\t\n" +
 	"\x05APPLY\x10\x02\x12\v\n" +
-	"\aDESTROY\x10\x032\xce\x03\n" +
+	"\aDESTROY\x10\x032\x99\x04\n" +
 	"\x06Runner\x12l\n" +
 	"\x0fUploadWorkspace\x12*.landform.runner.v1.UploadWorkspaceRequest\x1a+.landform.runner.v1.UploadWorkspaceResponse(\x01\x12W\n" +
 	"\bStartRun\x12#.landform.runner.v1.StartRunRequest\x1a$.landform.runner.v1.StartRunResponse(\x01\x12O\n" +
 	"\bWatchRun\x12#.landform.runner.v1.WatchRunRequest\x1a\x1c.landform.runner.v1.RunEvent0\x01\x12X\n" +
 	"\tCancelRun\x12$.landform.runner.v1.CancelRunRequest\x1a%.landform.runner.v1.CancelRunResponse\x12R\n" +
-	"\aOutputs\x12\".landform.runner.v1.OutputsRequest\x1a#.landform.runner.v1.OutputsResponseB8Z6github.com/landform-dev/landform/runner/proto;runnerpbb\x06proto3"
+	"\aOutputs\x12\".landform.runner.v1.OutputsRequest\x1a#.landform.runner.v1.OutputsResponse\x12I\n" +
+	"\x04Exit\x12\x1f.landform.runner.v1.ExitRequest\x1a .landform.runner.v1.ExitResponseB8Z6github.com/landform-dev/landform/runner/proto;runnerpbb\x06proto3"
 
 var (
 	file_runner_proto_runner_proto_rawDescOnce sync.Once
@@ -1599,7 +1674,7 @@ func file_runner_proto_runner_proto_rawDescGZIP() []byte {
 }
 
 var file_runner_proto_runner_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_runner_proto_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_runner_proto_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_runner_proto_runner_proto_goTypes = []any{
 	(Action)(0),                     // 0: landform.runner.v1.Action
 	(*WorkspaceSpec)(nil),           // 1: landform.runner.v1.WorkspaceSpec
@@ -1613,43 +1688,47 @@ var file_runner_proto_runner_proto_goTypes = []any{
 	(*WatchRunRequest)(nil),         // 9: landform.runner.v1.WatchRunRequest
 	(*CancelRunRequest)(nil),        // 10: landform.runner.v1.CancelRunRequest
 	(*CancelRunResponse)(nil),       // 11: landform.runner.v1.CancelRunResponse
-	(*LogLine)(nil),                 // 12: landform.runner.v1.LogLine
-	(*PlanResult)(nil),              // 13: landform.runner.v1.PlanResult
-	(*ApplyResult)(nil),             // 14: landform.runner.v1.ApplyResult
-	(*StatePersist)(nil),            // 15: landform.runner.v1.StatePersist
-	(*RunEvent)(nil),                // 16: landform.runner.v1.RunEvent
-	(*OutputsRequest)(nil),          // 17: landform.runner.v1.OutputsRequest
-	(*Output)(nil),                  // 18: landform.runner.v1.Output
-	(*OutputsResponse)(nil),         // 19: landform.runner.v1.OutputsResponse
-	nil,                             // 20: landform.runner.v1.WorkspaceSpec.BackendConfigEntry
-	nil,                             // 21: landform.runner.v1.WorkspaceSpec.EnvEntry
+	(*ExitRequest)(nil),             // 12: landform.runner.v1.ExitRequest
+	(*ExitResponse)(nil),            // 13: landform.runner.v1.ExitResponse
+	(*LogLine)(nil),                 // 14: landform.runner.v1.LogLine
+	(*PlanResult)(nil),              // 15: landform.runner.v1.PlanResult
+	(*ApplyResult)(nil),             // 16: landform.runner.v1.ApplyResult
+	(*StatePersist)(nil),            // 17: landform.runner.v1.StatePersist
+	(*RunEvent)(nil),                // 18: landform.runner.v1.RunEvent
+	(*OutputsRequest)(nil),          // 19: landform.runner.v1.OutputsRequest
+	(*Output)(nil),                  // 20: landform.runner.v1.Output
+	(*OutputsResponse)(nil),         // 21: landform.runner.v1.OutputsResponse
+	nil,                             // 22: landform.runner.v1.WorkspaceSpec.BackendConfigEntry
+	nil,                             // 23: landform.runner.v1.WorkspaceSpec.EnvEntry
 }
 var file_runner_proto_runner_proto_depIdxs = []int32{
-	20, // 0: landform.runner.v1.WorkspaceSpec.backend_config:type_name -> landform.runner.v1.WorkspaceSpec.BackendConfigEntry
-	21, // 1: landform.runner.v1.WorkspaceSpec.env:type_name -> landform.runner.v1.WorkspaceSpec.EnvEntry
+	22, // 0: landform.runner.v1.WorkspaceSpec.backend_config:type_name -> landform.runner.v1.WorkspaceSpec.BackendConfigEntry
+	23, // 1: landform.runner.v1.WorkspaceSpec.env:type_name -> landform.runner.v1.WorkspaceSpec.EnvEntry
 	2,  // 2: landform.runner.v1.WorkspaceSpec.imports:type_name -> landform.runner.v1.Import
 	1,  // 3: landform.runner.v1.UploadWorkspaceRequest.spec:type_name -> landform.runner.v1.WorkspaceSpec
 	0,  // 4: landform.runner.v1.RunSpec.action:type_name -> landform.runner.v1.Action
 	6,  // 5: landform.runner.v1.RunSpec.engine:type_name -> landform.runner.v1.EngineSpec
 	5,  // 6: landform.runner.v1.StartRunRequest.spec:type_name -> landform.runner.v1.RunSpec
-	18, // 7: landform.runner.v1.ApplyResult.outputs:type_name -> landform.runner.v1.Output
-	12, // 8: landform.runner.v1.RunEvent.log:type_name -> landform.runner.v1.LogLine
-	13, // 9: landform.runner.v1.RunEvent.plan_result:type_name -> landform.runner.v1.PlanResult
-	14, // 10: landform.runner.v1.RunEvent.apply_result:type_name -> landform.runner.v1.ApplyResult
-	15, // 11: landform.runner.v1.RunEvent.state_persist:type_name -> landform.runner.v1.StatePersist
-	18, // 12: landform.runner.v1.OutputsResponse.outputs:type_name -> landform.runner.v1.Output
+	20, // 7: landform.runner.v1.ApplyResult.outputs:type_name -> landform.runner.v1.Output
+	14, // 8: landform.runner.v1.RunEvent.log:type_name -> landform.runner.v1.LogLine
+	15, // 9: landform.runner.v1.RunEvent.plan_result:type_name -> landform.runner.v1.PlanResult
+	16, // 10: landform.runner.v1.RunEvent.apply_result:type_name -> landform.runner.v1.ApplyResult
+	17, // 11: landform.runner.v1.RunEvent.state_persist:type_name -> landform.runner.v1.StatePersist
+	20, // 12: landform.runner.v1.OutputsResponse.outputs:type_name -> landform.runner.v1.Output
 	3,  // 13: landform.runner.v1.Runner.UploadWorkspace:input_type -> landform.runner.v1.UploadWorkspaceRequest
 	7,  // 14: landform.runner.v1.Runner.StartRun:input_type -> landform.runner.v1.StartRunRequest
 	9,  // 15: landform.runner.v1.Runner.WatchRun:input_type -> landform.runner.v1.WatchRunRequest
 	10, // 16: landform.runner.v1.Runner.CancelRun:input_type -> landform.runner.v1.CancelRunRequest
-	17, // 17: landform.runner.v1.Runner.Outputs:input_type -> landform.runner.v1.OutputsRequest
-	4,  // 18: landform.runner.v1.Runner.UploadWorkspace:output_type -> landform.runner.v1.UploadWorkspaceResponse
-	8,  // 19: landform.runner.v1.Runner.StartRun:output_type -> landform.runner.v1.StartRunResponse
-	16, // 20: landform.runner.v1.Runner.WatchRun:output_type -> landform.runner.v1.RunEvent
-	11, // 21: landform.runner.v1.Runner.CancelRun:output_type -> landform.runner.v1.CancelRunResponse
-	19, // 22: landform.runner.v1.Runner.Outputs:output_type -> landform.runner.v1.OutputsResponse
-	18, // [18:23] is the sub-list for method output_type
-	13, // [13:18] is the sub-list for method input_type
+	19, // 17: landform.runner.v1.Runner.Outputs:input_type -> landform.runner.v1.OutputsRequest
+	12, // 18: landform.runner.v1.Runner.Exit:input_type -> landform.runner.v1.ExitRequest
+	4,  // 19: landform.runner.v1.Runner.UploadWorkspace:output_type -> landform.runner.v1.UploadWorkspaceResponse
+	8,  // 20: landform.runner.v1.Runner.StartRun:output_type -> landform.runner.v1.StartRunResponse
+	18, // 21: landform.runner.v1.Runner.WatchRun:output_type -> landform.runner.v1.RunEvent
+	11, // 22: landform.runner.v1.Runner.CancelRun:output_type -> landform.runner.v1.CancelRunResponse
+	21, // 23: landform.runner.v1.Runner.Outputs:output_type -> landform.runner.v1.OutputsResponse
+	13, // 24: landform.runner.v1.Runner.Exit:output_type -> landform.runner.v1.ExitResponse
+	19, // [19:25] is the sub-list for method output_type
+	13, // [13:19] is the sub-list for method input_type
 	13, // [13:13] is the sub-list for extension type_name
 	13, // [13:13] is the sub-list for extension extendee
 	0,  // [0:13] is the sub-list for field type_name
@@ -1668,7 +1747,7 @@ func file_runner_proto_runner_proto_init() {
 		(*StartRunRequest_Spec)(nil),
 		(*StartRunRequest_PlanFileChunk)(nil),
 	}
-	file_runner_proto_runner_proto_msgTypes[15].OneofWrappers = []any{
+	file_runner_proto_runner_proto_msgTypes[17].OneofWrappers = []any{
 		(*RunEvent_Log)(nil),
 		(*RunEvent_PlanFileChunk)(nil),
 		(*RunEvent_JsonPlanChunk)(nil),
@@ -1685,7 +1764,7 @@ func file_runner_proto_runner_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_runner_proto_runner_proto_rawDesc), len(file_runner_proto_runner_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,6 +31,7 @@ const (
 	Runner_WatchRun_FullMethodName        = "/landform.runner.v1.Runner/WatchRun"
 	Runner_CancelRun_FullMethodName       = "/landform.runner.v1.Runner/CancelRun"
 	Runner_Outputs_FullMethodName         = "/landform.runner.v1.Runner/Outputs"
+	Runner_Exit_FullMethodName            = "/landform.runner.v1.Runner/Exit"
 )
 
 // RunnerClient is the client API for Runner service.
@@ -66,6 +67,13 @@ type RunnerClient interface {
 	CancelRun(ctx context.Context, in *CancelRunRequest, opts ...grpc.CallOption) (*CancelRunResponse, error)
 	// Outputs reads the outputs from the state, with their sensitivity.
 	Outputs(ctx context.Context, in *OutputsRequest, opts ...grpc.CallOption) (*OutputsResponse, error)
+	// Exit ends the runner once the controller has collected what it holds:
+	// with nothing in progress (no run, no call), it answers OK, refuses
+	// every call after it and exits with status 0, so that a runner Pod
+	// ends Succeeded and is deleted without a grace period. With a run or
+	// call in progress: FAILED_PRECONDITION with reason RUNNER_BUSY, and the
+	// runner goes on.
+	Exit(ctx context.Context, in *ExitRequest, opts ...grpc.CallOption) (*ExitResponse, error)
 }
 
 type runnerClient struct {
@@ -141,6 +149,16 @@ func (c *runnerClient) Outputs(ctx context.Context, in *OutputsRequest, opts ...
 	return out, nil
 }
 
+func (c *runnerClient) Exit(ctx context.Context, in *ExitRequest, opts ...grpc.CallOption) (*ExitResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExitResponse)
+	err := c.cc.Invoke(ctx, Runner_Exit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RunnerServer is the server API for Runner service.
 // All implementations must embed UnimplementedRunnerServer
 // for forward compatibility.
@@ -174,6 +192,13 @@ type RunnerServer interface {
 	CancelRun(context.Context, *CancelRunRequest) (*CancelRunResponse, error)
 	// Outputs reads the outputs from the state, with their sensitivity.
 	Outputs(context.Context, *OutputsRequest) (*OutputsResponse, error)
+	// Exit ends the runner once the controller has collected what it holds:
+	// with nothing in progress (no run, no call), it answers OK, refuses
+	// every call after it and exits with status 0, so that a runner Pod
+	// ends Succeeded and is deleted without a grace period. With a run or
+	// call in progress: FAILED_PRECONDITION with reason RUNNER_BUSY, and the
+	// runner goes on.
+	Exit(context.Context, *ExitRequest) (*ExitResponse, error)
 	mustEmbedUnimplementedRunnerServer()
 }
 
@@ -198,6 +223,9 @@ func (UnimplementedRunnerServer) CancelRun(context.Context, *CancelRunRequest) (
 }
 func (UnimplementedRunnerServer) Outputs(context.Context, *OutputsRequest) (*OutputsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Outputs not implemented")
+}
+func (UnimplementedRunnerServer) Exit(context.Context, *ExitRequest) (*ExitResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Exit not implemented")
 }
 func (UnimplementedRunnerServer) mustEmbedUnimplementedRunnerServer() {}
 func (UnimplementedRunnerServer) testEmbeddedByValue()                {}
@@ -281,6 +309,24 @@ func _Runner_Outputs_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Runner_Exit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExitRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunnerServer).Exit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Runner_Exit_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunnerServer).Exit(ctx, req.(*ExitRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Runner_ServiceDesc is the grpc.ServiceDesc for Runner service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -295,6 +341,10 @@ var Runner_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Outputs",
 			Handler:    _Runner_Outputs_Handler,
+		},
+		{
+			MethodName: "Exit",
+			Handler:    _Runner_Exit_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -108,6 +108,7 @@ type Server struct {
 	running  int
 	drained  chan struct{} // closed when shutting and nothing runs
 	drainOne sync.Once
+	exiting  chan struct{} // closed by Exit
 
 	// op serialises operations: terraform commands in one working
 	// directory must not overlap. Whoever holds it owns ws.
@@ -172,6 +173,7 @@ func NewServer(opts Options) (*Server, error) {
 		log:            opts.Logger,
 		health:         health.NewServer(),
 		drained:        make(chan struct{}),
+		exiting:        make(chan struct{}),
 		op:             make(chan struct{}, 1),
 		runs:           map[string]*run{},
 		idleExit:       opts.IdleExit,
