@@ -149,7 +149,7 @@ func (c *Client) CancelRun(ctx context.Context, id string) error {
 }
 
 // Exit asks the runner to exit now that its runs were collected. It fails
-// with ReasonRunnerBusy while a run or a call is in progress, and with
+// with ReasonRunnerBusy while a run is in progress, and with
 // codes.Unimplemented from a runner older than the call.
 func (c *Client) Exit(ctx context.Context) error {
 	if _, err := c.rpc.Exit(ctx, &runnerpb.ExitRequest{}); err != nil {

@@ -68,11 +68,11 @@ type RunnerClient interface {
 	// Outputs reads the outputs from the state, with their sensitivity.
 	Outputs(ctx context.Context, in *OutputsRequest, opts ...grpc.CallOption) (*OutputsResponse, error)
 	// Exit ends the runner once the controller has collected what it holds:
-	// with nothing in progress (no run, no call), it answers OK, refuses
-	// every call after it and exits with status 0, so that a runner Pod
-	// ends Succeeded and is deleted without a grace period. With a run or
-	// call in progress: FAILED_PRECONDITION with reason RUNNER_BUSY, and the
-	// runner goes on.
+	// with no run in progress, it answers OK, refuses every call after it
+	// and exits with status 0 (a call still in progress is interrupted, as
+	// at SIGTERM), so that a runner Pod ends Succeeded and is deleted without
+	// a grace period. With a run in progress: FAILED_PRECONDITION with
+	// reason RUNNER_BUSY, and the runner goes on.
 	Exit(ctx context.Context, in *ExitRequest, opts ...grpc.CallOption) (*ExitResponse, error)
 }
 
@@ -193,11 +193,11 @@ type RunnerServer interface {
 	// Outputs reads the outputs from the state, with their sensitivity.
 	Outputs(context.Context, *OutputsRequest) (*OutputsResponse, error)
 	// Exit ends the runner once the controller has collected what it holds:
-	// with nothing in progress (no run, no call), it answers OK, refuses
-	// every call after it and exits with status 0, so that a runner Pod
-	// ends Succeeded and is deleted without a grace period. With a run or
-	// call in progress: FAILED_PRECONDITION with reason RUNNER_BUSY, and the
-	// runner goes on.
+	// with no run in progress, it answers OK, refuses every call after it
+	// and exits with status 0 (a call still in progress is interrupted, as
+	// at SIGTERM), so that a runner Pod ends Succeeded and is deleted without
+	// a grace period. With a run in progress: FAILED_PRECONDITION with
+	// reason RUNNER_BUSY, and the runner goes on.
 	Exit(context.Context, *ExitRequest) (*ExitResponse, error)
 	mustEmbedUnimplementedRunnerServer()
 }

@@ -72,3 +72,41 @@ func TestExitEndsTheProcess(t *testing.T) {
 		t.Fatal("the runner process still runs 15s after it was asked to exit")
 	}
 }
+
+// TestExitAsARunEnds: the controller asks right after collecting a run,
+// which can be before the run's goroutine has left (its watches have the
+// result first). The runner agrees, and its shutdown waits for that
+// goroutine.
+func TestExitAsARunEnds(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t, 3*time.Minute)
+	r := startRunner(t)
+	tb := modulesTarball(t, 0)
+	upload(t, ctx, r.client, workspaceSpec(t, tb, "slow", nil, t.TempDir()), tb)
+	if _, err := r.client.Plan(ctx, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	// What the run's goroutine holds until it leaves.
+	if err := r.server.enter(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.client.Exit(ctx); err != nil {
+		t.Fatalf("exit right after a run ended: %v", err)
+	}
+	shut := make(chan error, 1)
+	go func() { shut <- r.server.Shutdown(10 * time.Second) }()
+	select {
+	case err := <-shut:
+		t.Fatalf("shut down (%v) before the ended run's goroutine left", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	r.server.leave()
+	select {
+	case err := <-shut:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no shutdown 5s after the run's goroutine left")
+	}
+}
