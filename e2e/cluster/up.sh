@@ -262,7 +262,7 @@ log "building and importing the pause image"
 "$root/hack/images/build.sh" --address "$containerd_sock" pause >>"$logs/images.log" 2>&1 ||
 	die "building the pause image failed; see $logs/images.log"
 
-rm -rf "$dir/etcd"
+rm -rf "$dir/etcd" "$dir"/audit*.log
 start etcd --name "$node" --data-dir "$dir/etcd" \
 	--listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
 	--listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
@@ -281,7 +281,9 @@ start kube-apiserver \
 	--authorization-mode=Node,RBAC \
 	--kubelet-client-certificate="$pki/admin.crt" --kubelet-client-key="$pki/admin.key" \
 	--kubelet-certificate-authority="$pki/ca.crt" \
-	--kubelet-preferred-address-types=InternalIP,Hostname
+	--kubelet-preferred-address-types=InternalIP,Hostname \
+	--audit-policy-file="$root/e2e/cluster/audit-policy.yaml" --audit-log-path="$dir/audit.log" \
+	--audit-log-mode=blocking --audit-log-format=json --audit-log-maxsize=200 --audit-log-maxbackup=1
 wait_for kube-apiserver 90 api /readyz
 alive kube-apiserver
 

@@ -609,17 +609,21 @@ func (cb *clusterBench) idle(ctx context.Context, i *ClusterIdle) error {
 func (cb *clusterBench) one(ctx context.Context, o *ClusterOne) error {
 	o.LoadStart = loadAvg()
 	var raw, lf sampleSet
+	var audited []auditedSample
 	for i := 0; i < cb.o.samples; i++ {
-		r, err := raw.take(ctx, cb, cb.rawSample, fmt.Sprintf("raw-%s-%d", cb.tok, i))
+		rawName, lfName := fmt.Sprintf("raw-%s-%d", cb.tok, i), fmt.Sprintf("one-%s-%d", cb.tok, i)
+		r, err := raw.take(ctx, cb, cb.rawSample, rawName)
 		if err != nil {
 			return err
 		}
 		o.RawSeconds = append(o.RawSeconds, r.total)
 		o.RawEngineSeconds = append(o.RawEngineSeconds, r.engineEnd)
-		l, err := lf.take(ctx, cb, cb.landformSample, fmt.Sprintf("one-%s-%d", cb.tok, i))
+		l, err := lf.take(ctx, cb, cb.landformSample, lfName)
 		if err != nil {
 			return err
 		}
+		audited = append(audited, auditedSample{writeSample{name: rawName, created: r.started, done: r.ended}, true},
+			auditedSample{writeSample{name: lfName, created: l.started, done: l.ended}, false})
 		o.LandformSeconds = append(o.LandformSeconds, l.total)
 		o.RunnerStartSeconds = append(o.RunnerStartSeconds, l.runnerStart)
 		log("one object, sample %d: raw Pod %.2fs (its engine done at %.2fs), Landform %.2fs", i, r.total, r.engineEnd, l.total)
@@ -634,6 +638,10 @@ func (cb *clusterBench) one(ctx context.Context, o *ClusterOne) error {
 	o.RawCPU, o.LandformCPU = medianCPU(raw.cpu), medianCPU(lf.cpu)
 	o.RawAPIWrites, o.LandformAPIWrites = median(raw.writes), median(lf.writes)
 	o.RawAPIWritesByRes, o.LandformAPIWritesByRes = perObject(raw.byRes, cb.o.samples), perObject(lf.byRes, cb.o.samples)
+	var err error
+	if o.RawWrites, o.LandformWrites, err = auditedWrites(cb.clusterAuditLog(), cb.co.ns, audited, time.Now()); err != nil {
+		log("every write by writer: not measured: %v", err)
+	}
 	return nil
 }
 
@@ -685,6 +693,9 @@ type measured struct {
 	runnerStart float64
 	times       sampleTimes
 	w           window
+	// started and ended bound the sample: before its create, after its
+	// Pod was gone.
+	started, ended time.Time
 }
 
 // rawSample runs the raw engine in a Pod of the runner image: create →
@@ -731,7 +742,7 @@ func (cb *clusterBench) rawSample(ctx context.Context, name string) (measured, e
 		"init": lines["init-done"], "apply": lines["apply-done"],
 		"exited": cb.tl.get(key, msExited), "succeeded": cb.tl.get(key, msSucceeded),
 	}}
-	s := measured{total: times.at["succeeded"].Sub(start).Seconds(), times: times, w: w}
+	s := measured{total: times.at["succeeded"].Sub(start).Seconds(), times: times, w: w, started: start, ended: after.at}
 	if t := lines["apply-done"]; !t.IsZero() {
 		s.engineEnd = t.Sub(start).Seconds()
 	}
@@ -806,7 +817,7 @@ func (cb *clusterBench) landformSample(ctx context.Context, name string) (measur
 	}
 	w := after.sub(before)
 	w.writes["terraforms"]-- // the harness's create
-	s := measured{total: done[key].Sub(start).Seconds(), w: w}
+	s := measured{total: done[key].Sub(start).Seconds(), w: w, started: start, ended: after.at}
 	if n := count1 - count0; n > 0 {
 		s.runnerStart = (sum1 - sum0) / n
 	}

@@ -126,7 +126,11 @@ type ClusterOne struct {
 	// The API writes by resource, means per sample.
 	RawAPIWritesByRes      map[string]float64 `json:"rawAPIWritesPerPodByResource"`
 	LandformAPIWritesByRes map[string]float64 `json:"landformAPIWritesPerObjectByResource"`
-	LoadStart              string             `json:"loadAverageAtStart"`
+	// The same samples' writes from the cluster's audit log, with their
+	// writers (cluster_writes.go); nil when the cluster keeps no log.
+	RawWrites      *OneObjectWrites `json:"rawAuditedWrites,omitempty"`
+	LandformWrites *OneObjectWrites `json:"landformAuditedWrites,omitempty"`
+	LoadStart      string           `json:"loadAverageAtStart"`
 }
 
 // Phase is one stretch of a sample's timeline, named after the milestone
@@ -347,17 +351,39 @@ func logLineTimes(log string) map[string]time.Time {
 	return out
 }
 
-// clusterTargetOne is the issue's target for one object in Pod mode.
-const clusterTargetOne = "one object, runner Pod"
+// The targets for one object in Pod mode: its time, and issue 36's API
+// writes and machine CPU.
+const (
+	clusterTargetOne    = "one object, runner Pod"
+	clusterTargetWrites = "API writes per object, runner Pod"
+	clusterTargetCPU    = "machine CPU per object, runner Pod"
+)
 
 // targets is the targets this run can tell.
 func (r *ClusterReport) targets() []Target {
 	o := r.One
+	writes := fmt.Sprintf("%.0f", o.LandformAPIWrites)
+	if w := o.LandformWrites; w != nil {
+		var own float64
+		for writer, n := range w.ByWriter {
+			if landformWriter(writer) {
+				own += n
+			}
+		}
+		writes += fmt.Sprintf(" (Landform's own %s, the rest Kubernetes' for the runner Pod); the raw engine's Pod %.0f", count(own), o.RawAPIWrites)
+	}
+	raw, lf := o.RawCPU.Total(), o.LandformCPU.Total()
 	return []Target{{
 		Name: clusterTargetOne, Want: "≤ the raw engine in a Pod + 1.5 s",
 		Measured: fmt.Sprintf("%.2f s vs %.2f s (raw Pod: create → Succeeded): %+.2f s; vs the raw engine's end in its Pod (%.2f s): %+.2f s",
 			o.LandformMedian, o.RawMedian, o.ExtraSeconds, o.RawEngineMedian, o.ExtraOverEngineSeconds),
 		Met: ptr.To(o.LandformMedian <= o.RawMedian+1.5),
+	}, {
+		Name: clusterTargetWrites, Want: "≤ 22", Measured: writes, Met: ptr.To(o.LandformAPIWrites <= 22),
+	}, {
+		Name: clusterTargetCPU, Want: "≤ 1.5× the raw engine's Pod",
+		Measured: fmt.Sprintf("%.2f CPU-s vs %.2f CPU-s: %.2f×", lf, raw, ratio(lf, raw)),
+		Met:      ptr.To(lf <= 1.5*raw),
 	}}
 }
 
@@ -450,7 +476,11 @@ func (r *ClusterReport) writeMarkdown(p printer) {
 	p("   is the Pods' cgroup's and is taken off. A sample's CPU is from its create until its Pod is gone: the Pod's teardown\n")
 	p("   included. The machine's CPU (`/proc/stat`) less all of these and the harness's is *other processes*: other work on the\n")
 	p("   machine, within the counters' precision (the processes' are in 10 ms ticks).\n")
-	p("   API writes are the API server's `apiserver_request_total` (POST, PUT, PATCH, DELETE, APPLY) less the harness's own.\n")
+	p("   API writes are the API server's `apiserver_request_total` (POST, PUT, PATCH, DELETE, APPLY) less the harness's own")
+	if r.One.LandformWrites != nil {
+		p(";\n   who made each is from the API server's audit log ([Every write, by writer](#every-write-by-writer))")
+	}
+	p(".\n")
 
 	p("\n### Target\n\n")
 	(&Report{Targets: r.Targets}).targetsTable(p)
@@ -512,6 +542,9 @@ func (r *ClusterReport) writeMarkdown(p printer) {
 		p("| **all** | %.0f | %.0f | %+.0f |\n", b.Total, o.LandformAPIWrites, o.LandformAPIWrites-b.Total)
 	}
 	p("\n(Each party's median is taken on its own: the row **all** is the median of the totals.)\n")
+	if o.RawWrites != nil && o.LandformWrites != nil {
+		writeAuditedWrites(p, o.RawWrites, o.LandformWrites)
+	}
 
 	if s.N > 0 {
 		p("\n### %d objects\n\n", s.N)

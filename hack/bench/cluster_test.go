@@ -309,6 +309,22 @@ func TestClusterTarget(t *testing.T) {
 	if got := r.Targets[0]; *got.Met || got.Why != "the runner Pod's start" {
 		t.Errorf("3.6 s against 2 s + 1.5 s: met %v, why %q", *got.Met, got.Why)
 	}
+
+	r.One.LandformAPIWrites, r.One.RawAPIWrites = 37, 14
+	r.One.LandformWrites = &OneObjectWrites{ByWriter: map[string]float64{"landform-controller": 19, "landform-runner": 2, "tofu": 1, "kubelet": 14, "kube-scheduler": 1, "bench harness": 1}}
+	r.Targets = r.targets()
+	got := metOf(&Report{Targets: r.Targets})
+	if got[clusterTargetWrites] != "not met" || !strings.Contains(r.Targets[1].Measured, "37 (Landform's own 22, the rest Kubernetes' for the runner Pod); the raw engine's Pod 14") {
+		t.Errorf("37 writes against 22: %s, %q", got[clusterTargetWrites], r.Targets[1].Measured)
+	}
+	if got[clusterTargetCPU] != "not met" { // 0.36 CPU-s against 0.1
+		t.Errorf("3.6× the raw engine's CPU: %s (%s)", got[clusterTargetCPU], r.Targets[2].Measured)
+	}
+	r.One.LandformAPIWrites, r.One.LandformCPU = 22, ClusterCPU{Pods: 0.15}
+	r.Targets = r.targets()
+	if got := metOf(&Report{Targets: r.Targets}); got[clusterTargetWrites] != "met" || got[clusterTargetCPU] != "met" {
+		t.Errorf("22 writes, 1.5× the CPU: %v", got)
+	}
 }
 
 // TestRenderCluster renders the docs as `make bench-cluster` leaves
