@@ -270,6 +270,14 @@ start etcd --name "$node" --data-dir "$dir/etcd" \
 wait_for etcd 30 curl -sf http://127.0.0.1:2379/health
 alive etcd
 
+# LANDFORM_CLUSTER_AUDIT=1: an audit log of every write, for
+# `BENCH_ONLY=writes make bench-cluster`. Off by default: it costs the API
+# server CPU, which `make bench-cluster` measures.
+audit=()
+if [ "${LANDFORM_CLUSTER_AUDIT:-0}" = 1 ]; then
+	audit=(--audit-policy-file="$root/e2e/cluster/audit-policy.yaml" --audit-log-path="$dir/audit.log"
+		--audit-log-mode=blocking --audit-log-format=json --audit-log-maxsize=200 --audit-log-maxbackup=1)
+fi
 start kube-apiserver \
 	--etcd-servers=http://127.0.0.1:2379 \
 	--bind-address=0.0.0.0 --secure-port=6443 --advertise-address="$ip" \
@@ -281,9 +289,7 @@ start kube-apiserver \
 	--authorization-mode=Node,RBAC \
 	--kubelet-client-certificate="$pki/admin.crt" --kubelet-client-key="$pki/admin.key" \
 	--kubelet-certificate-authority="$pki/ca.crt" \
-	--kubelet-preferred-address-types=InternalIP,Hostname \
-	--audit-policy-file="$root/e2e/cluster/audit-policy.yaml" --audit-log-path="$dir/audit.log" \
-	--audit-log-mode=blocking --audit-log-format=json --audit-log-maxsize=200 --audit-log-maxbackup=1
+	--kubelet-preferred-address-types=InternalIP,Hostname "${audit[@]}"
 wait_for kube-apiserver 90 api /readyz
 alive kube-apiserver
 

@@ -2,8 +2,10 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -76,7 +78,9 @@ func auditedWrites(path, ns string, samples []auditedSample, end time.Time) (raw
 // Landform sample's in order.
 func writeAuditedWrites(p printer, raw, lf *OneObjectWrites) {
 	p("\n#### Every write, by writer\n\n")
-	p("From the cluster API server's audit log (every write, without bodies, blocking: `e2e/cluster/audit-policy.yaml`). Each write\n")
+	p("Measured apart, on %s from %s by `BENCH_ONLY=writes make bench-cluster` (%d samples of each, as above) on a cluster started with\n", lf.Date, lf.Revision, lf.Samples)
+	p("`LANDFORM_CLUSTER_AUDIT=1 make cluster-up`, whose API server logs every write (without bodies, blocking:\n")
+	p("`e2e/cluster/audit-policy.yaml`); the log costs the API server CPU, so the figures above are of a cluster without it. Each write\n")
 	p("in the namespace is charged to the sample its name names (the object, its Secrets, its runner Pod and that Pod's events),\n")
 	p("else to the sample created last before it; outside the namespace only Landform's writes count, but for its leader election.\n")
 	p("So the node's own writes (its Lease, its status) are not here, and the totals can be below the counters' above.\n\n")
@@ -126,4 +130,70 @@ func landformRank(w string) int {
 		return -1
 	}
 	return 0
+}
+
+// writesOnly is `BENCH_ONLY=writes make bench-cluster`: the one-object
+// samples alone, on a cluster started with its audit log
+// (LANDFORM_CLUSTER_AUDIT=1), their writes by writer merged into the
+// cluster run kept beside -out-json, whose other figures stay.
+//
+// The log is not kept by default: on this machine it cost the API server
+// about 0.07 CPU-s per object (the CPU per object rose from 1.8× the raw
+// engine's Pod to 1.95× with it), which would skew every CPU figure of
+// the run it is on. The writes it names are measured apart instead.
+func (cb *clusterBench) writesOnly(ctx context.Context, now *ClusterReport) error {
+	logPath, path := cb.clusterAuditLog(), clusterReportPath(cb.o.outJSON)
+	if _, err := os.Stat(logPath); err != nil {
+		return fmt.Errorf("BENCH_ONLY=writes reads the cluster's audit log, which it does not keep (%w): start it with LANDFORM_CLUSTER_AUDIT=1 make cluster-up", err)
+	}
+	var r ClusterReport
+	if err := readJSONFile(path, &r); err != nil {
+		return fmt.Errorf("BENCH_ONLY=writes adds to the cluster run kept at %s: %w (make bench-cluster writes one)", path, err)
+	}
+	log("cleaning up what an earlier run left in %s", cb.co.ns)
+	if err := cb.cleanup(ctx); err != nil {
+		return err
+	}
+	if err := cb.prepare(ctx); err != nil {
+		return err
+	}
+	var one ClusterOne
+	if err := cb.one(ctx, &one); err != nil {
+		return fmt.Errorf("one object: %w", err)
+	}
+	if err := cb.cleanup(ctx); err != nil {
+		return err
+	}
+	if one.LandformWrites == nil {
+		return fmt.Errorf("no write of the samples found in %s", logPath)
+	}
+	for _, w := range []*OneObjectWrites{one.RawWrites, one.LandformWrites} {
+		w.Date, w.Revision, w.LoadStart = now.Date, now.Revision, one.LoadStart
+	}
+	r.One.RawWrites, r.One.LandformWrites = one.RawWrites, one.LandformWrites
+	notes, err := readNotes(cb.o.notes)
+	if err != nil {
+		return err
+	}
+	r.Targets = r.targets()
+	r.applyNotes(notes)
+	if err := writeReportFile(path, &r); err != nil {
+		return err
+	}
+	log("wrote every write by writer into %s", path)
+	return render(cb.o.outJSON, cb.o.outMD, cb.o.notes, false)
+}
+
+// carryAuditedWrites keeps the writes by writer of the run kept at path
+// when r, on a cluster without the audit log, has none: they are measured
+// apart (writesOnly), and say from which revision.
+func carryAuditedWrites(r *ClusterReport, path string) {
+	if r.One.LandformWrites != nil {
+		return
+	}
+	var old ClusterReport
+	if readJSONFile(path, &old) != nil {
+		return
+	}
+	r.One.RawWrites, r.One.LandformWrites = old.One.RawWrites, old.One.LandformWrites
 }

@@ -104,3 +104,26 @@ func wantWriters(t *testing.T, side string, got, want map[string]float64) {
 		}
 	}
 }
+
+// TestCarryAuditedWrites: a run on a cluster without the audit log keeps
+// the writers measured apart; one that measured them keeps its own.
+func TestCarryAuditedWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "benchmarks-cluster.json")
+	kept := ClusterReport{Revision: "`old`"}
+	kept.One.LandformWrites = &OneObjectWrites{Revision: "`old`", ByWriter: map[string]float64{"landform-controller": 19}}
+	kept.One.RawWrites = &OneObjectWrites{Revision: "`old`", ByWriter: map[string]float64{"kubelet": 11}}
+	if err := writeReportFile(path, &kept); err != nil {
+		t.Fatal(err)
+	}
+	var plain ClusterReport
+	carryAuditedWrites(&plain, path)
+	if plain.One.LandformWrites == nil || plain.One.LandformWrites.Revision != "`old`" || plain.One.RawWrites.ByWriter["kubelet"] != 11 {
+		t.Errorf("not carried: %+v, %+v", plain.One.LandformWrites, plain.One.RawWrites)
+	}
+	audited := ClusterReport{}
+	audited.One.LandformWrites = &OneObjectWrites{Revision: "`new`"}
+	carryAuditedWrites(&audited, path)
+	if audited.One.LandformWrites.Revision != "`new`" {
+		t.Errorf("a run's own writers replaced by the kept run's: %+v", audited.One.LandformWrites)
+	}
+}

@@ -96,7 +96,8 @@ func main() {
 	flag.StringVar(&o.revision, "revision", "", "what was measured, for the report (default: git describe --always --dirty)")
 	flag.StringVar(&o.keep, "keep", "", "keep the work directory (logs, controller work dir) here instead of removing it")
 	flag.StringVar(&o.only, "only", os.Getenv("BENCH_ONLY"), "run only this measurement: ui (the UI's list page) or writes (the API writes of one "+
-		"object's life, from the API server's audit log, and a typical object's timeline), merged into -out-json's existing report, which -out-md is rendered from again (BENCH_ONLY)")
+		"object's life, from the API server's audit log, and a typical object's timeline), merged into -out-json's existing report, which -out-md is rendered from again; "+
+		"with -cluster, writes: the one-object samples' writes by writer, from the audit log of a cluster started with LANDFORM_CLUSTER_AUDIT=1 (BENCH_ONLY)")
 	cluster := flag.Bool("cluster", false, "measure runner Pods on the single-node cluster of `make cluster-up` with Landform installed by its chart "+
 		"(`make bench-cluster`): writes <-out-json without .json>-cluster.json and renders -out-md")
 	co := clusterOptions{}
@@ -122,6 +123,13 @@ func main() {
 		}
 		return
 	}
+	if *cluster {
+		if err := runCluster(o, co); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	switch o.only {
 	case "":
 	case "ui", "writes":
@@ -137,13 +145,6 @@ func main() {
 	default:
 		fmt.Fprintf(os.Stderr, "bench: -only (BENCH_ONLY) %q: the measurements that run alone are ui and writes\n", o.only)
 		os.Exit(2)
-	}
-	if *cluster {
-		if err := runCluster(o, co); err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(1)
-		}
-		return
 	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
