@@ -370,7 +370,11 @@ func (r *ClusterReport) targets() []Target {
 				own += n
 			}
 		}
-		writes += fmt.Sprintf(" (Landform's own %s, the rest Kubernetes' for the runner Pod); the raw engine's Pod %.0f", count(own), o.RawAPIWrites)
+		at := ""
+		if w.Revision != "" && w.Revision != r.Revision {
+			at = " at " + w.Revision
+		}
+		writes += fmt.Sprintf(" (Landform's own %s%s, the rest Kubernetes' for the runner Pod); the raw engine's Pod %.0f", count(own), at, o.RawAPIWrites)
 	}
 	raw, lf := o.RawCPU.Total(), o.LandformCPU.Total()
 	return []Target{{
