@@ -354,7 +354,7 @@ func (p *Pod) cleanup(ctx context.Context, log logr.Logger, pod *corev1.Pod) {
 	}
 }
 
-// run wraps a started Pod. Stopping asks its runner to exit (end.go);
+// run wraps a started Pod. Stopping asks its runner to exit (pod_end.go);
 // a runner that will not (a run still in progress) has its Pod deleted
 // without overriding its grace period: the kubelet sends SIGTERM, the
 // runner interrupts terraform, which releases its lock, and only after

@@ -36,7 +36,7 @@ const (
 // Completed: the object's next run deletes it with any other leftover,
 // and the garbage collector with the object.
 //
-// A runner that does not exit (a run or a call still in progress, an
+// A runner that does not exit (a run still in progress, an
 // older runner without the call, one that cannot be reached) has its Pod
 // deleted gracefully at once, as before.
 func (p *Pod) end(log logr.Logger, pod *corev1.Pod, c *runner.Client) error {
