@@ -110,8 +110,7 @@ type clusterController struct {
 
 func runCluster(o options, co clusterOptions) error {
 	if o.revision == "" {
-		out, _ := exec.Command("git", "describe", "--always", "--dirty").Output()
-		o.revision = "`" + strings.TrimSpace(string(out)) + "`"
+		o.revision = gitRevision()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -364,17 +364,11 @@ func (r *ClusterReport) targets() []Target {
 	o := r.One
 	writes := fmt.Sprintf("%.0f", o.LandformAPIWrites)
 	if w := o.LandformWrites; w != nil {
-		var own float64
-		for writer, n := range w.ByWriter {
-			if landformWriter(writer) {
-				own += n
-			}
-		}
 		at := ""
 		if w.Revision != "" && w.Revision != r.Revision {
 			at = " at " + w.Revision
 		}
-		writes += fmt.Sprintf(" (Landform's own %s%s, the rest Kubernetes' for the runner Pod); the raw engine's Pod %.0f", count(own), at, o.RawAPIWrites)
+		writes += fmt.Sprintf(" (Landform's own %s%s, the rest Kubernetes' for the runner Pod); the raw engine's Pod %.0f", count(w.landformOwn()), at, o.RawAPIWrites)
 	}
 	raw, lf := o.RawCPU.Total(), o.LandformCPU.Total()
 	return []Target{{

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -42,16 +41,11 @@ func auditedWrites(path, ns string, samples []auditedSample, end time.Time) (raw
 	}
 	samples = slices.Clone(samples)
 	for i, s := range samples {
-		created := false
-		for _, w := range events {
-			if w.verb == "create" && w.namespace == ns && w.name == s.name && (w.resource == "pods" || w.resource == "terraforms") {
-				samples[i].created, created = w.at, true
-				break
-			}
-		}
-		if !created {
+		at, ok := receivedCreate(events, ns, s.name, "pods", "terraforms")
+		if !ok {
 			return nil, nil, fmt.Errorf("%s: no create of sample %s (the log rotated, or the cluster runs without it?)", path, s.name)
 		}
+		samples[i].created = at
 	}
 	slices.SortFunc(samples, func(a, b auditedSample) int { return a.created.Compare(b.created) })
 	all := make([]writeSample, len(samples))
@@ -96,16 +90,11 @@ func writeAuditedWrites(p printer, raw, lf *OneObjectWrites) {
 	slices.SortFunc(keys, func(a, b string) int {
 		return cmp.Or(cmp.Compare(landformRank(b), landformRank(a)), cmp.Compare(lf.ByWriter[b], lf.ByWriter[a]), cmp.Compare(a, b))
 	})
-	var ownRaw, ownLF, kubeRaw, kubeLF float64
 	for _, w := range keys {
 		p("| %s | %s | %s |\n", w, count(raw.ByWriter[w]), count(lf.ByWriter[w]))
-		switch {
-		case landformWriter(w):
-			ownRaw, ownLF = ownRaw+raw.ByWriter[w], ownLF+lf.ByWriter[w]
-		case w != "bench harness":
-			kubeRaw, kubeLF = kubeRaw+raw.ByWriter[w], kubeLF+lf.ByWriter[w]
-		}
 	}
+	ownRaw, ownLF := raw.landformOwn(), lf.landformOwn()
+	kubeRaw, kubeLF := raw.WritesPerObject-ownRaw-raw.ByWriter[harnessWriter], lf.WritesPerObject-ownLF-lf.ByWriter[harnessWriter]
 	p("| **Landform's own** (controller, runner, engine) | %s | **%s** |\n", count(ownRaw), count(ownLF))
 	p("| **Kubernetes'** (all but Landform and the harness) | **%s** | **%s** |\n", count(kubeRaw), count(kubeLF))
 	p("| all but the harness | %s | %s |\n", count(ownRaw+kubeRaw), count(ownLF+kubeLF))
@@ -121,12 +110,24 @@ func writeAuditedWrites(p printer, raw, lf *OneObjectWrites) {
 	p("\n</details>\n")
 }
 
+// landformOwn is the writes per sample that Landform made: its
+// controller's, runners' and engine's.
+func (w *OneObjectWrites) landformOwn() float64 {
+	var own float64
+	for writer, n := range w.ByWriter {
+		if landformWriter(writer) {
+			own += n
+		}
+	}
+	return own
+}
+
 // landformRank orders Landform's writers first.
 func landformRank(w string) int {
 	if landformWriter(w) {
 		return 1
 	}
-	if strings.HasPrefix(w, "bench") {
+	if w == harnessWriter {
 		return -1
 	}
 	return 0

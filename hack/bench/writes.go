@@ -300,6 +300,9 @@ func markSecretWrites(events []auditWrite, ns string, versions map[string][]time
 	}
 }
 
+// harnessWriter is the bench harness as a writer.
+const harnessWriter = "bench harness"
+
 // writer is the program a user agent names ("landform-controller/v1.2
 // (linux/amd64) kubernetes/abc" is landform-controller), with the
 // harness and the engines named as the report names them.
@@ -308,7 +311,7 @@ func writer(userAgent string) string {
 	prog, _, _ = strings.Cut(prog, "/")
 	switch strings.ToLower(prog) {
 	case "bench":
-		return "bench harness"
+		return harnessWriter
 	case "opentofu":
 		return "tofu"
 	case "":
@@ -325,6 +328,17 @@ func landformWriter(w string) bool {
 		return true
 	}
 	return false
+}
+
+// receivedCreate is when the API server received the create of ns/name,
+// one of resources; false when the log has none.
+func receivedCreate(events []auditWrite, ns, name string, resources ...string) (time.Time, bool) {
+	for _, w := range events {
+		if w.verb == "create" && w.namespace == ns && w.name == name && slices.Contains(resources, w.resource) {
+			return w.at, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // writeSample is one object of the samples: its name, when its create
@@ -538,11 +552,8 @@ func runWrites(o options) error {
 	markSecretWrites(events, writesNamespace, secrets.times())
 	// An object's life starts when the API server received its create.
 	for i, s := range samples {
-		for _, w := range events {
-			if w.verb == "create" && w.resource == "terraforms" && w.namespace == writesNamespace && w.name == s.name {
-				samples[i].created = w.at
-				break
-			}
+		if at, ok := receivedCreate(events, writesNamespace, s.name, "terraforms"); ok {
+			samples[i].created = at
 		}
 	}
 	perSample, leader, notCounted := objectWrites(events, writesNamespace, samples, end)
