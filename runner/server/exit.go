@@ -2,11 +2,7 @@ package server
 
 import (
 	"context"
-	"fmt"
 
-	"google.golang.org/grpc/codes"
-
-	"github.com/landform-dev/landform/runner"
 	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
@@ -28,8 +24,8 @@ import (
 func (s *Server) Exit(context.Context, *runnerpb.ExitRequest) (*runnerpb.ExitResponse, error) {
 	s.runsMu.Lock()
 	defer s.runsMu.Unlock()
-	if cur := s.current; cur != nil && !cur.isDone() {
-		return nil, newError(codes.FailedPrecondition, runner.ReasonRunnerBusy, fmt.Sprintf("run %s is still in progress: the runner does not exit", cur.id), nil)
+	if err := s.busyLocked(); err != nil {
+		return nil, err
 	}
 	// Under runsMu, so that no run registers between the check and this.
 	s.mu.Lock()

@@ -209,10 +209,15 @@ func (s *Server) admitLocked(id string) (bool, error) {
 		// Started already: a retry after a lost answer.
 		return true, nil
 	}
+	return false, s.busyLocked()
+}
+
+// busyLocked is RUNNER_BUSY while a run is in progress, else nil.
+func (s *Server) busyLocked() error {
 	if cur := s.current; cur != nil && !cur.isDone() {
-		return false, newError(codes.FailedPrecondition, runner.ReasonRunnerBusy, fmt.Sprintf("run %s is still in progress", cur.id), nil)
+		return newError(codes.FailedPrecondition, runner.ReasonRunnerBusy, fmt.Sprintf("run %s is still in progress", cur.id), nil)
 	}
-	return false, nil
+	return nil
 }
 
 // register records a new run and returns it with the context it runs on,
