@@ -105,7 +105,7 @@ func (p *Pod) Start(ctx context.Context, obj *infrav1.Terraform, runID string) (
 			metrics.ObserveRunnerStart("pod", time.Since(started))
 			return p.run(log, pod, c), nil
 		}
-		p.cleanup(ctx, log, pod)
+		p.cleanup(log, pod)
 		var failed *podFailedError
 		if !errors.As(err, &failed) {
 			return nil, err
@@ -342,14 +342,12 @@ func (p *Pod) waitError(ctx context.Context, pod *corev1.Pod, err error, timeout
 }
 
 // cleanup deletes a Pod that did not become a run, unless KeepPods.
-func (p *Pod) cleanup(ctx context.Context, log logr.Logger, pod *corev1.Pod) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
-	defer cancel()
+func (p *Pod) cleanup(log logr.Logger, pod *corev1.Pod) {
 	if p.KeepPods {
 		log.Info("keeping the runner Pod that did not start, for debugging", "pod", pod.Name)
 		return
 	}
-	if err := p.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
+	if err := p.deletePod(pod); err != nil {
 		log.Error(err, "deleting a runner Pod that did not start", "pod", pod.Name)
 	}
 }

@@ -8,8 +8,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/landform-dev/landform/runner"
 )
@@ -54,22 +52,15 @@ func (p *Pod) end(log logr.Logger, pod *corev1.Pod, c *runner.Client) error {
 	return nil
 }
 
-// deleteEnded deletes pod once it is reported terminated (or being
-// deleted, or gone), or after endWait.
+// deleteEnded deletes pod once it is reported terminated or gone
+// (podAlive: a Pod someone else deletes meanwhile is waited for until it
+// is gone), or after endWait.
 func (p *Pod) deleteEnded(log logr.Logger, pod *corev1.Pod) {
 	ctx, cancel := context.WithTimeout(context.Background(), endWait)
 	defer cancel()
 	err := p.untilPod(ctx, pod, func(ctx context.Context) (bool, error) {
-		var cur corev1.Pod
-		err := p.Client.Get(ctx, client.ObjectKeyFromObject(pod), &cur)
-		switch {
-		case apierrors.IsNotFound(err) || (err == nil && cur.UID != pod.UID):
-			return true, nil
-		case err != nil:
-			return false, nil
-		}
-		phase := cur.Status.Phase
-		return cur.DeletionTimestamp != nil || phase == corev1.PodSucceeded || phase == corev1.PodFailed, nil
+		alive, _ := p.podAlive(ctx, pod)
+		return !alive, nil
 	})
 	if err != nil {
 		log.Info("the runner exited but its Pod was not reported terminated: deleting it", "pod", pod.Name, "waited", endWait.String())
