@@ -210,8 +210,8 @@ func (e *podFailedError) Error() string {
 // the Pod meanwhile so that a Pod that fails ends the wait at once.
 func (p *Pod) await(ctx context.Context, pod *corev1.Pod, tlsConfig *tls.Config, timeout time.Duration) (*runner.Client, error) {
 	var notStarting error
-	err := p.untilPod(ctx, pod, func(ctx context.Context) (bool, error) {
-		cur, err := p.getPod(ctx, pod)
+	err := p.untilPod(ctx, pod, func(cur *corev1.Pod, err error) (bool, error) {
+		cur, err = startingPod(pod, cur, err)
 		if err != nil {
 			notStarting = p.waitError(ctx, pod, err, timeout)
 			return true, nil
@@ -233,15 +233,20 @@ func (p *Pod) await(ctx context.Context, pod *corev1.Pod, tlsConfig *tls.Config,
 	dialCtx, cancelDial := context.WithCancelCause(ctx)
 	defer cancelDial(nil)
 	watchDone := make(chan struct{})
+	dialPoll := time.Second
+	if p.poll != nil {
+		dialPoll = p.poll.Duration
+	}
 	go func() {
 		defer close(watchDone)
 		for {
 			select {
 			case <-dialCtx.Done():
 				return
-			case <-time.After(time.Second):
+			case <-time.After(dialPoll):
 			}
-			if _, err := p.getPod(dialCtx, pod); err != nil {
+			cur, err := p.readPod(dialCtx, pod)
+			if _, err := startingPod(pod, cur, err); err != nil {
 				cancelDial(err)
 				return
 			}
@@ -290,24 +295,18 @@ func cannotStart(pod *corev1.Pod) error {
 	return nil
 }
 
-// getPod reads pod and returns a podFailedError when it failed or is gone.
-func (p *Pod) getPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
-	var cur corev1.Pod
-	err := p.Client.Get(ctx, client.ObjectKeyFromObject(pod), &cur)
+// startingPod is cur, pod as last read or watched (nil: gone), or a
+// podFailedError when it failed or is gone.
+func startingPod(pod, cur *corev1.Pod, err error) (*corev1.Pod, error) {
 	switch {
-	case apierrors.IsNotFound(err) || (err == nil && cur.UID != pod.UID):
-		return nil, &podFailedError{name: pod.Name, status: "deleted"}
 	case err != nil:
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		return nil, fmt.Errorf("reading runner Pod %s: %w", pod.Name, err)
-	case cur.DeletionTimestamp != nil:
+		return nil, err
+	case cur == nil || cur.UID != pod.UID || cur.DeletionTimestamp != nil:
 		return nil, &podFailedError{name: pod.Name, status: "deleted"}
 	case cur.Status.Phase == corev1.PodFailed || cur.Status.Phase == corev1.PodSucceeded:
-		return nil, &podFailedError{name: pod.Name, status: describePod(&cur)}
+		return nil, &podFailedError{name: pod.Name, status: describePod(cur)}
 	}
-	return &cur, nil
+	return cur, nil
 }
 
 // waitError explains a wait for pod that ended with err: a start timeout
@@ -392,20 +391,26 @@ func (p *Pod) deletePod(pod *corev1.Pod) error {
 	return nil
 }
 
-// podAlive reports whether pod's runner may still run: a Pod being deleted
-// still runs its runner while it interrupts terraform. Only a Pod that is
-// gone, replaced or terminated is reported dead.
+// podAlive reads pod and reports whether its runner may still run
+// (aliveGiven).
 func (p *Pod) podAlive(ctx context.Context, pod *corev1.Pod) (bool, string) {
-	var cur corev1.Pod
-	err := p.Client.Get(ctx, client.ObjectKeyFromObject(pod), &cur)
+	cur, err := p.readPod(ctx, pod)
+	return aliveGiven(pod, cur, err)
+}
+
+// aliveGiven reports whether pod's runner may still run, cur being pod as
+// last read or watched (nil: gone): a Pod being deleted still runs its
+// runner while it interrupts terraform. Only a Pod that is gone, replaced
+// or terminated is reported dead; one that could not be read (an API
+// server restart) may be alive.
+func aliveGiven(pod, cur *corev1.Pod, err error) (bool, string) {
 	switch {
-	case apierrors.IsNotFound(err) || (err == nil && cur.UID != pod.UID):
-		return false, fmt.Sprintf("runner Pod %s/%s was deleted", pod.Namespace, pod.Name)
 	case err != nil:
-		// Not readable right now (an API server restart): maybe alive.
 		return true, ""
+	case cur == nil || cur.UID != pod.UID:
+		return false, fmt.Sprintf("runner Pod %s/%s was deleted", pod.Namespace, pod.Name)
 	case cur.Status.Phase == corev1.PodSucceeded || cur.Status.Phase == corev1.PodFailed:
-		return false, fmt.Sprintf("runner Pod %s/%s terminated: %s", pod.Namespace, pod.Name, describePod(&cur))
+		return false, fmt.Sprintf("runner Pod %s/%s terminated: %s", pod.Namespace, pod.Name, describePod(cur))
 	}
 	return true, ""
 }

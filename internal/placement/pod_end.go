@@ -53,13 +53,13 @@ func (p *Pod) end(log logr.Logger, pod *corev1.Pod, c *runner.Client) error {
 }
 
 // deleteEnded deletes pod once it is reported terminated or gone
-// (podAlive: a Pod someone else deletes meanwhile is waited for until it
+// (aliveGiven: a Pod someone else deletes meanwhile is waited for until it
 // is gone), or after endWait.
 func (p *Pod) deleteEnded(log logr.Logger, pod *corev1.Pod) {
 	ctx, cancel := context.WithTimeout(context.Background(), endWait)
 	defer cancel()
-	err := p.untilPod(ctx, pod, func(ctx context.Context) (bool, error) {
-		alive, _ := p.podAlive(ctx, pod)
+	err := p.untilPod(ctx, pod, func(cur *corev1.Pod, err error) (bool, error) {
+		alive, _ := aliveGiven(pod, cur, err)
 		return !alive, nil
 	})
 	if err != nil {

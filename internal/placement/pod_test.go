@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -653,10 +654,11 @@ func TestLeftoverPodsDeleted(t *testing.T) {
 // (Plan, Apply) that the controller does not use.
 func runnerClient(rn *Run) *runner.Client { return rn.Client.(*runner.Client) }
 
-// A runner Pod's start is seen when the API server reports it, not at the
-// next poll: with polls an hour apart, the start still ends once the
-// kubelet has started the runner (the client watches the Pod).
-func TestPodStartSeenThroughTheWatch(t *testing.T) {
+// A runner Pod is seen through a watch: its start when the API server
+// reports it, not at the next poll (polls here are an hour apart), and
+// neither the wait for it to run nor the wait for its end after its
+// runner exited reads the Pod: the watch's events carry it.
+func TestPodSeenThroughTheWatch(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -666,16 +668,43 @@ func TestPodStartSeenThroughTheWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	counted := &podReadCounter{WithWatch: watching}
 	p := newPodPlacer()
-	p.Client = watching
+	p.Client = counted
 	p.poll = &wait.Backoff{Duration: time.Hour, Factor: 1, Steps: math.MaxInt32}
 
 	rn, err := p.Start(ctx, obj, "run-1")
 	if err != nil {
 		t.Fatalf("the start was not seen through the watch: %v", err)
 	}
-	t.Cleanup(func() { _ = rn.Stop() })
-	if pod := onlyPod(t, ns); pod.Status.Phase != corev1.PodRunning {
+	pod := onlyPod(t, ns)
+	if pod.Status.Phase != corev1.PodRunning {
 		t.Fatalf("Start returned with the Pod %s", pod.Status.Phase)
 	}
+	if err := rn.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the runner Pod to be gone", func() bool { return len(allPods(t, ns)) == 0 })
+	if exited, err := fake.RunnerExited(ns, pod.Name); !exited || err != nil {
+		t.Fatalf("runner exited %t (%v): want it to exit 0 when asked", exited, err)
+	}
+	if grace := fake.DeletionGrace(ns, pod.Name); grace != nil {
+		t.Fatalf("Pod deleted gracefully (%ds): want it deleted once seen terminated", *grace)
+	}
+	if n := counted.reads.Load(); n != 0 {
+		t.Fatalf("the runner Pod was read %d times: want every wait served by its watch", n)
+	}
+}
+
+// podReadCounter counts the Pods read through it.
+type podReadCounter struct {
+	client.WithWatch
+	reads atomic.Int64
+}
+
+func (c *podReadCounter) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*corev1.Pod); ok {
+		c.reads.Add(1)
+	}
+	return c.WithWatch.Get(ctx, key, obj, opts...)
 }

@@ -2,76 +2,140 @@ package placement
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// podPoll spaces the reads of a Pod being started when nothing wakes them
-// sooner: from 100ms, doubling up to 2s.
+// podPoll spaces the reads of a Pod waited for when no watch reports it:
+// from 100ms, doubling up to 2s.
 var podPoll = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: math.MaxInt32, Cap: 2 * time.Second}
 
-// untilPod calls check until it reports done, a watch of the one Pod
-// waking it as soon as the API server has news of it (scheduled, its
-// container started, its container ended), and podPoll's timer otherwise.
+// watchedPoll spaces the reads of a Pod whose watch lives: only in case
+// the watch stalls without ending.
+const watchedPoll = 10 * time.Second
+
+// untilPod calls check with pod as the API server last reported it (cur
+// nil: it is gone; err: it could not be read) until check reports done.
 //
-// Polling alone was measured on the real node (`make bench-cluster`,
-// docs/benchmarks.md): the runner container ran about 0.55 s after the
-// Pod was created, and the poll at 0.7 s saw it, 0.15 s lost on every
-// run, more under load, while the run held its slot. The watch is by name
-// (a field selector), so the API server sends only this Pod's events; it
-// needs a Client that can watch (client.WithWatch, as the controller
-// builds it). When it cannot, or the watch ends, the timer still runs:
-// the wait is never longer than polling's.
-func (p *Pod) untilPod(ctx context.Context, pod *corev1.Pod, check func(context.Context) (bool, error)) error {
-	woken, stop := p.watchPod(ctx, pod)
+// A watch of the one Pod (by name: the API server sends only its events)
+// reports it as it is when the watch starts, then each change as it
+// happens (scheduled, its container started, its container ended), and
+// check takes the Pod from the watch: waiting costs the API server no
+// read. Without a watch (a client that cannot watch, client.WithWatch as
+// the controller builds it; a watch refused or ended) the Pod is read,
+// podPoll apart; while the watch lives, only watchedPoll apart.
+//
+// Both were measured on the real node (`make bench-cluster`,
+// docs/benchmarks.md): polling alone saw the runner container at the next
+// poll, 0.15 s after it ran; reading the Pod at each of the watch's
+// events cost 12 reads per runner Pod (the API server's audit log of
+// every request), as many as the rest of the controller's reads of an
+// object's life.
+func (p *Pod) untilPod(ctx context.Context, pod *corev1.Pod, check func(cur *corev1.Pod, err error) (bool, error)) error {
+	seen, stop := p.watchPod(ctx, pod)
 	defer stop()
 	backoff := podPoll
 	if p.poll != nil {
 		backoff = *p.poll
 	}
+	var cur *corev1.Pod
+	var err error
+	heard := false
+	if seen == nil {
+		cur, err = p.readPod(ctx, pod)
+	}
 	for {
-		if done, err := check(ctx); done || err != nil {
-			return err
+		if seen == nil || heard {
+			if done, err := check(cur, err); done || err != nil {
+				return err
+			}
 		}
-		timer := time.NewTimer(backoff.Step())
+		next := backoff.Step()
+		if heard && seen != nil {
+			next = watchedPoll
+		}
+		timer := time.NewTimer(next)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
 			return context.Cause(ctx)
-		case <-woken:
+		case c, ok := <-seen:
 			timer.Stop()
+			if ok {
+				cur, err, heard = c, nil, true
+				continue
+			}
+			seen = nil
+			cur, err = p.readPod(ctx, pod)
 		case <-timer.C:
+			// Nothing heard yet (a Pod already gone sends nothing), or a
+			// watch that may have stalled.
+			cur, err = p.readPod(ctx, pod)
+			heard = true
 		}
 	}
 }
 
-// watchPod returns a channel that receives when the API server reports a
-// change of pod, and a function that stops the watch. The channel never
-// receives when the client cannot watch or the watch fails.
-func (p *Pod) watchPod(ctx context.Context, pod *corev1.Pod) (<-chan struct{}, func()) {
-	woken := make(chan struct{}, 1)
+// watchPod watches pod: the channel receives the Pod at the watch's start
+// and at each change (nil when it is deleted), the newest only when check
+// is slower than the changes, and closes when the watch ends. A nil
+// channel: the client cannot watch, or the watch was refused. The
+// function stops the watch.
+func (p *Pod) watchPod(ctx context.Context, pod *corev1.Pod) (<-chan *corev1.Pod, func()) {
 	w, ok := p.Client.(client.WithWatch)
 	if !ok {
-		return woken, func() {}
+		return nil, func() {}
 	}
 	watcher, err := w.Watch(ctx, &corev1.PodList{}, client.InNamespace(pod.Namespace),
 		client.MatchingFields{"metadata.name": pod.Name})
 	if err != nil {
-		return woken, func() {}
+		return nil, func() {}
 	}
+	seen := make(chan *corev1.Pod, 1)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for range watcher.ResultChan() {
-			select {
-			case woken <- struct{}{}:
-			default: // one wake-up pending is enough: check reads the Pod
+		defer close(seen)
+		for ev := range watcher.ResultChan() {
+			var cur *corev1.Pod
+			switch ev.Type {
+			case watch.Added, watch.Modified:
+				if cur, ok = ev.Object.(*corev1.Pod); !ok {
+					continue
+				}
+			case watch.Deleted:
+			default: // an error ends the watch: the Pod is read from then on
+				return
 			}
+			select {
+			case <-seen: // not taken yet: the newest says all
+			default:
+			}
+			seen <- cur // the only sender, and the buffer is free
 		}
 	}()
-	return woken, func() { watcher.Stop(); <-done }
+	return seen, func() { watcher.Stop(); <-done }
+}
+
+// readPod reads pod from the API server: nil when it is gone.
+func (p *Pod) readPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	var cur corev1.Pod
+	err := p.Client.Get(ctx, client.ObjectKeyFromObject(pod), &cur)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, fmt.Errorf("reading runner Pod %s: %w", pod.Name, err)
+	}
+	return &cur, nil
 }
