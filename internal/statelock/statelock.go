@@ -105,6 +105,13 @@ func WithLabels(labels map[string]string) Option {
 // none. A lock held by anyone else fails with *LockedError. Every write
 // carries the resourceVersion it read, so two takers cannot both win.
 func Acquire(ctx context.Context, leases coordinationv1client.LeaseInterface, leaseName string, h Holder, operation string, opts ...Option) (string, error) {
+	id, _, err := AcquireLease(ctx, leases, leaseName, h, operation, opts...)
+	return id, err
+}
+
+// AcquireLease is Acquire, also returning the Lease as the API server
+// wrote it, for ReleaseLease.
+func AcquireLease(ctx context.Context, leases coordinationv1client.LeaseInterface, leaseName string, h Holder, operation string, opts ...Option) (string, *coordinationv1.Lease, error) {
 	info := LockInfo{
 		ID:        NewID(),
 		Operation: operation,
@@ -115,7 +122,7 @@ func Acquire(ctx context.Context, leases coordinationv1client.LeaseInterface, le
 	}
 	raw, err := json.Marshal(info)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	for range maxConflicts {
 		lease, err := leases.Get(ctx, leaseName, metav1.GetOptions{})
@@ -127,36 +134,36 @@ func Acquire(ctx context.Context, leases coordinationv1client.LeaseInterface, le
 			for _, o := range opts {
 				o(lease)
 			}
-			_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
+			created, err := leases.Create(ctx, lease, metav1.CreateOptions{})
 			if apierrors.IsAlreadyExists(err) {
 				continue
 			}
 			if err != nil {
-				return "", fmt.Errorf("creating the lock Lease %s: %w", leaseName, err)
+				return "", nil, fmt.Errorf("creating the lock Lease %s: %w", leaseName, err)
 			}
-			return info.ID, nil
+			return info.ID, created, nil
 		}
 		if err != nil {
-			return "", fmt.Errorf("reading the lock Lease %s: %w", leaseName, err)
+			return "", nil, fmt.Errorf("reading the lock Lease %s: %w", leaseName, err)
 		}
 		if lease.Spec.HolderIdentity != nil {
-			return "", &LockedError{Info: infoOf(lease)}
+			return "", nil, &LockedError{Info: infoOf(lease)}
 		}
 		lease.Spec.HolderIdentity = &info.ID
 		if lease.Annotations == nil {
 			lease.Annotations = map[string]string{}
 		}
 		lease.Annotations[InfoAnnotation] = string(raw)
-		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+		taken, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) {
 			continue
 		}
 		if err != nil {
-			return "", fmt.Errorf("taking the lock Lease %s: %w", leaseName, err)
+			return "", nil, fmt.Errorf("taking the lock Lease %s: %w", leaseName, err)
 		}
-		return info.ID, nil
+		return info.ID, taken, nil
 	}
-	return "", fmt.Errorf("taking the lock Lease %s: it kept changing under us", leaseName)
+	return "", nil, fmt.Errorf("taking the lock Lease %s: it kept changing under us", leaseName)
 }
 
 // Release releases lock lockID: it clears the holder and the lock info, as
@@ -165,13 +172,29 @@ func Acquire(ctx context.Context, leases coordinationv1client.LeaseInterface, le
 // free Lease is fine; one held by another lock fails with *LockedError and
 // is left alone.
 func Release(ctx context.Context, leases coordinationv1client.LeaseInterface, leaseName, lockID string) error {
+	return release(ctx, leases, leaseName, lockID, nil)
+}
+
+// ReleaseLease is Release starting from taken, the Lease as AcquireLease
+// returned it, instead of reading it: one read less per lock (the
+// runner's, on every apply). The write still carries taken's
+// resourceVersion, so a Lease changed since (a person's force-unlock, a
+// new taker) is a conflict, and Release reads it and decides again.
+func ReleaseLease(ctx context.Context, leases coordinationv1client.LeaseInterface, taken *coordinationv1.Lease, lockID string) error {
+	return release(ctx, leases, taken.Name, lockID, taken.DeepCopy())
+}
+
+func release(ctx context.Context, leases coordinationv1client.LeaseInterface, leaseName, lockID string, lease *coordinationv1.Lease) error {
 	for range maxConflicts {
-		lease, err := leases.Get(ctx, leaseName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("reading the lock Lease %s: %w", leaseName, err)
+		if lease == nil {
+			var err error
+			lease, err = leases.Get(ctx, leaseName, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("reading the lock Lease %s: %w", leaseName, err)
+			}
 		}
 		if lease.Spec.HolderIdentity == nil {
 			return nil
@@ -181,9 +204,13 @@ func Release(ctx context.Context, leases coordinationv1client.LeaseInterface, le
 		}
 		lease.Spec.HolderIdentity = nil
 		delete(lease.Annotations, InfoAnnotation)
-		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+		_, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) {
+			lease = nil
 			continue
+		}
+		if apierrors.IsNotFound(err) {
+			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("releasing lock %s of Lease %s: %w", lockID, leaseName, err)

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
@@ -81,6 +83,62 @@ func TestAcquireAndRelease(t *testing.T) {
 	if _, err := Acquire(ctx, l, "lock-tfstate-default-db", h, OperationApply); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// ReleaseLease frees the lock from the Lease its taking returned, without
+// reading it again; a Lease that changed since (force-unlocked and taken
+// by someone else) is read and left to its new holder.
+func TestReleaseLease(t *testing.T) {
+	ctx := context.Background()
+	c, ns := leases(t, env.Namespace(t))
+	counted := &leaseReadCounter{LeaseInterface: c.CoordinationV1().Leases(ns)}
+	h := Holder{Run: "run-1", Pod: &PodHolder{Namespace: ns, Name: "db-runner-abcde", UID: "uid-1"}}
+
+	for _, exists := range []bool{false, true} { // created by the taking, then updated
+		id, taken, err := AcquireLease(ctx, counted, "lock-tfstate-default-db", h, OperationApply)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads := counted.reads.Load()
+		if err := ReleaseLease(ctx, counted, taken, id); err != nil {
+			t.Fatalf("Lease existing before %t: %v", exists, err)
+		}
+		if n := counted.reads.Load() - reads; n != 0 {
+			t.Fatalf("Lease existing before %t: read %d times to release it, want 0", exists, n)
+		}
+		if info, _ := Read(ctx, counted, "lock-tfstate-default-db"); info != nil {
+			t.Fatalf("Lease existing before %t: still locked after release: %+v", exists, info)
+		}
+	}
+
+	id, taken, err := AcquireLease(ctx, counted, "lock-tfstate-default-db", h, OperationApply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Release(ctx, counted, "lock-tfstate-default-db", id); err != nil { // a force-unlock
+		t.Fatal(err)
+	}
+	other, err := Acquire(ctx, counted, "lock-tfstate-default-db", Holder{Run: "run-2", Pod: h.Pod}, OperationApply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ReleaseLease(ctx, counted, taken, id); !IsLocked(err) {
+		t.Fatalf("releasing a lock force-unlocked and taken since: %v, want LockedError", err)
+	}
+	if info, _ := Read(ctx, counted, "lock-tfstate-default-db"); info == nil || info.ID != other {
+		t.Fatalf("lock %+v, want %s's untouched", info, other)
+	}
+}
+
+// leaseReadCounter counts the Leases read through it.
+type leaseReadCounter struct {
+	coordinationv1client.LeaseInterface
+	reads atomic.Int64
+}
+
+func (c *leaseReadCounter) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
+	c.reads.Add(1)
+	return c.LeaseInterface.Get(ctx, name, opts)
 }
 
 // The lock is the kubernetes backend's own: real tofu sees a Landform lock

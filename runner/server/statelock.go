@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/client-go/kubernetes"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
@@ -43,8 +44,10 @@ func (s *Server) lockState(ctx context.Context, ws *workspace, r *run) (unlock f
 		runnerpb.Action_APPLY:   statelock.OperationApply,
 		runnerpb.Action_DESTROY: statelock.OperationDestroy,
 	}[r.spec.GetAction()]
-	acquire := func() (string, error) {
-		return statelock.Acquire(ctx, leases, name, holder, op, statelock.WithLabels(statelock.LeaseLabels(ws.workspace, suffix)))
+	var taken *coordinationv1.Lease
+	acquire := func() (id string, err error) {
+		id, taken, err = statelock.AcquireLease(ctx, leases, name, holder, op, statelock.WithLabels(statelock.LeaseLabels(ws.workspace, suffix)))
+		return id, err
 	}
 	if r.spec.GetAction() == runnerpb.Action_PLAN {
 		// A plan only reads the state, so it checks the lock and takes
@@ -87,7 +90,7 @@ func (s *Server) lockState(ctx context.Context, ws *workspace, r *run) (unlock f
 	r.log(fmt.Sprintf("Landform took the state lock %s as %s.", id, holder.Who()))
 	r.lockID = id
 	return func() {
-		if err := releaseLock(leases, name, id); err != nil {
+		if err := releaseLock(leases, taken, id); err != nil {
 			s.log.Error("releasing the state lock", "run", r.id, "lock", id, "error", err.Error())
 			r.log(fmt.Sprintf("Landform could not release the state lock %s: %v", id, err))
 			return
@@ -96,14 +99,21 @@ func (s *Server) lockState(ctx context.Context, ws *workspace, r *run) (unlock f
 	}, true, nil
 }
 
-// releaseLock releases lock id, retrying for a while on a context of its
-// own: the run's may have ended, and a lock left behind blocks every run
-// until this runner is gone.
-func releaseLock(leases coordinationv1client.LeaseInterface, name, id string) error {
+// releaseLock releases lock id, taken with Lease taken, retrying for a
+// while on a context of its own: the run's may have ended, and a lock left
+// behind blocks every run until this runner is gone. The first attempt
+// starts from taken (statelock.ReleaseLease), a retry from the Lease read
+// again.
+func releaseLock(leases coordinationv1client.LeaseInterface, taken *coordinationv1.Lease, id string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), lockReleaseTimeout)
 	defer cancel()
-	for {
-		err := statelock.Release(ctx, leases, name, id)
+	for attempt := 0; ; attempt++ {
+		var err error
+		if attempt == 0 {
+			err = statelock.ReleaseLease(ctx, leases, taken, id)
+		} else {
+			err = statelock.Release(ctx, leases, taken.Name, id)
+		}
 		if err == nil || statelock.IsLocked(err) {
 			// Released, or someone force-unlocked it and took it since:
 			// not ours any more.
