@@ -419,8 +419,11 @@ func (cb *clusterBench) prepare(ctx context.Context) error {
 	if err := cb.c.Delete(ctx, cm); client.IgnoreNotFound(err) != nil {
 		return err
 	}
-	cm.Data = map[string]string{"main.tf": module}
-	return cb.c.Create(ctx, cm)
+	cm.Data = map[string]string{"main.tf": module, "backend.tf": cb.rawStateBackend()}
+	if err := cb.c.Create(ctx, cm); err != nil {
+		return err
+	}
+	return cb.rawStateIdentity(ctx)
 }
 
 // readEnvFile reads KEY=VALUE lines.
@@ -619,25 +622,31 @@ func (cb *clusterBench) idle(ctx context.Context, i *ClusterIdle) error {
 // times.
 func (cb *clusterBench) one(ctx context.Context, o *ClusterOne) error {
 	o.LoadStart = loadAvg()
-	var raw, lf sampleSet
+	var raw, rawState, lf sampleSet
 	var audited []auditedSample
 	for i := 0; i < cb.o.samples; i++ {
-		rawName, lfName := fmt.Sprintf("raw-%s-%d", cb.tok, i), fmt.Sprintf("one-%s-%d", cb.tok, i)
+		rawName, stateName, lfName := fmt.Sprintf("raw-%s-%d", cb.tok, i), fmt.Sprintf("%s%s-%d", rawStatePrefix, cb.tok, i), fmt.Sprintf("one-%s-%d", cb.tok, i)
 		r, err := raw.take(ctx, cb, cb.rawSample, rawName)
 		if err != nil {
 			return err
 		}
 		o.RawSeconds = append(o.RawSeconds, r.total)
 		o.RawEngineSeconds = append(o.RawEngineSeconds, r.engineEnd)
+		rs, err := rawState.take(ctx, cb, cb.rawStateSample, stateName)
+		if err != nil {
+			return err
+		}
+		o.RawStateSeconds = append(o.RawStateSeconds, rs.total)
 		l, err := lf.take(ctx, cb, cb.landformSample, lfName)
 		if err != nil {
 			return err
 		}
-		audited = append(audited, auditedSample{writeSample{name: rawName, created: r.started, done: r.ended}, true},
-			auditedSample{writeSample{name: lfName, created: l.started, done: l.ended}, false})
+		audited = append(audited, auditedSample{writeSample{name: rawName, created: r.started, done: r.ended}, sampleRaw},
+			auditedSample{writeSample{name: stateName, created: rs.started, done: rs.ended}, sampleRawState},
+			auditedSample{writeSample{name: lfName, created: l.started, done: l.ended}, sampleLandform})
 		o.LandformSeconds = append(o.LandformSeconds, l.total)
 		o.RunnerStartSeconds = append(o.RunnerStartSeconds, l.runnerStart)
-		log("one object, sample %d: raw Pod %.2fs (its engine done at %.2fs), Landform %.2fs", i, r.total, r.engineEnd, l.total)
+		log("one object, sample %d: raw Pod %.2fs (its engine done at %.2fs), raw Pod keeping its state %.2fs, Landform %.2fs", i, r.total, r.engineEnd, rs.total, l.total)
 	}
 	o.RawMedian, o.RawEngineMedian, o.LandformMedian = median(o.RawSeconds), median(o.RawEngineSeconds), median(o.LandformSeconds)
 	o.Ratio = ratio(o.LandformMedian, o.RawMedian)
@@ -649,6 +658,10 @@ func (cb *clusterBench) one(ctx context.Context, o *ClusterOne) error {
 	o.RawCPU, o.LandformCPU = medianCPU(raw.cpu), medianCPU(lf.cpu)
 	o.RawAPIWrites, o.LandformAPIWrites = median(raw.writes), median(lf.writes)
 	o.RawAPIWritesByRes, o.LandformAPIWritesByRes = perObject(raw.byRes, cb.o.samples), perObject(lf.byRes, cb.o.samples)
+	o.RawStateMedian = median(o.RawStateSeconds)
+	o.RawStateCPU = ptr.To(medianCPU(rawState.cpu))
+	o.RawStateAPIWrites = median(rawState.writes)
+	o.RawStateAPIWritesByRes = perObject(rawState.byRes, cb.o.samples)
 	var err error
 	if _, err = os.Stat(cb.clusterAuditLog()); err == nil {
 		if o.RawWrites, o.LandformWrites, err = auditedWrites(cb.clusterAuditLog(), cb.co.ns, audited, time.Now()); err != nil {
@@ -714,13 +727,19 @@ type measured struct {
 // rawSample runs the raw engine in a Pod of the runner image: create →
 // Succeeded.
 func (cb *clusterBench) rawSample(ctx context.Context, name string) (measured, error) {
+	return cb.podSample(ctx, cb.rawPod(name), "apply-done")
+}
+
+// podSample runs pod, one of the raw engine's, to its end: create →
+// Succeeded; its engine ends at the log line last.
+func (cb *clusterBench) podSample(ctx context.Context, pod *corev1.Pod, last string) (measured, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	before, err := cb.snap(ctx, true)
 	if err != nil {
 		return measured{}, err
 	}
-	pod := cb.rawPod(name)
+	name := pod.Name
 	start := time.Now()
 	if err := cb.c.Create(ctx, pod); err != nil {
 		return measured{}, err
@@ -756,7 +775,7 @@ func (cb *clusterBench) rawSample(ctx context.Context, name string) (measured, e
 		"exited": cb.tl.get(key, msExited), "succeeded": cb.tl.get(key, msSucceeded),
 	}}
 	s := measured{total: times.at["succeeded"].Sub(start).Seconds(), times: times, w: w, started: start, ended: after.at}
-	if t := lines["apply-done"]; !t.IsZero() {
+	if t := lines[last]; !t.IsZero() {
 		s.engineEnd = t.Sub(start).Seconds()
 	}
 	return s, nil

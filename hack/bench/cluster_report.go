@@ -131,6 +131,14 @@ type ClusterOne struct {
 	RawWrites      *OneObjectWrites `json:"rawAuditedWrites,omitempty"`
 	LandformWrites *OneObjectWrites `json:"landformAuditedWrites,omitempty"`
 	LoadStart      string           `json:"loadAverageAtStart"`
+	// The raw engine's Pod keeping its state in a Secret, as the local
+	// raw engine does (cluster_rawstate.go): create → Succeeded, CPU and
+	// API writes as above. Absent from runs before it was measured.
+	RawStateSeconds        []float64          `json:"rawStateSeconds,omitempty"`
+	RawStateMedian         float64            `json:"rawStateMedianSeconds,omitempty"`
+	RawStateCPU            *ClusterCPU        `json:"rawStateCPUSecondsPerPod,omitempty"`
+	RawStateAPIWrites      float64            `json:"rawStateAPIWritesPerPod,omitempty"`
+	RawStateAPIWritesByRes map[string]float64 `json:"rawStateAPIWritesPerPodByResource,omitempty"`
 }
 
 // Phase is one stretch of a sample's timeline, named after the milestone
@@ -371,6 +379,12 @@ func (r *ClusterReport) targets() []Target {
 		writes += fmt.Sprintf(" (Landform's own %s%s, the rest Kubernetes' for the runner Pod); the raw engine's Pod %.0f", count(w.landformOwn()), at, o.RawAPIWrites)
 	}
 	raw, lf := o.RawCPU.Total(), o.LandformCPU.Total()
+	cpu := fmt.Sprintf("%.2f CPU-s vs %.2f CPU-s: %.2f×", lf, raw, ratio(lf, raw))
+	if rs := o.RawStateCPU; rs != nil {
+		// Met is still judged against the bare Pod, the issue's own.
+		cpu += fmt.Sprintf("; vs the raw engine's Pod keeping its state in a Secret (%.2f CPU-s): %.2f×", rs.Total(), ratio(lf, rs.Total()))
+		writes += fmt.Sprintf("; the raw engine's Pod keeping its state in a Secret %.0f", o.RawStateAPIWrites)
+	}
 	return []Target{{
 		Name: clusterTargetOne, Want: "≤ the raw engine in a Pod + 1.5 s",
 		Measured: fmt.Sprintf("%.2f s vs %.2f s (raw Pod: create → Succeeded): %+.2f s; vs the raw engine's end in its Pod (%.2f s): %+.2f s",
@@ -380,7 +394,7 @@ func (r *ClusterReport) targets() []Target {
 		Name: clusterTargetWrites, Want: "≤ 22", Measured: writes, Met: ptr.To(o.LandformAPIWrites <= 22),
 	}, {
 		Name: clusterTargetCPU, Want: "≤ 1.5× the raw engine's Pod",
-		Measured: fmt.Sprintf("%.2f CPU-s vs %.2f CPU-s: %.2f×", lf, raw, ratio(lf, raw)),
+		Measured: cpu,
 		Met:      ptr.To(lf <= 1.5*raw),
 	}}
 }
@@ -502,7 +516,12 @@ func (r *ClusterReport) writeMarkdown(p printer) {
 	p("\n### CPU per object\n\n")
 	p("Medians per sample, from its create until its Pod is gone; the idle cluster's rate over the Landform sample's median time\n")
 	p("is the floor (what the same parties spend doing nothing).\n\n")
-	p("| CPU-s | raw engine's Pod | Landform object | idle cluster, %.2f s |\n|---|---|---|---|\n", o.LandformMedian)
+	rs := o.RawStateCPU
+	if rs == nil {
+		p("| CPU-s | raw engine's Pod | Landform object | idle cluster, %.2f s |\n|---|---|---|---|\n", o.LandformMedian)
+	} else {
+		p("| CPU-s | raw engine's Pod | raw engine's Pod keeping its state | Landform object | idle cluster, %.2f s |\n|---|---|---|---|---|\n", o.LandformMedian)
+	}
 	idle := r.Idle.CPU
 	scale := o.LandformMedian / nonZero(r.Idle.WindowSeconds)
 	for _, row := range []struct {
@@ -520,10 +539,24 @@ func (r *ClusterReport) writeMarkdown(p printer) {
 		{"kube-controller-manager", func(c ClusterCPU) float64 { return c.ControllerManager }},
 		{"**all**", func(c ClusterCPU) float64 { return c.Total() }},
 	} {
-		p("| %s | %.3f | %.3f | %.3f |\n", row.name, row.f(o.RawCPU), row.f(o.LandformCPU), row.f(idle)*scale)
+		if rs == nil {
+			p("| %s | %.3f | %.3f | %.3f |\n", row.name, row.f(o.RawCPU), row.f(o.LandformCPU), row.f(idle)*scale)
+		} else {
+			p("| %s | %.3f | %.3f | %.3f | %.3f |\n", row.name, row.f(o.RawCPU), row.f(*rs), row.f(o.LandformCPU), row.f(idle)*scale)
+		}
 	}
-	p("| API writes | %.0f | %.0f | |\n", o.RawAPIWrites, o.LandformAPIWrites)
-	p("\nAPI writes by resource, per sample: raw engine's Pod %s; Landform object %s.\n", perResource(o.RawAPIWritesByRes), perResource(o.LandformAPIWritesByRes))
+	if rs == nil {
+		p("| API writes | %.0f | %.0f | |\n", o.RawAPIWrites, o.LandformAPIWrites)
+		p("\nAPI writes by resource, per sample: raw engine's Pod %s; Landform object %s.\n", perResource(o.RawAPIWritesByRes), perResource(o.LandformAPIWritesByRes))
+	} else {
+		p("| API writes | %.0f | %.0f | %.0f | |\n", o.RawAPIWrites, o.RawStateAPIWrites, o.LandformAPIWrites)
+		p("\nThe raw engine's Pod keeping its state does what the local section's raw engine does, in a Pod: its state in a Secret of the\n")
+		p("namespace (the kubernetes backend, in-cluster, with a ServiceAccount of its own), `init`, `plan`, the `apply` of that plan\n")
+		p("and `output -json`; create → `Succeeded` median %.2f s. The bare raw engine's Pod keeps its state on a disk that goes\n", o.RawStateMedian)
+		p("with it and runs `init` and `apply` alone; issue 36's targets were written against it, and are judged against it here.\n")
+		p("\nAPI writes by resource, per sample: raw engine's Pod %s; keeping its state %s; Landform object %s.\n",
+			perResource(o.RawAPIWritesByRes), perResource(o.RawStateAPIWritesByRes), perResource(o.LandformAPIWritesByRes))
+	}
 	if b := r.WritesBefore; b != nil {
 		p("\nLandform's API writes per object sample, before (%s, %s) and after (%s):\n\n", b.Revision, b.Date, r.Revision)
 		p("| resource | before | after | change |\n|---|---|---|---|\n")

@@ -325,6 +325,19 @@ func TestClusterTarget(t *testing.T) {
 	if got := metOf(&Report{Targets: r.Targets}); got[clusterTargetWrites] != "met" || got[clusterTargetCPU] != "met" {
 		t.Errorf("22 writes, 1.5× the CPU: %v", got)
 	}
+
+	// The raw engine's Pod keeping its state is told beside the bare
+	// Pod, which alone decides.
+	r.One.LandformCPU = ClusterCPU{Pods: 0.3}
+	r.One.RawStateCPU, r.One.RawStateAPIWrites = &ClusterCPU{Pods: 0.25}, 20
+	r.Targets = r.targets()
+	got = metOf(&Report{Targets: r.Targets})
+	if got[clusterTargetCPU] != "not met" || !strings.Contains(r.Targets[2].Measured, "vs the raw engine's Pod keeping its state in a Secret (0.25 CPU-s): 1.20×") {
+		t.Errorf("3× the bare Pod, 1.2× the one keeping its state: %s, %q", got[clusterTargetCPU], r.Targets[2].Measured)
+	}
+	if !strings.Contains(r.Targets[1].Measured, "the raw engine's Pod keeping its state in a Secret 20") {
+		t.Errorf("writes %q do not name the Pod keeping its state's", r.Targets[1].Measured)
+	}
 }
 
 // TestRenderCluster renders the docs as `make bench-cluster` leaves
@@ -408,4 +421,23 @@ func TestRenderCluster(t *testing.T) {
 			t.Errorf("the JSON report has no %q", k)
 		}
 	}
+
+	// With the raw engine's Pod keeping its state, a column of its own.
+	c.One.RawStateCPU, c.One.RawStateAPIWrites, c.One.RawStateMedian = &ClusterCPU{Pods: 0.2}, 21, 2.5
+	c.One.RawStateAPIWritesByRes = map[string]float64{"secrets": 2}
+	if err := writeReportFile(clusterReportPath(main), c); err != nil {
+		t.Fatal(err)
+	}
+	if err := render(main, md, "", false); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = os.ReadFile(md); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WantIn(t, "the cluster section with the raw engine's Pod keeping its state", string(b),
+		"| CPU-s | raw engine's Pod | raw engine's Pod keeping its state | Landform object | idle cluster, 1.25 s |",
+		"| Pods (runner or raw engine) | 0.100 | 0.200 | 0.300 | 0.000 |",
+		"create → `Succeeded` median 2.50 s.",
+		"keeping its state secrets 2; Landform object secrets 10.",
+	)
 }

@@ -26,8 +26,20 @@ func (cb *clusterBench) clusterAuditLog() string { return filepath.Join(cb.co.di
 // (which the writes that belong to it name), its window, and its side.
 type auditedSample struct {
 	writeSample
-	raw bool
+	kind sampleKind
 }
+
+// sampleKind is which side a sample is on.
+type sampleKind int
+
+const (
+	sampleLandform sampleKind = iota
+	sampleRaw
+	// sampleRawState is the raw engine's Pod keeping its state
+	// (cluster_rawstate.go): its writes are charged to it, so that they
+	// are neither side's, and not summed up.
+	sampleRawState
+)
 
 // auditedWrites charges the log's writes to the samples (objectWrites:
 // by name, else by time; in the namespace, and Landform's elsewhere but
@@ -56,9 +68,10 @@ func auditedWrites(path, ns string, samples []auditedSample, end time.Time) (raw
 	var rawW, lfW [][]auditWrite
 	var rawS, lfS []writeSample
 	for i, s := range samples {
-		if s.raw {
+		switch s.kind {
+		case sampleRaw:
 			rawW, rawS = append(rawW, perSample[i]), append(rawS, s.writeSample)
-		} else {
+		case sampleLandform:
 			lfW, lfS = append(lfW, perSample[i]), append(lfS, s.writeSample)
 		}
 	}

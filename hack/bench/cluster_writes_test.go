@@ -11,7 +11,8 @@ import (
 
 // TestAuditedWrites: a raw engine's Pod and a Landform object, their
 // writes told apart by name and time, each writer counted, the node's
-// writes and Landform's leader election left out.
+// writes and Landform's leader election left out; the writes of the raw
+// engine's Pod keeping its state are neither side's.
 func TestAuditedWrites(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
@@ -33,6 +34,11 @@ func TestAuditedWrites(t *testing.T) {
 		line("create", kubelet, "events", "", ns, "raw-x-0.18a2b3c4d5e6f7a8", 30),
 		line("patch", kubelet, "pods", "status", ns, "raw-x-0", 900),
 		line("delete", uaBench, "pods", "", ns, "raw-x-0", 950),
+		// The raw engine's Pod keeping its state: neither side's.
+		line("create", uaBench, "pods", "", ns, "rawstate-x-0", 1100),
+		line("create", kubelet, "serviceaccounts", "token", ns, "bench-raw-engine", 1110),
+		line("update", uaTofu, "secrets", "", ns, "tfstate-default-rawstate-x-0", 1200),
+		line("delete", uaBench, "pods", "", ns, "rawstate-x-0", 1300),
 		// The node's Lease: not counted.
 		line("update", kubelet, "leases", "", "kube-node-lease", "node", 1000),
 		// The Landform object.
@@ -55,8 +61,9 @@ func TestAuditedWrites(t *testing.T) {
 	// The harness's own clock is a little early: the log's creates start
 	// the samples.
 	samples := []auditedSample{
-		{writeSample{name: "one-x-0", created: ms(1990), done: ms(2700)}, false},
-		{writeSample{name: "raw-x-0", created: ms(-5), done: ms(960)}, true},
+		{writeSample{name: "one-x-0", created: ms(1990), done: ms(2700)}, sampleLandform},
+		{writeSample{name: "raw-x-0", created: ms(-5), done: ms(960)}, sampleRaw},
+		{writeSample{name: "rawstate-x-0", created: ms(1095), done: ms(1350)}, sampleRawState},
 	}
 	raw, lf, err := auditedWrites(path, ns, samples, ms(3000))
 	if err != nil {
@@ -86,7 +93,7 @@ func TestAuditedWrites(t *testing.T) {
 		}
 	}
 
-	if _, _, err := auditedWrites(path, ns, append(samples, auditedSample{writeSample{name: "one-x-1", created: ms(2800)}, false}), ms(3000)); err == nil {
+	if _, _, err := auditedWrites(path, ns, append(samples, auditedSample{writeSample{name: "one-x-1", created: ms(2800)}, sampleLandform}), ms(3000)); err == nil {
 		t.Error("a sample the log does not have was measured")
 	}
 }
