@@ -173,13 +173,10 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 		return outcome.Outcome{}, err
 	}
 	if s := obj.Spec.WriteOutputsToSecret; s != nil && obj.GetDeletionPolicy() == infrav1.DeletionPolicyOrphan && obj.Generation != obj.Status.ObservedGeneration &&
-		conditions.Has(obj, infrav1.OutputsWrittenCondition) {
+		mayHoldReference(obj) {
 		// Switched to Orphan: the outputs Secret must outlive the object
 		// from now on, whatever deletes it (a foreground deletion's garbage
-		// collector included). Only a Secret this object wrote before can
-		// carry its reference, and every write sets OutputsWritten: a new
-		// object reads nothing here (the API server's audit log showed a
-		// read on each of its first reconciles).
+		// collector included).
 		if err := outputs.Release(ctx, r.Client, obj, s.Name); err != nil {
 			return outcome.Outcome{}, outcome.Retry(infrav1.OutputsFailedReason, "%v", err)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -67,6 +68,22 @@ func (r *TerraformReconciler) tellOutputs(ctx context.Context, obj *infrav1.Terr
 		r.report.Event(obj, obj.Status.LastAppliedRevision, corev1.EventTypeNormal, infrav1.OutputsWrittenReason, "%s", conditions.GetMessage(obj, infrav1.OutputsWrittenCondition))
 	}
 	return nil
+}
+
+// mayHoldReference reports whether obj's outputs Secret may still carry
+// obj's owner reference: only a Secret obj wrote can, and each write sets
+// OutputsWritten. One written at this generation (deletionPolicy Orphan
+// already) carries none: a write under Orphan leaves the reference out,
+// and server-side apply removes one the write before had set. So a new
+// object, and one that wrote since the switch, read nothing to release
+// (the API server's audit log showed a read on every reconcile until the
+// generation was observed).
+func mayHoldReference(obj *infrav1.Terraform) bool {
+	c := conditions.Get(obj, infrav1.OutputsWrittenCondition)
+	if c == nil {
+		return false
+	}
+	return c.Status != metav1.ConditionTrue || c.Reason != infrav1.OutputsWrittenReason || c.ObservedGeneration != obj.Generation
 }
 
 // checkOutputsSecret refuses, before a plan or an apply, an outputs Secret
