@@ -271,11 +271,18 @@ wait_for etcd 30 curl -sf http://127.0.0.1:2379/health
 alive etcd
 
 # LANDFORM_CLUSTER_AUDIT=1: an audit log of every write, for
-# `BENCH_ONLY=writes make bench-cluster`. Off by default: it costs the API
-# server CPU, which `make bench-cluster` measures.
+# `BENCH_ONLY=writes make bench-cluster`; =all: of every request, reads
+# too. Off by default: it costs the API server CPU, which `make
+# bench-cluster` measures.
 audit=()
-if [ "${LANDFORM_CLUSTER_AUDIT:-0}" = 1 ]; then
-	audit=(--audit-policy-file="$root/e2e/cluster/audit-policy.yaml" --audit-log-path="$dir/audit.log"
+case "${LANDFORM_CLUSTER_AUDIT:-0}" in
+0) ;;
+1) policy=audit-policy.yaml ;;
+all) policy=audit-policy-all.yaml ;;
+*) die "LANDFORM_CLUSTER_AUDIT=${LANDFORM_CLUSTER_AUDIT}: want 1 (every write) or all (every request)" ;;
+esac
+if [ -n "${policy:-}" ]; then
+	audit=(--audit-policy-file="$root/e2e/cluster/$policy" --audit-log-path="$dir/audit.log"
 		--audit-log-mode=blocking --audit-log-format=json --audit-log-maxsize=200 --audit-log-maxbackup=1)
 fi
 start kube-apiserver \

@@ -78,6 +78,29 @@ func auditedWrites(path, ns string, samples []auditedSample, end time.Time) (raw
 	raw, landform = summarizeWrites(rawW, rawS, ns), summarizeWrites(lfW, lfS, ns)
 	landform.LeaderElection, landform.NotCounted, landform.DuplicateEvents = leader, notCounted, dups
 	landform.WindowSeconds = end.Sub(samples[0].created).Seconds()
+
+	reads, err := readAuditReads(path)
+	if err != nil || len(reads) == 0 {
+		return raw, landform, err
+	}
+	perSample, _, _ = objectWrites(reads, ns, all, end)
+	byReader := map[sampleKind]map[string]int{sampleRaw: {}, sampleLandform: {}}
+	for i, s := range samples {
+		if m := byReader[s.kind]; m != nil {
+			for _, r := range perSample[i] {
+				m[r.writer]++
+			}
+		}
+	}
+	for _, side := range []struct {
+		w    *OneObjectWrites
+		kind sampleKind
+	}{{raw, sampleRaw}, {landform, sampleLandform}} {
+		side.w.ReadsByReader = perObject(byReader[side.kind], side.w.Samples)
+		for _, n := range side.w.ReadsByReader {
+			side.w.ReadsPerObject += n
+		}
+	}
 	return raw, landform, nil
 }
 
@@ -118,17 +141,45 @@ func writeAuditedWrites(p printer, raw, lf *OneObjectWrites) {
 	if lf.DuplicateEvents > 0 {
 		p(" %d audit events were logged twice and counted once.", lf.DuplicateEvents)
 	}
+	if lf.ReadsByReader != nil {
+		writeAuditedReads(p, raw, lf)
+	}
 	p("\n\n<details><summary>The first Landform sample's writes in order (ms since its create was received; <code>&lt;obj&gt;</code> is its name)</summary>\n\n")
 	writeList(p, lf.FirstSample)
 	p("\n</details>\n")
 }
 
+// writeAuditedReads renders the samples' reads by reader, when the
+// cluster logged every request.
+func writeAuditedReads(p printer, raw, lf *OneObjectWrites) {
+	p("\n\nThe reads (gets and lists; a watch is neither) of the same samples, charged as the writes are, where the cluster's\n")
+	p("API server logged every request (`LANDFORM_CLUSTER_AUDIT=all make cluster-up`):\n\n")
+	p("| reader | raw engine's Pod | Landform object |\n|---|---|---|\n")
+	keys := slices.Collect(maps.Keys(lf.ReadsByReader))
+	for r := range raw.ReadsByReader {
+		if _, ok := lf.ReadsByReader[r]; !ok {
+			keys = append(keys, r)
+		}
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		return cmp.Or(cmp.Compare(landformRank(b), landformRank(a)), cmp.Compare(lf.ReadsByReader[b], lf.ReadsByReader[a]), cmp.Compare(a, b))
+	})
+	for _, r := range keys {
+		p("| %s | %s | %s |\n", r, count(raw.ReadsByReader[r]), count(lf.ReadsByReader[r]))
+	}
+	p("| **Landform's own** (controller, runner, engine) | %s | **%s** |\n", count(landformSum(raw.ReadsByReader)), count(landformSum(lf.ReadsByReader)))
+	p("| all | %s | %s |", count(raw.ReadsPerObject), count(lf.ReadsPerObject))
+}
+
 // landformOwn is the writes per sample that Landform made: its
 // controller's, runners' and engine's.
-func (w *OneObjectWrites) landformOwn() float64 {
+func (w *OneObjectWrites) landformOwn() float64 { return landformSum(w.ByWriter) }
+
+// landformSum is the sum of Landform's programs' counts in byProgram.
+func landformSum(byProgram map[string]float64) float64 {
 	var own float64
-	for writer, n := range w.ByWriter {
-		if landformWriter(writer) {
+	for program, n := range byProgram {
+		if landformWriter(program) {
 			own += n
 		}
 	}

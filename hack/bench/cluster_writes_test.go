@@ -32,6 +32,7 @@ func TestAuditedWrites(t *testing.T) {
 		line("create", sched, "pods", "binding", ns, "raw-x-0", 10),
 		line("patch", kubelet, "pods", "status", ns, "raw-x-0", 20),
 		line("create", kubelet, "events", "", ns, "raw-x-0.18a2b3c4d5e6f7a8", 30),
+		line("get", kubelet, "pods", "", ns, "raw-x-0", 31),
 		line("patch", kubelet, "pods", "status", ns, "raw-x-0", 900),
 		line("delete", uaBench, "pods", "", ns, "raw-x-0", 950),
 		// The raw engine's Pod keeping its state: neither side's.
@@ -46,6 +47,10 @@ func TestAuditedWrites(t *testing.T) {
 		line("patch", uaCtrl, "terraforms", "status", ns, "one-x-0", 2010),
 		line("create", uaCtrl, "secrets", "", ns, "tfstate-default-one-x-0", 2020),
 		line("create", uaCtrl, "pods", "", ns, "one-x-0-runner-abcde", 2030),
+		// Reads: the controller's and the engine's, and a watch (neither).
+		line("get", uaCtrl, "secrets", "", ns, "one-x-0-outputs", 2031),
+		line("watch", uaCtrl, "pods", "", ns, "one-x-0-runner-abcde", 2032),
+		line("get", uaTofu, "secrets", "", ns, "tfstate-default-one-x-0", 2290),
 		// The runner Pod's token names the ServiceAccount: charged by time.
 		line("create", kubelet, "serviceaccounts", "token", ns, "landform-runner", 2040),
 		line("update", uaTofu, "secrets", "", ns, "tfstate-default-one-x-0", 2300),
@@ -74,6 +79,11 @@ func TestAuditedWrites(t *testing.T) {
 	if lf.LeaderElection != 1 || lf.NotCounted["kubelet update leases"] != 1 {
 		t.Errorf("leader election %d, not counted %v: want 1 and the node's Lease", lf.LeaderElection, lf.NotCounted)
 	}
+	wantWriters(t, "raw reads", raw.ReadsByReader, map[string]float64{"kubelet": 1})
+	wantWriters(t, "Landform reads", lf.ReadsByReader, map[string]float64{"landform-controller": 1, "tofu": 1})
+	if lf.ReadsPerObject != 2 {
+		t.Errorf("Landform's reads per object %v, want 2 (a watch is no read)", lf.ReadsPerObject)
+	}
 	if len(lf.FirstSample) != 8 || lf.FirstSample[0].Millis != 0 || lf.FirstSample[4].Name != "landform-runner" {
 		t.Errorf("first Landform sample %+v: want its 8 writes from its create, the token among them", lf.FirstSample)
 	}
@@ -87,6 +97,7 @@ func TestAuditedWrites(t *testing.T) {
 		"| **Kubernetes'** (all but Landform and the harness) | **4** | **2** |",
 		"| all but the harness | 4 | 7 |",
 		"| 5 | 40 | create | `serviceaccounts/token` | `landform-runner` | kubelet |",
+		"| tofu | – | 1 |\n| kubelet | 1 | – |\n| **Landform's own** (controller, runner, engine) | – | **2** |\n| all | 1 | 2 |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)

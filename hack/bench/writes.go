@@ -92,6 +92,11 @@ type OneObjectWrites struct {
 	// DuplicateEvents is audit events logged twice (one audit ID), each
 	// counted once.
 	DuplicateEvents int `json:"duplicateAuditEvents"`
+	// ReadsPerObject and ReadsByReader are the samples' gets and lists,
+	// charged as their writes are, means per sample; absent unless the
+	// cluster logged every request (LANDFORM_CLUSTER_AUDIT=all).
+	ReadsPerObject float64            `json:"readsPerObject,omitempty"`
+	ReadsByReader  map[string]float64 `json:"readsByReader,omitempty"`
 	// FirstSample is the first object's writes in the order received,
 	// its name made "<obj>" in every name.
 	FirstSample []Write `json:"firstSample"`
@@ -159,6 +164,22 @@ type auditWrite struct {
 // completed, with each write's Changed from the resourceVersions the log
 // shows, and how many events appeared twice.
 func readAuditLog(path string) ([]auditWrite, int, error) {
+	return readAudit(path, false)
+}
+
+// readAuditReads is the log's gets and lists (a log of every request,
+// LANDFORM_CLUSTER_AUDIT=all, has them; the usual one none), each once.
+func readAuditReads(path string) ([]auditWrite, error) {
+	reads, _, err := readAudit(path, true)
+	return reads, err
+}
+
+// isRead reports whether verb only reads. A watch, one long request, is
+// neither read nor write here.
+func isRead(verb string) bool { return verb == "get" || verb == "list" }
+
+// readAudit is readAuditLog's writes, or with reads its gets and lists.
+func readAudit(path string, reads bool) ([]auditWrite, int, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, 0, err
@@ -176,7 +197,7 @@ func readAuditLog(path string) ([]auditWrite, int, error) {
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", path, err)
 		}
-		if e.Stage != "ResponseComplete" || e.ObjectRef == nil {
+		if e.Stage != "ResponseComplete" || e.ObjectRef == nil || e.Verb == "watch" || isRead(e.Verb) != reads {
 			continue
 		}
 		if seen[e.AuditID] {
