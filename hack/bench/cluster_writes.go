@@ -109,8 +109,13 @@ func auditedWrites(path, ns string, samples []auditedSample, end time.Time) (raw
 func writeAuditedWrites(p printer, raw, lf *OneObjectWrites) {
 	p("\n#### Every write, by writer\n\n")
 	p("Measured apart, on %s from %s by `BENCH_ONLY=writes make bench-cluster` (%d samples of each, as above) on a cluster started with\n", lf.Date, lf.Revision, lf.Samples)
-	p("`LANDFORM_CLUSTER_AUDIT=1 make cluster-up`, whose API server logs every write (without bodies, blocking:\n")
-	p("`e2e/cluster/audit-policy.yaml`); the log costs the API server CPU, so the figures above are of a cluster without it. Each write\n")
+	if lf.ReadsByReader != nil {
+		p("`LANDFORM_CLUSTER_AUDIT=all make cluster-up`, whose API server logs every request (without bodies, blocking:\n")
+		p("`e2e/cluster/audit-policy-all.yaml`); the log costs the API server CPU, so the figures above are of a cluster without it. Each write\n")
+	} else {
+		p("`LANDFORM_CLUSTER_AUDIT=1 make cluster-up`, whose API server logs every write (without bodies, blocking:\n")
+		p("`e2e/cluster/audit-policy.yaml`); the log costs the API server CPU, so the figures above are of a cluster without it. Each write\n")
+	}
 	p("in the namespace is charged to the sample its name names (the object, its Secrets, its runner Pod and that Pod's events),\n")
 	p("else to the sample created last before it; outside the namespace only Landform's writes count, but for its leader election.\n")
 	p("So the node's own writes (its Lease, its status) are not here, and the totals can be below the counters' above.\n\n")
@@ -152,8 +157,7 @@ func writeAuditedWrites(p printer, raw, lf *OneObjectWrites) {
 // writeAuditedReads renders the samples' reads by reader, when the
 // cluster logged every request.
 func writeAuditedReads(p printer, raw, lf *OneObjectWrites) {
-	p("\n\nThe reads (gets and lists; a watch is neither) of the same samples, charged as the writes are, where the cluster's\n")
-	p("API server logged every request (`LANDFORM_CLUSTER_AUDIT=all make cluster-up`):\n\n")
+	p("\n\nThe reads (gets and lists; a watch is neither) of the same samples, charged as the writes are:\n\n")
 	p("| reader | raw engine's Pod | Landform object |\n|---|---|---|\n")
 	keys := slices.Collect(maps.Keys(lf.ReadsByReader))
 	for r := range raw.ReadsByReader {

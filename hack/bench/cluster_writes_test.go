@@ -98,6 +98,7 @@ func TestAuditedWrites(t *testing.T) {
 		"| all but the harness | 4 | 7 |",
 		"| 5 | 40 | create | `serviceaccounts/token` | `landform-runner` | kubelet |",
 		"| tofu | – | 1 |\n| kubelet | 1 | – |\n| **Landform's own** (controller, runner, engine) | – | **2** |\n| all | 1 | 2 |",
+		"`LANDFORM_CLUSTER_AUDIT=all make cluster-up`, whose API server logs every request",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
