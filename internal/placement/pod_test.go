@@ -194,16 +194,23 @@ func TestPodRun(t *testing.T) {
 		t.Fatalf("state Secret: %v", err)
 	}
 
+	stopExited(t, rn, pod)
+}
+
+// stopExited stops rn and checks its Pod's end: the runner exits 0 when
+// asked and the Pod is deleted once terminated, without a grace period
+// (only a Pod that terminated, or never ran, is: the kubelet had nothing
+// to stop).
+func stopExited(t *testing.T, rn *Run, pod corev1.Pod) {
+	t.Helper()
 	if err := rn.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "the runner Pod to be gone", func() bool { return len(allPods(t, ns)) == 0 })
-	if exited, err := fake.RunnerExited(ns, pod.Name); !exited || err != nil {
+	eventually(t, time.Minute, "the runner Pod to be gone", func() bool { return len(allPods(t, pod.Namespace)) == 0 })
+	if exited, err := fake.RunnerExited(pod.Namespace, pod.Name); !exited || err != nil {
 		t.Fatalf("runner exited %t (%v): want it to exit 0 when asked", exited, err)
 	}
-	// Only a Pod that terminated (or never ran) is deleted without a
-	// grace period: the kubelet had nothing to stop.
-	if grace := fake.DeletionGrace(ns, pod.Name); grace != nil {
+	if grace := fake.DeletionGrace(pod.Namespace, pod.Name); grace != nil {
 		t.Fatalf("Pod deleted gracefully (%ds): want it deleted once terminated", *grace)
 	}
 }
@@ -681,16 +688,7 @@ func TestPodSeenThroughTheWatch(t *testing.T) {
 	if pod.Status.Phase != corev1.PodRunning {
 		t.Fatalf("Start returned with the Pod %s", pod.Status.Phase)
 	}
-	if err := rn.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, time.Minute, "the runner Pod to be gone", func() bool { return len(allPods(t, ns)) == 0 })
-	if exited, err := fake.RunnerExited(ns, pod.Name); !exited || err != nil {
-		t.Fatalf("runner exited %t (%v): want it to exit 0 when asked", exited, err)
-	}
-	if grace := fake.DeletionGrace(ns, pod.Name); grace != nil {
-		t.Fatalf("Pod deleted gracefully (%ds): want it deleted once seen terminated", *grace)
-	}
+	stopExited(t, rn, pod)
 	if n := counted.reads.Load(); n != 0 {
 		t.Fatalf("the runner Pod was read %d times: want every wait served by its watch", n)
 	}
