@@ -84,7 +84,8 @@ type Keeper struct {
 	Artifacts       *source.Fetcher
 	ArtifactMaxSize int64
 
-	// done remembers what ensureIdentity and ClaimOnce did.
+	// done remembers what ensureIdentity and ClaimOnce did, and the
+	// objects with no unsaved state in the legacy layout (PushUnsaved).
 	done sync.Map
 }
 

@@ -22,7 +22,7 @@ var ErrNotOurBackend = errors.New("Landform writes only its default backend")
 // tfstate's refusal; a backend Landform does not write with
 // ErrNotOurBackend.
 func (k *Keeper) PushUnsaved(ctx context.Context, obj *v1alpha1.Terraform) (*unsavedstate.State, *unsavedstate.Pushed, error) {
-	store := unsavedstate.Store{Client: k.Client}
+	store := unsavedstate.Store{Client: k.Client, NoLegacy: &k.done}
 	kept, err := store.Stat(ctx, obj)
 	if err != nil || kept == nil {
 		return nil, nil, err

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -69,7 +70,20 @@ func ChunkName(owner *v1alpha1.Terraform, i int) string { return layout.ChunkNam
 // that reads Secrets from the API server.
 type Store struct {
 	Client client.Client
+	// NoLegacy, when set, remembers the objects found with no state in
+	// the legacy layout: nothing is written there any more, so one look
+	// per object and process is enough, and the controller, which looks
+	// before every run, reads one Secret less per run. Nil: look each
+	// time.
+	NoLegacy *sync.Map
 }
+
+// noLegacyKey is owner's key in NoLegacy.
+func noLegacyKey(owner *v1alpha1.Terraform) string { return NoLegacyPrefix + string(owner.UID) }
+
+// NoLegacyPrefix begins the keys Store puts in NoLegacy, so that a map
+// shared with others can tell them apart.
+const NoLegacyPrefix = "unsaved-no-legacy/"
 
 func (s Store) chunks() chunkstore.Store { return chunkstore.Store{Client: s.Client, Layout: layout} }
 
@@ -78,9 +92,18 @@ func (s Store) chunks() chunkstore.Store { return chunkstore.Store{Client: s.Cli
 // is kept.
 func (s Store) held(ctx context.Context, owner *v1alpha1.Terraform) (chunkstore.Store, *chunkstore.Blob, error) {
 	for _, l := range []chunkstore.Layout{layout, legacyLayout} {
+		legacy := l.Kind == legacyLayout.Kind && s.NoLegacy != nil
+		if legacy {
+			if _, none := s.NoLegacy.Load(noLegacyKey(owner)); none {
+				continue
+			}
+		}
 		cs := chunkstore.Store{Client: s.Client, Layout: l}
 		b, err := cs.Stat(ctx, owner)
 		if errors.Is(err, chunkstore.ErrNotFound) {
+			if legacy {
+				s.NoLegacy.Store(noLegacyKey(owner), struct{}{})
+			}
 			continue
 		}
 		return cs, b, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -152,4 +153,54 @@ func TestUnsavedStateKeptUnderItsOldName(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(state), state); err != nil {
 		t.Fatalf("another object's state deleted: %v", err)
 	}
+}
+
+// With NoLegacy, a state kept under the old name is still found at the
+// first look; once an object has none there, later looks read only the
+// current name (nothing writes the old one any more).
+func TestNoLegacyLooksOnce(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	var seen sync.Map
+	counted := &secretReadCounter{Client: env.Client}
+	store := Store{Client: counted, NoLegacy: &seen}
+
+	kept := env.Terraform(t, ns, "kept")
+	legacy := chunkstore.Store{Client: env.Client, Layout: legacyLayout}
+	if _, err := legacy.Write(ctx, kept, chunkstore.Blob{Data: stateFile("L", 2), Labels: map[string]string{Label: "true"}}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := store.Read(ctx, kept); err != nil || st == nil || string(st.Data) != string(stateFile("L", 2)) {
+		t.Fatalf("the state kept under the old name: %+v, %v", st, err)
+	}
+
+	none := env.Terraform(t, ns, "none")
+	for look := 1; look <= 3; look++ {
+		if st, err := store.Stat(ctx, none); st != nil || err != nil {
+			t.Fatalf("look %d: %+v, %v; want nothing kept", look, st, err)
+		}
+	}
+	if n := counted.reads["tfstate-unsaved-none-0"]; n != 1 {
+		t.Errorf("the old name read %d times in 3 looks, want 1", n)
+	}
+	if n := counted.reads["tfunsaved-none-0"]; n != 3 {
+		t.Errorf("the current name read %d times in 3 looks, want 3", n)
+	}
+}
+
+// secretReadCounter counts the reads of each Secret through it.
+type secretReadCounter struct {
+	client.Client
+	mu    sync.Mutex
+	reads map[string]int
+}
+
+func (c *secretReadCounter) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.mu.Lock()
+	if c.reads == nil {
+		c.reads = map[string]int{}
+	}
+	c.reads[key.Name]++
+	c.mu.Unlock()
+	return c.Client.Get(ctx, key, obj, opts...)
 }
