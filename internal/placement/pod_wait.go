@@ -46,14 +46,14 @@ func (p *Pod) untilPod(ctx context.Context, pod *corev1.Pod, check func(cur *cor
 		backoff = *p.poll
 	}
 	var cur *corev1.Pod
-	var err error
+	var readErr error
 	heard := false
 	if seen == nil {
-		cur, err = p.readPod(ctx, pod)
+		cur, readErr = p.readPod(ctx, pod)
 	}
 	for {
 		if seen == nil || heard {
-			if done, err := check(cur, err); done || err != nil {
+			if done, err := check(cur, readErr); done || err != nil {
 				return err
 			}
 		}
@@ -69,15 +69,15 @@ func (p *Pod) untilPod(ctx context.Context, pod *corev1.Pod, check func(cur *cor
 		case c, ok := <-seen:
 			timer.Stop()
 			if ok {
-				cur, err, heard = c, nil, true
+				cur, readErr, heard = c, nil, true
 				continue
 			}
 			seen = nil
-			cur, err = p.readPod(ctx, pod)
+			cur, readErr = p.readPod(ctx, pod)
 		case <-timer.C:
 			// Nothing heard yet (a Pod already gone sends nothing), or a
 			// watch that may have stalled.
-			cur, err = p.readPod(ctx, pod)
+			cur, readErr = p.readPod(ctx, pod)
 			heard = true
 		}
 	}
