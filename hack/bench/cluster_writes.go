@@ -47,7 +47,7 @@ const (
 // when the API server received its create (a Pod's for the raw engine, a
 // Terraform object's for Landform) and ends when its Pod was gone.
 func auditedWrites(path, ns string, samples []auditedSample, end time.Time) (raw, landform *OneObjectWrites, err error) {
-	events, dups, err := readAuditLog(path)
+	events, reads, dups, err := readAudit(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -65,6 +65,22 @@ func auditedWrites(path, ns string, samples []auditedSample, end time.Time) (raw
 		all[i] = s.writeSample
 	}
 	perSample, leader, notCounted := objectWrites(events, ns, all, end)
+	raw, landform = sides(perSample, samples, ns)
+	landform.LeaderElection, landform.NotCounted, landform.DuplicateEvents = leader, notCounted, dups
+	landform.WindowSeconds = end.Sub(samples[0].created).Seconds()
+	if len(reads) > 0 {
+		perSample, _, _ = objectWrites(reads, ns, all, end)
+		rawR, lfR := sides(perSample, samples, ns)
+		raw.ReadsByReader, raw.ReadsPerObject = rawR.ByWriter, rawR.WritesPerObject
+		landform.ReadsByReader, landform.ReadsPerObject = lfR.ByWriter, lfR.WritesPerObject
+	}
+	return raw, landform, nil
+}
+
+// sides sums up the requests charged to each sample (perSample, in the
+// order of samples) for the raw engine's side and Landform's; the raw
+// engine's Pod keeping its state is neither's.
+func sides(perSample [][]auditWrite, samples []auditedSample, ns string) (raw, landform *OneObjectWrites) {
 	var rawW, lfW [][]auditWrite
 	var rawS, lfS []writeSample
 	for i, s := range samples {
@@ -75,33 +91,7 @@ func auditedWrites(path, ns string, samples []auditedSample, end time.Time) (raw
 			lfW, lfS = append(lfW, perSample[i]), append(lfS, s.writeSample)
 		}
 	}
-	raw, landform = summarizeWrites(rawW, rawS, ns), summarizeWrites(lfW, lfS, ns)
-	landform.LeaderElection, landform.NotCounted, landform.DuplicateEvents = leader, notCounted, dups
-	landform.WindowSeconds = end.Sub(samples[0].created).Seconds()
-
-	reads, err := readAuditReads(path)
-	if err != nil || len(reads) == 0 {
-		return raw, landform, err
-	}
-	perSample, _, _ = objectWrites(reads, ns, all, end)
-	byReader := map[sampleKind]map[string]int{sampleRaw: {}, sampleLandform: {}}
-	for i, s := range samples {
-		if m := byReader[s.kind]; m != nil {
-			for _, r := range perSample[i] {
-				m[r.writer]++
-			}
-		}
-	}
-	for _, side := range []struct {
-		w    *OneObjectWrites
-		kind sampleKind
-	}{{raw, sampleRaw}, {landform, sampleLandform}} {
-		side.w.ReadsByReader = perObject(byReader[side.kind], side.w.Samples)
-		for _, n := range side.w.ReadsByReader {
-			side.w.ReadsPerObject += n
-		}
-	}
-	return raw, landform, nil
+	return summarizeWrites(rawW, rawS, ns), summarizeWrites(lfW, lfS, ns)
 }
 
 // writeAuditedWrites renders the samples' writes by writer, and the first

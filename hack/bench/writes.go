@@ -164,30 +164,24 @@ type auditWrite struct {
 // completed, with each write's Changed from the resourceVersions the log
 // shows, and how many events appeared twice.
 func readAuditLog(path string) ([]auditWrite, int, error) {
-	return readAudit(path, false)
-}
-
-// readAuditReads is the log's gets and lists (a log of every request,
-// LANDFORM_CLUSTER_AUDIT=all, has them; the usual one none), each once.
-func readAuditReads(path string) ([]auditWrite, error) {
-	reads, _, err := readAudit(path, true)
-	return reads, err
+	writes, _, dups, err := readAudit(path)
+	return writes, dups, err
 }
 
 // isRead reports whether verb only reads. A watch, one long request, is
 // neither read nor write here.
 func isRead(verb string) bool { return verb == "get" || verb == "list" }
 
-// readAudit is readAuditLog's writes, or with reads its gets and lists.
-func readAudit(path string, reads bool) ([]auditWrite, int, error) {
+// readAudit is readAuditLog's writes and, in the same pass, the log's gets
+// and lists (a log of every request, LANDFORM_CLUSTER_AUDIT=all, has them;
+// the usual one none), each once.
+func readAudit(path string) (writes, reads []auditWrite, dups int, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	defer f.Close()
-	var out []auditWrite
 	seen := map[string]bool{}
-	dups := 0
 	// rv is each object's resourceVersion after its last write seen.
 	rv := map[string]string{}
 	sc := bufio.NewScanner(f)
@@ -195,13 +189,15 @@ func readAudit(path string, reads bool) ([]auditWrite, int, error) {
 	for sc.Scan() {
 		var e auditEvent
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", path, err)
+			return nil, nil, 0, fmt.Errorf("%s: %w", path, err)
 		}
-		if e.Stage != "ResponseComplete" || e.ObjectRef == nil || e.Verb == "watch" || isRead(e.Verb) != reads {
+		if e.Stage != "ResponseComplete" || e.ObjectRef == nil || e.Verb == "watch" {
 			continue
 		}
 		if seen[e.AuditID] {
-			dups++
+			if !isRead(e.Verb) {
+				dups++ // the writes' duplicates, as the page tells them
+			}
 			continue
 		}
 		seen[e.AuditID] = true
@@ -212,6 +208,10 @@ func readAudit(path string, reads bool) ([]auditWrite, int, error) {
 		}
 		if e.ResponseStatus != nil {
 			w.code = e.ResponseStatus.Code
+		}
+		if isRead(e.Verb) {
+			reads = append(reads, w)
+			continue
 		}
 		key := e.ObjectRef.APIGroup + "/" + e.ObjectRef.Resource + "/" + e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
 		switch {
@@ -229,9 +229,9 @@ func readAudit(path string, reads bool) ([]auditWrite, int, error) {
 			}
 			rv[key] = o.Metadata.ResourceVersion
 		}
-		out = append(out, w)
+		writes = append(writes, w)
 	}
-	return out, dups, sc.Err()
+	return writes, reads, dups, sc.Err()
 }
 
 // versionLog records when each Secret of a namespace was seen at a new
