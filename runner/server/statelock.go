@@ -101,19 +101,15 @@ func (s *Server) lockState(ctx context.Context, ws *workspace, r *run) (unlock f
 
 // releaseLock releases lock id, taken with Lease taken, retrying for a
 // while on a context of its own: the run's may have ended, and a lock left
-// behind blocks every run until this runner is gone. The first attempt
-// starts from taken (statelock.ReleaseLease), a retry from the Lease read
-// again.
+// behind blocks every run until this runner is gone. Each attempt starts
+// from taken (statelock.ReleaseLease): a Lease changed since, by an
+// attempt that failed only on its answer or by anyone else, is a conflict
+// that ReleaseLease reads and decides again.
 func releaseLock(leases coordinationv1client.LeaseInterface, taken *coordinationv1.Lease, id string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), lockReleaseTimeout)
 	defer cancel()
-	for attempt := 0; ; attempt++ {
-		var err error
-		if attempt == 0 {
-			err = statelock.ReleaseLease(ctx, leases, taken, id)
-		} else {
-			err = statelock.Release(ctx, leases, taken.Name, id)
-		}
+	for {
+		err := statelock.ReleaseLease(ctx, leases, taken, id)
 		if err == nil || statelock.IsLocked(err) {
 			// Released, or someone force-unlocked it and took it since:
 			// not ours any more.
