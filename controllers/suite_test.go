@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/events"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,6 +75,9 @@ var (
 	terraformMirror *enginemirror.Mirror
 	// tofuVersion is the runner's own OpenTofu's version.
 	tofuVersion string
+	// notified is what notification-controller would receive from the
+	// controller (its --events-addr).
+	notified = &notificationSink{}
 )
 
 func TestMain(m *testing.M) {
@@ -189,9 +193,20 @@ func runSuite(m *testing.M) int {
 		}
 	}
 	controllerView = mgr.GetClient()
+	eventsAddr := httptest.NewServer(notified)
+	defer eventsAddr.Close()
+	recorder, err := events.NewRecorder(mgr, ctrl.Log.WithName("events"), eventsAddr.URL, ControllerName)
+	if err != nil {
+		panic(err)
+	}
+	notifier, err := NewNotifier(mgr.GetScheme(), ctrl.Log.WithName("events"), eventsAddr.URL)
+	if err != nil {
+		panic(err)
+	}
 	r := &TerraformReconciler{
 		Client:        mgr.GetClient(),
-		EventRecorder: mgr.GetEventRecorderFor("landform-controller"),
+		EventRecorder: recorder,
+		Notifier:      notifier,
 		Fetcher:       source.NewFetcher(filepath.Join(tmp, "cache")),
 		Plans:         planstore.Store{Client: mgr.GetClient()},
 		Placer:        &routingPlacer{pod: podPlacer, kubelet: runningPodPlacer(podPlacer), local: localPlacer(engine, "runners"), terraform: localPlacer(terraform, "runners-terraform")},

@@ -36,9 +36,13 @@ type TerraformReconciler struct {
 	client.Client
 	APIReader     client.Reader
 	EventRecorder record.EventRecorder
-	Fetcher       *source.Fetcher
-	Plans         planstore.Store
-	Placer        placement.Placer
+	// Notifier posts an event to notification-controller without a
+	// Kubernetes event (NewNotifier); nil without --events-addr. The
+	// commit-status event of a success goes through it alone.
+	Notifier record.EventRecorder
+	Fetcher  *source.Fetcher
+	Plans    planstore.Store
+	Placer   placement.Placer
 	// Runs starts, follows and finishes the runs of this process
 	// (internal/runs); the process adds it to the manager. Passed in, not
 	// built here: it calls back into Reconcile while draining, and the

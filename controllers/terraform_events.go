@@ -11,8 +11,11 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	helper "github.com/fluxcd/pkg/runtime/controller"
+	"github.com/fluxcd/pkg/runtime/events"
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,6 +60,9 @@ func metadataKey(k string) string { return infrav1.GroupVersion.Group + "/" + k 
 // metrics. Nil tells nothing.
 type reporter struct {
 	recorder record.EventRecorder
+	// notifier posts to notification-controller alone (NewNotifier); nil
+	// without --events-addr.
+	notifier record.EventRecorder
 	metrics  helper.Metrics
 	// told is the last ending each object's finished event told, by
 	// namespace and name (the ending holds the UID, so that an object
@@ -144,10 +150,41 @@ func (rep *reporter) finished(obj *infrav1.Terraform, o outcome.Outcome) {
 		return
 	}
 	rep.told.Store(key, now)
+	// One Kubernetes event per thing a person needs to know: a success
+	// (Applied, NoChanges, OutputsWritten, ...) or a plan waiting for
+	// approval (PlanPending) was told by its own event, so its ending is
+	// for commit statuses alone and goes to notification-controller
+	// without a second Kubernetes event. A failure's ending stays one: a
+	// stall (VarsNotFound, SourceNotFound, ...) has no event of its own.
+	to := rep.recorder
+	if eventType == corev1.EventTypeNormal {
+		to = rep.notifier
+	}
+	if to == nil {
+		return
+	}
 	md := eventMetadata(obj, obj.PendingPlan(), now.revision)
 	md[commitStatusAnnotation] = eventv1.MetaCommitStatusUpdateValue
 	md[tokenAnnotation] = "finished"
-	rep.recorder.AnnotatedEventf(obj, md, eventType, reason, "%s", redacted(obj, eventType, reason, message))
+	to.AnnotatedEventf(obj, md, eventType, reason, "%s", redacted(obj, eventType, reason, message))
+}
+
+// NewNotifier posts events to notification-controller at addr (Flux's
+// events.Recorder) without recording Kubernetes events; nil when addr is
+// empty.
+func NewNotifier(scheme *runtime.Scheme, log logr.Logger, addr string) (record.EventRecorder, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	return events.NewRecorderForScheme(scheme, noKubernetesEvents{}, log, addr, ControllerName)
+}
+
+// noKubernetesEvents records nothing: the Kubernetes half of a notifier.
+type noKubernetesEvents struct{}
+
+func (noKubernetesEvents) Event(runtime.Object, string, string, string)          {}
+func (noKubernetesEvents) Eventf(runtime.Object, string, string, string, ...any) {}
+func (noKubernetesEvents) AnnotatedEventf(runtime.Object, map[string]string, string, string, string, ...any) {
 }
 
 // forget drops what was told of the object key names: it was deleted.

@@ -89,7 +89,7 @@ func (r *TerraformReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 	if r.Runs == nil || r.Custody == nil {
 		return errors.New("the reconciler needs its run tracker (Runs) and state keeper (Custody)")
 	}
-	r.report = &reporter{recorder: r.EventRecorder, metrics: helper.NewMetrics(mgr, metrics.Flux(), infrav1.Finalizer)}
+	r.report = &reporter{recorder: r.EventRecorder, notifier: r.Notifier, metrics: helper.NewMetrics(mgr, metrics.Flux(), infrav1.Finalizer)}
 	r.state = &stateguard.Guard{Keeper: r.Custody, Events: r.report, Runs: r.Runs}
 	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {

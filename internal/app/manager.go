@@ -205,6 +205,10 @@ func NewManager(ctx context.Context, cfg *rest.Config, c Config) (ctrl.Manager, 
 	if err != nil {
 		return nil, fmt.Errorf("--events-addr: %w", err)
 	}
+	notifier, err := controllers.NewNotifier(mgr.GetScheme(), log.WithName("events"), c.EventsAddr)
+	if err != nil {
+		return nil, fmt.Errorf("--events-addr: %w", err)
+	}
 	// The reconciler, its state keeper and its run tracker: the tracker
 	// collects runs through the reconciler while the workers are stopped
 	// (the drain), so it is given the reconciler once that exists.
@@ -212,6 +216,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, c Config) (ctrl.Manager, 
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
 		EventRecorder:           recorder,
+		Notifier:                notifier,
 		Fetcher:                 fetcher,
 		Plans:                   planstore.Store{Client: mgr.GetClient()},
 		Placer:                  placer,
