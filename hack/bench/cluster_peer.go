@@ -256,17 +256,22 @@ func (cb *clusterBench) cleanupPeer(ctx context.Context) error {
 	return cb.cleanup(ctx)
 }
 
-// targets is the issue's target: N objects all Ready in at most half the
-// peer's time; and, for the record, the CPU per object beside the peer's.
+// peerTimeTarget is the most of the peer's all-Ready time Landform's may
+// take: issue 36's 0.65× (issue 25 had asked for half).
+const peerTimeTarget = 0.65
+
+// targets is the issue's target: N objects all Ready in at most
+// peerTimeTarget of the peer's time; and, for the record, the CPU per
+// object beside the peer's.
 func (c *ClusterComparison) targets() []Target {
 	l, p := c.LandformScale, c.PeerScale
 	ratio := l.AllReadySeconds / nonZero(p.AllReadySeconds)
 	cpu := l.CPUPerObject / nonZero(p.CPUPerObject)
 	return []Target{{
-		Name: fmt.Sprintf("%d %s", c.N, tofuControllerTarget), Want: "all Ready in ≤ 0.5× tofu-controller's time",
+		Name: fmt.Sprintf("%d %s", c.N, tofuControllerTarget), Want: fmt.Sprintf("all Ready in ≤ %.2g× tofu-controller's time", peerTimeTarget),
 		Measured: fmt.Sprintf("%.1f s vs %.1f s: %.2f×; CPU per object %.2f s vs %.2f s: %.2f×", l.AllReadySeconds, p.AllReadySeconds, ratio,
 			l.CPUPerObject, p.CPUPerObject, cpu),
-		Met: ptr.To(ratio <= 0.5),
+		Met: ptr.To(ratio <= peerTimeTarget),
 	}}
 }
 
