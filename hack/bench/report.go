@@ -233,6 +233,11 @@ func ratio(a, b float64) float64 {
 // seen.
 const minGapShare = 0.9
 
+// oneObjectTarget is the most one object's time may be of the raw
+// engine's: issue 36's 1.25× (issue 12 had asked for 1.5×, which the cloud
+// provider module is still held to).
+const oneObjectTarget = 1.25
+
 func (r *Report) targets() []Target {
 	yes := func(b bool) *bool { return &b }
 	cores := float64(r.Machine.Cores)
@@ -240,9 +245,9 @@ func (r *Report) targets() []Target {
 	bound := 1.2 * r.Scale.CPU.Total() / cores
 	ts := []Target{
 		{
-			Name: "one object", Want: "≤ 1.5× the raw engine",
+			Name: "one object", Want: fmt.Sprintf("≤ %.3g× the raw engine", oneObjectTarget),
 			Measured: fmt.Sprintf("%.2f s vs %.2f s: %.2f×", r.Overhead.LandformMedian, r.Overhead.RawMedian, r.Overhead.Ratio),
-			Met:      yes(r.Overhead.Ratio <= 1.5),
+			Met:      yes(r.Overhead.Ratio <= oneObjectTarget),
 		},
 		{
 			Name: "one object, cloud provider module", Want: "≤ 1.5× the raw engine",
