@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
@@ -89,7 +90,9 @@ func runnerState(ctx context.Context, s *session, obj *v1alpha1.Terraform, h *st
 		}
 		return holder{why: fmt.Sprintf("unknown: local runner process %d on %s may still run (Landform can only tell on that host)", p.PID, p.Host)}
 	}
-	gone, how, pod, err := h.Pod.Look(ctx, s.c, obj.Namespace)
+	gone, how, pod, err := h.Pod.Look(ctx, func(ctx context.Context, key types.NamespacedName, pod *corev1.Pod) error {
+		return s.c.Get(ctx, key, pod)
+	}, obj.Namespace)
 	switch {
 	case errors.Is(err, statelock.ErrOutsideNamespace):
 		return holder{why: fmt.Sprintf("unknown: the lock names Pod %s/%s, outside %s, so not a runner of %s/%s; Landform cannot tell whether it still runs", h.Pod.Namespace, h.Pod.Name, obj.Namespace, obj.Namespace, obj.Name)}

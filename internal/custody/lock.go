@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/statelock"
@@ -56,7 +59,7 @@ func (k *Keeper) ReleaseGoneLock(ctx context.Context, obj *v1alpha1.Terraform) (
 func (k *Keeper) holderGone(ctx context.Context, obj *v1alpha1.Terraform, h *statelock.Holder) (bool, string) {
 	switch {
 	case h.Pod != nil:
-		if gone, how, _, err := h.Pod.Look(ctx, k.Reader, obj.Namespace); err == nil && gone {
+		if gone, how, _, err := h.Pod.Look(ctx, k.getPod, obj.Namespace); err == nil && gone {
 			return true, fmt.Sprintf("its runner Pod %s/%s %s", h.Pod.Namespace, h.Pod.Name, how)
 		}
 		return false, ""
@@ -64,6 +67,11 @@ func (k *Keeper) holderGone(ctx context.Context, obj *v1alpha1.Terraform, h *sta
 		return h.Process.Gone()
 	}
 	return false, ""
+}
+
+// getPod reads a Pod straight from the API server (k.Reader).
+func (k *Keeper) getPod(ctx context.Context, key types.NamespacedName, pod *corev1.Pod) error {
+	return k.Reader.Get(ctx, key, pod)
 }
 
 // controllerHolder is who the controller takes a state lock as: this

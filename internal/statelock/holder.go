@@ -12,7 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Holder is who took a lock: a runner Pod or a local runner process, on
@@ -129,18 +129,24 @@ func (p *PodHolder) GoneGiven(pod *corev1.Pod) (bool, string) {
 // object's namespace: not one Landform ran for it.
 var ErrOutsideNamespace = errors.New("the lock names a Pod outside the object's namespace")
 
-// Look reads the runner Pod p through r and reports whether it is gone
+// GetPod reads the Pod key names into pod; an IsNotFound error when there
+// is none. A controller-runtime client.Reader's Get serves, wrapped: the
+// runner links this package, and controller-runtime's client would cost
+// every runner start its package initialisation (about 5 ms).
+type GetPod func(ctx context.Context, key types.NamespacedName, pod *corev1.Pod) error
+
+// Look reads the runner Pod p through get and reports whether it is gone
 // and how (GoneGiven), with the Pod read (nil: none). Proving a holder
 // gone releases its lock, so whatever proves nothing is err: a read that
 // failed, or a Pod outside namespace, the locked object's (Landform runs
 // an object's runners in its namespace). The controller and `landform
 // unlock` both decide with it.
-func (p *PodHolder) Look(ctx context.Context, r client.Reader, namespace string) (bool, string, *corev1.Pod, error) {
+func (p *PodHolder) Look(ctx context.Context, get GetPod, namespace string) (bool, string, *corev1.Pod, error) {
 	if p.Namespace != namespace {
 		return false, "", nil, fmt.Errorf("%w: Pod %s/%s, the object is in %s", ErrOutsideNamespace, p.Namespace, p.Name, namespace)
 	}
 	pod := &corev1.Pod{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Name}, pod)
+	err := get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, pod)
 	switch {
 	case apierrors.IsNotFound(err):
 		pod = nil

@@ -65,7 +65,9 @@ func TestPodLook(t *testing.T) {
 		{name: "replaced", holder: PodHolder{Namespace: ns, Name: live.Name, UID: "uid-before"}, gone: true, how: "was replaced by another Pod of that name"},
 		{name: "another namespace, no such Pod", holder: PodHolder{Namespace: "elsewhere", Name: "db-runner-gone1", UID: "uid-gone"}, outside: true},
 	} {
-		gone, how, _, err := tt.holder.Look(ctx, env.Client, ns)
+		gone, how, _, err := tt.holder.Look(ctx, func(ctx context.Context, key types.NamespacedName, pod *corev1.Pod) error {
+			return env.Client.Get(ctx, key, pod)
+		}, ns)
 		if gone != tt.gone || how != tt.how || errors.Is(err, ErrOutsideNamespace) != tt.outside || (err != nil) != tt.outside {
 			t.Errorf("%s: gone=%v %q err=%v; want gone=%v %q, outside the namespace %v", tt.name, gone, how, err, tt.gone, tt.how, tt.outside)
 		}
