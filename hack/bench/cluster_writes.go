@@ -99,31 +99,17 @@ func sides(perSample [][]auditWrite, samples []auditedSample, ns string) (raw, l
 func writeAuditedWrites(p printer, raw, lf *OneObjectWrites) {
 	p("\n#### Every write, by writer\n\n")
 	p("Measured apart, on %s from %s by `BENCH_ONLY=writes make bench-cluster` (%d samples of each, as above) on a cluster started with\n", lf.Date, lf.Revision, lf.Samples)
+	audit, logged, policy := "1", "every write", "audit-policy.yaml"
 	if lf.ReadsByReader != nil {
-		p("`LANDFORM_CLUSTER_AUDIT=all make cluster-up`, whose API server logs every request (without bodies, blocking:\n")
-		p("`e2e/cluster/audit-policy-all.yaml`); the log costs the API server CPU, so the figures above are of a cluster without it. Each write\n")
-	} else {
-		p("`LANDFORM_CLUSTER_AUDIT=1 make cluster-up`, whose API server logs every write (without bodies, blocking:\n")
-		p("`e2e/cluster/audit-policy.yaml`); the log costs the API server CPU, so the figures above are of a cluster without it. Each write\n")
+		audit, logged, policy = "all", "every request", "audit-policy-all.yaml"
 	}
+	p("`LANDFORM_CLUSTER_AUDIT=%s make cluster-up`, whose API server logs %s (without bodies, blocking:\n", audit, logged)
+	p("`e2e/cluster/%s`); the log costs the API server CPU, so the figures above are of a cluster without it. Each write\n", policy)
 	p("in the namespace is charged to the sample its name names (the object, its Secrets, its runner Pod and that Pod's events),\n")
 	p("else to the sample created last before it; outside the namespace only Landform's writes count, but for its leader election.\n")
 	p("So the node's own writes (its Lease, its status) are not here, and the totals can be below the counters' above.\n\n")
 	p("| writer | raw engine's Pod | Landform object |\n|---|---|---|\n")
-	writers := map[string]bool{}
-	for w := range raw.ByWriter {
-		writers[w] = true
-	}
-	for w := range lf.ByWriter {
-		writers[w] = true
-	}
-	keys := slices.Collect(maps.Keys(writers))
-	slices.SortFunc(keys, func(a, b string) int {
-		return cmp.Or(cmp.Compare(landformRank(b), landformRank(a)), cmp.Compare(lf.ByWriter[b], lf.ByWriter[a]), cmp.Compare(a, b))
-	})
-	for _, w := range keys {
-		p("| %s | %s | %s |\n", w, count(raw.ByWriter[w]), count(lf.ByWriter[w]))
-	}
+	programRows(p, raw.ByWriter, lf.ByWriter)
 	ownRaw, ownLF := raw.landformOwn(), lf.landformOwn()
 	kubeRaw, kubeLF := raw.WritesPerObject-ownRaw-raw.ByWriter[harnessWriter], lf.WritesPerObject-ownLF-lf.ByWriter[harnessWriter]
 	p("| **Landform's own** (controller, runner, engine) | %s | **%s** |\n", count(ownRaw), count(ownLF))
@@ -149,20 +135,27 @@ func writeAuditedWrites(p printer, raw, lf *OneObjectWrites) {
 func writeAuditedReads(p printer, raw, lf *OneObjectWrites) {
 	p("\n\nThe reads (gets and lists; a watch is neither) of the same samples, charged as the writes are:\n\n")
 	p("| reader | raw engine's Pod | Landform object |\n|---|---|---|\n")
-	keys := slices.Collect(maps.Keys(lf.ReadsByReader))
-	for r := range raw.ReadsByReader {
-		if _, ok := lf.ReadsByReader[r]; !ok {
-			keys = append(keys, r)
+	programRows(p, raw.ReadsByReader, lf.ReadsByReader)
+	p("| **Landform's own** (controller, runner, engine) | %s | **%s** |\n", count(landformSum(raw.ReadsByReader)), count(landformSum(lf.ReadsByReader)))
+	p("| all | %s | %s |", count(raw.ReadsPerObject), count(lf.ReadsPerObject))
+}
+
+// programRows renders one row per program of either side, with its count
+// on the raw engine's side and on Landform's: Landform's programs first,
+// then by Landform's count, then by name.
+func programRows(p printer, raw, lf map[string]float64) {
+	keys := slices.Collect(maps.Keys(lf))
+	for k := range raw {
+		if _, ok := lf[k]; !ok {
+			keys = append(keys, k)
 		}
 	}
 	slices.SortFunc(keys, func(a, b string) int {
-		return cmp.Or(cmp.Compare(landformRank(b), landformRank(a)), cmp.Compare(lf.ReadsByReader[b], lf.ReadsByReader[a]), cmp.Compare(a, b))
+		return cmp.Or(cmp.Compare(landformRank(b), landformRank(a)), cmp.Compare(lf[b], lf[a]), cmp.Compare(a, b))
 	})
-	for _, r := range keys {
-		p("| %s | %s | %s |\n", r, count(raw.ReadsByReader[r]), count(lf.ReadsByReader[r]))
+	for _, k := range keys {
+		p("| %s | %s | %s |\n", k, count(raw[k]), count(lf[k]))
 	}
-	p("| **Landform's own** (controller, runner, engine) | %s | **%s** |\n", count(landformSum(raw.ReadsByReader)), count(landformSum(lf.ReadsByReader)))
-	p("| all | %s | %s |", count(raw.ReadsPerObject), count(lf.ReadsPerObject))
 }
 
 // landformOwn is the writes per sample that Landform made: its
