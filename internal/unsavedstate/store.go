@@ -79,11 +79,11 @@ type Store struct {
 }
 
 // noLegacyKey is owner's key in NoLegacy.
-func noLegacyKey(owner *v1alpha1.Terraform) string { return NoLegacyPrefix + string(owner.UID) }
+func noLegacyKey(owner *v1alpha1.Terraform) string { return noLegacyPrefix + string(owner.UID) }
 
-// NoLegacyPrefix begins the keys Store puts in NoLegacy, so that a map
+// noLegacyPrefix begins the keys Store puts in NoLegacy, so that a map
 // shared with others can tell them apart.
-const NoLegacyPrefix = "unsaved-no-legacy/"
+const noLegacyPrefix = "unsaved-no-legacy/"
 
 func (s Store) chunks() chunkstore.Store { return chunkstore.Store{Client: s.Client, Layout: layout} }
 
