@@ -194,12 +194,14 @@ func (k *Keeper) DeleteIdentity(ctx context.Context, obj *v1alpha1.Terraform) er
 			return fmt.Errorf("deleting the state identity %T %s/%s: %w", o, meta.Namespace, meta.Name, err)
 		}
 	}
-	// Both what was remembered while it lived and while it was deleted.
+	// Both what was remembered while it lived and while it was deleted,
+	// and that it had no unsaved state under the legacy name.
 	key := identityKey(obj)
 	for _, key := range []string{key, strings.TrimSuffix(key, deletingSuffix)} {
 		k.done.Delete(key)
 		k.done.Delete(claimPrefix + key)
 	}
+	k.unsaved().ObjectGone(obj)
 	return nil
 }
 

@@ -13,6 +13,12 @@ import (
 // Keeper without Leases and Secrets): only a person can act on it.
 var ErrNotOurBackend = errors.New("Landform writes only its default backend")
 
+// unsaved is the store of the unsaved states, remembering in k.done the
+// objects with none under the legacy name.
+func (k *Keeper) unsaved() unsavedstate.Store {
+	return unsavedstate.Store{Client: k.Client, NoLegacy: &k.done}
+}
+
 // PushUnsaved writes the state an earlier apply or destroy could not save
 // (kept in Secret tfunsaved-<name>-0) into obj's backend, as `landform
 // state push` does: under the state lock, taken as controllerHolder. It
@@ -22,7 +28,7 @@ var ErrNotOurBackend = errors.New("Landform writes only its default backend")
 // tfstate's refusal; a backend Landform does not write with
 // ErrNotOurBackend.
 func (k *Keeper) PushUnsaved(ctx context.Context, obj *v1alpha1.Terraform) (*unsavedstate.State, *unsavedstate.Pushed, error) {
-	store := unsavedstate.Store{Client: k.Client, NoLegacy: &k.done}
+	store := k.unsaved()
 	kept, err := store.Stat(ctx, obj)
 	if err != nil || kept == nil {
 		return nil, nil, err

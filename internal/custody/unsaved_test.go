@@ -78,3 +78,25 @@ func TestPushUnsaved(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(l).To(BeNil(), "the lock is released")
 }
+
+// An object's deletion done (DeleteIdentity), the keeper remembers
+// nothing of it: not even that it had no unsaved state under the legacy
+// name, which PushUnsaved noted.
+func TestDeleteIdentityForgetsTheObject(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	db := object("db", "uid-db", 0, "")
+	k, _ := keeper(t, db)
+	remembered := func() (n int) {
+		k.done.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+
+	kept, _, err := k.PushUnsaved(ctx, db)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(kept).To(BeNil())
+	g.Expect(remembered()).To(Equal(1), "no unsaved state under the legacy name: noted")
+
+	g.Expect(k.DeleteIdentity(ctx, db)).To(Succeed())
+	g.Expect(remembered()).To(BeZero())
+}

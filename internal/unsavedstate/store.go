@@ -85,6 +85,15 @@ func noLegacyKey(owner *v1alpha1.Terraform) string { return noLegacyPrefix + str
 // shared with others can tell them apart.
 const noLegacyPrefix = "unsaved-no-legacy/"
 
+// ObjectGone drops what NoLegacy remembers of owner, whose deletion is
+// done: the map would otherwise keep an entry for every object that ever
+// lived.
+func (s Store) ObjectGone(owner *v1alpha1.Terraform) {
+	if s.NoLegacy != nil {
+		s.NoLegacy.Delete(noLegacyKey(owner))
+	}
+}
+
 func (s Store) chunks() chunkstore.Store { return chunkstore.Store{Client: s.Client, Layout: layout} }
 
 // held returns the store holding owner's unsaved state, the current

@@ -157,7 +157,8 @@ func TestUnsavedStateKeptUnderItsOldName(t *testing.T) {
 
 // With NoLegacy, a state kept under the old name is still found at the
 // first look; once an object has none there, later looks read only the
-// current name (nothing writes the old one any more).
+// current name (nothing writes the old one any more). ObjectGone drops
+// the object from the map.
 func TestNoLegacyLooksOnce(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
@@ -185,6 +186,17 @@ func TestNoLegacyLooksOnce(t *testing.T) {
 	}
 	if n := counted.reads["tfunsaved-none-0"]; n != 3 {
 		t.Errorf("the current name read %d times in 3 looks, want 3", n)
+	}
+
+	store.ObjectGone(none)
+	if _, held := seen.Load(noLegacyKey(none)); held {
+		t.Error("a forgotten object is still remembered")
+	}
+	if _, err := store.Stat(ctx, none); err != nil {
+		t.Fatal(err)
+	}
+	if n := counted.reads["tfstate-unsaved-none-0"]; n != 2 {
+		t.Errorf("the old name read %d times after ObjectGone, want 2 (looked at again)", n)
 	}
 }
 
