@@ -168,6 +168,7 @@ BENCH_CLUSTER_N ?= 50
 ## containerd, kube-apiserver and etcd; writes docs/benchmarks-cluster.json and renders docs/benchmarks.md.
 ## Builds the images and rolls the controller out as e2e-cluster does (BENCH_CLUSTER_IMAGES=0: as installed).
 ## BENCH_ONLY=writes, on a cluster started with LANDFORM_CLUSTER_AUDIT=1: the one-object samples' writes by writer (=all: reads too).
+## LANDFORM_RUNNER_POD_REUSE=30s: the controller keeps runner Pods for reuse (--runner-pod-reuse; also for bench-cluster-peer).
 bench-cluster:
 	hack/cluster-deps.sh
 	hack/tools.sh tofu_static terraform_static helm flux_crds

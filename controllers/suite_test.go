@@ -209,7 +209,7 @@ func runSuite(m *testing.M) int {
 		Notifier:      notifier,
 		Fetcher:       source.NewFetcher(filepath.Join(tmp, "cache")),
 		Plans:         planstore.Store{Client: mgr.GetClient()},
-		Placer:        &routingPlacer{pod: podPlacer, kubelet: runningPodPlacer(podPlacer), local: localPlacer(engine, "runners"), terraform: localPlacer(terraform, "runners-terraform")},
+		Placer:        &routingPlacer{pod: podPlacer, kubelet: runningPodPlacer(podPlacer), reuse: reusingPodPlacer(podPlacer, podReuseTime), keep: keepingPlacer(podPlacer), local: localPlacer(engine, "runners"), terraform: localPlacer(terraform, "runners-terraform")},
 		Engines: inputs.EngineSources{
 			Terraform: inputs.EngineSource{ReleasesURL: terraformMirror.URL("terraform"), SigningKey: terraformMirror.SigningKey()},
 			OpenTofu:  inputs.EngineSource{ReleasesURL: otherSigner.URL("opentofu"), SigningKey: otherSigner.SigningKey()},

@@ -40,10 +40,11 @@ type Options struct {
 }
 
 // RBAC for runner Pods (--runner=pod): the controller creates and deletes
-// one Pod per run, checks the runner ServiceAccount exists, and writes the
+// one Pod per run (with --runner-pod-reuse, patches a reused Pod's labels
+// and owner for the object it serves next), checks the runner ServiceAccount exists, and writes the
 // runner CA Secret and the namespaces' runner certificate Secrets.
 
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
 

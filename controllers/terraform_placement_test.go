@@ -70,9 +70,10 @@ const podPlacementLabel = "test.landform.dev/placement"
 // and the engine of local runners: tofu, or terraform for objects labelled
 // podPlacementLabel=terraform. Objects labelled podPlacementLabel=kubelet
 // get runner Pods that run, in a namespace a test runs a kubelet for
-// (startKubelet).
+// (startKubelet); podPlacementLabel=reuse, such Pods kept for reuse
+// (reusingPodPlacer), and =keep, kept for an hour (keepingPlacer).
 type routingPlacer struct {
-	pod, kubelet, local, terraform placement.Placer
+	pod, kubelet, reuse, keep, local, terraform placement.Placer
 }
 
 func (r *routingPlacer) pick(obj *infrav1.Terraform) placement.Placer {
@@ -81,6 +82,10 @@ func (r *routingPlacer) pick(obj *infrav1.Terraform) placement.Placer {
 		return r.pod
 	case "kubelet":
 		return r.kubelet
+	case "reuse":
+		return r.reuse
+	case "keep":
+		return r.keep
 	case "terraform":
 		return r.terraform
 	}

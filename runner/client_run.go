@@ -158,6 +158,18 @@ func (c *Client) Exit(ctx context.Context) error {
 	return nil
 }
 
+// Recycle asks the runner to make itself ready for another object's runs
+// (runnerpb.RunnerServer.Recycle), and to exit by itself after idleExit
+// without a call. It fails with ReasonRunnerBusy or ReasonNotRecyclable,
+// and with codes.Unimplemented from a runner older than the call.
+func (c *Client) Recycle(ctx context.Context, idleExit time.Duration) error {
+	req := &runnerpb.RecycleRequest{IdleExitSeconds: int64((idleExit + time.Second - 1) / time.Second)}
+	if _, err := c.rpc.Recycle(ctx, req); err != nil {
+		return toError(err)
+	}
+	return nil
+}
+
 // watchBroken is a watch that ended without the run's end.
 type watchBroken struct{ err error }
 

@@ -72,6 +72,11 @@ const (
 	// ReasonRunnerBusy (codes.FailedPrecondition): another run is in
 	// progress on this runner.
 	ReasonRunnerBusy = "RUNNER_BUSY"
+	// ReasonNotRecyclable (codes.FailedPrecondition): the runner cannot be
+	// made ready for another object's runs (Recycle): it is not process 1
+	// of its PID namespace, another process would not end, or a directory
+	// would not empty. It is unchanged.
+	ReasonNotRecyclable = "NOT_RECYCLABLE"
 	// ReasonStateUnsaved: an apply or destroy could not write the state
 	// to the backend, and neither could the runner before the run's
 	// deadline (codes.Unavailable) or at all, because the backend refused

@@ -61,6 +61,7 @@ type flags struct {
 	namespace          string
 	runnerImage        string
 	keepRunnerPods     bool
+	runnerPodReuse     time.Duration
 	runnerStartTimeout time.Duration
 	// Runner lockdown.
 	defaultServiceAccount        string
@@ -145,6 +146,7 @@ func bindFlags(fs *pflag.FlagSet) *flags {
 	fs.StringVar(&f.runnerImage, "runner-image", "ghcr.io/landform-dev/landform-runner:"+version.Version, "runner image for --runner=pod, unless spec.runnerPodTemplate sets one")
 	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "landform-system"), "the controller's namespace, which holds the runner CA Secret")
 	fs.BoolVar(&f.keepRunnerPods, "keep-runner-pods", false, "keep runner Pods after their run, and those that failed to start, for debugging")
+	fs.DurationVar(&f.runnerPodReuse, "runner-pod-reuse", 0, "keep a runner Pod whose run ended this long, its runner recycled (every process a module left killed, its directories emptied), for the next run of an object of its namespace whose runner Pod would be the same: ServiceAccount, image and template (0: one Pod per object's run)")
 	fs.DurationVar(&f.runnerStartTimeout, "runner-start-timeout", placement.DefaultStartTimeout, "how long a runner Pod may take to run and answer")
 	fs.StringVar(&f.defaultServiceAccount, "default-service-account", (&infrav1.Terraform{}).GetServiceAccountName(), "ServiceAccount of the runner Pods of objects that set no spec.serviceAccountName")
 	fs.BoolVar(&f.enforceDefaultServiceAccount, "enforce-default-service-account", false, "refuse objects whose spec.serviceAccountName names another ServiceAccount than --default-service-account")

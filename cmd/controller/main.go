@@ -69,6 +69,7 @@ func run(f *flags) error {
 			Namespace:    f.namespace,
 			Image:        f.runnerImage,
 			KeepPods:     f.keepRunnerPods,
+			Reuse:        f.runnerPodReuse,
 			StartTimeout: f.runnerStartTimeout,
 			Policy: placement.PodPolicy{
 				DefaultServiceAccount:        f.defaultServiceAccount,

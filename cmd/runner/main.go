@@ -53,8 +53,10 @@ func run() error {
 		podNS       = flag.String("pod-namespace", os.Getenv("POD_NAMESPACE"), "the runner Pod's namespace (default $POD_NAMESPACE)")
 		podUID      = flag.String("pod-uid", os.Getenv("POD_UID"), "the runner Pod's UID (default $POD_UID)")
 		mirrors     stringList
+		recycleDirs stringList
 	)
 	flag.Var(&mirrors, "provider-mirror", "read-only provider filesystem mirror (repeatable)")
+	flag.Var(&recycleDirs, "recycle-dir", "directory emptied, beside --work-dir, when the controller recycles the runner for another object (repeatable): the Pod's other writable directories")
 	flag.Parse()
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -80,6 +82,7 @@ func run() error {
 		IdleExit:        *idleExit,
 		Pod:             pod,
 		EngineDir:       *engineDir,
+		RecycleDirs:     recycleDirs,
 	})
 	if err != nil {
 		return err
@@ -114,13 +117,14 @@ func run() error {
 	go func() { served <- gs.Serve(lis) }()
 
 	// An orphaned runner (its controller gone for good) exits on its own;
-	// checking a few times per idle-exit time is precise enough.
-	var idle <-chan time.Time
+	// checking a few times per idle-exit time is precise enough. A
+	// recycled runner's idle exit is shorter (Recycle), hence the cap.
+	every := 15 * time.Second
 	if *idleExit > 0 {
-		t := time.NewTicker(min(time.Minute, max(*idleExit/4, 100*time.Millisecond)))
-		defer t.Stop()
-		idle = t.C
+		every = min(every, max(*idleExit/4, 100*time.Millisecond))
 	}
+	idle := time.NewTicker(every)
+	defer idle.Stop()
 wait:
 	for {
 		select {
@@ -130,9 +134,9 @@ wait:
 			break wait
 		case <-srv.Exiting():
 			break wait
-		case <-idle:
+		case <-idle.C:
 			if srv.Idle() {
-				log.Info("exiting: no run and no call for the idle-exit time", "idle-exit", idleExit.String())
+				log.Info("exiting: no run and no call for the idle-exit time", "idle-exit", srv.IdleExit().String())
 				break wait
 			}
 		}

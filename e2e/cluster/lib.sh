@@ -105,6 +105,8 @@ ctr_() { ctr --address "$containerd_sock" -n k8s.io "$@"; }
 # e2e/cluster/values.yaml (images of `make images`), runners allowed in the
 # given namespaces, which must exist. The image tag stays e2e; the digest
 # annotation rolls the controller out when its image changed.
+# LANDFORM_RUNNER_POD_REUSE (a Go duration) sets runner.podReuse
+# (--runner-pod-reuse); unset, the chart's default (off).
 install_landform() {
 	local digest namespaces
 	namespaces=$(IFS=,; echo "$*")
@@ -121,6 +123,7 @@ install_landform() {
 		--values "$root/e2e/cluster/values.yaml" \
 		--set "runner.namespaces={$namespaces}" \
 		"${engine_values[@]}" \
+		--set-string "runner.podReuse=${LANDFORM_RUNNER_POD_REUSE:-}" \
 		--set-string "podAnnotations.landform\.dev/image-digest=${digest//:/-}" \
 		--wait --timeout 5m
 }

@@ -495,11 +495,12 @@ func (cb *clusterBench) cleanup(ctx context.Context) error {
 }
 
 // settle waits until the namespace has no Pod (the last sample's is torn
-// down), then a second, so that samples do not overlap.
+// down) but those kept for reuse (waitIdle), then a second, so that
+// samples do not overlap.
 func (cb *clusterBench) settle(ctx context.Context) error {
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if err := cb.tl.waitNoPods(wctx); err != nil {
+	if err := cb.waitIdle(wctx); err != nil {
 		return err
 	}
 	time.Sleep(time.Second)
@@ -624,6 +625,7 @@ func (cb *clusterBench) one(ctx context.Context, o *ClusterOne) error {
 	o.LoadStart = loadAvg()
 	var raw, rawState, lf sampleSet
 	var audited []auditedSample
+	created0, _, _ := cb.tl.podCounts()
 	for i := 0; i < cb.o.samples; i++ {
 		rawName, stateName, lfName := fmt.Sprintf("raw-%s-%d", cb.tok, i), fmt.Sprintf("%s%s-%d", rawStatePrefix, cb.tok, i), fmt.Sprintf("one-%s-%d", cb.tok, i)
 		r, err := raw.take(ctx, cb, cb.rawSample, rawName)
@@ -647,6 +649,10 @@ func (cb *clusterBench) one(ctx context.Context, o *ClusterOne) error {
 		o.LandformSeconds = append(o.LandformSeconds, l.total)
 		o.RunnerStartSeconds = append(o.RunnerStartSeconds, l.runnerStart)
 		log("one object, sample %d: raw Pod %.2fs (its engine done at %.2fs), raw Pod keeping its state %.2fs, Landform %.2fs", i, r.total, r.engineEnd, rs.total, l.total)
+	}
+	if o.PodReuse = cb.podReuse(); o.PodReuse != "" {
+		created1, _, _ := cb.tl.podCounts()
+		o.LandformPodsCreated = created1 - created0 - 2*cb.o.samples // less the raw engine's Pods
 	}
 	o.RawMedian, o.RawEngineMedian, o.LandformMedian = median(o.RawSeconds), median(o.RawEngineSeconds), median(o.LandformSeconds)
 	o.Ratio = ratio(o.LandformMedian, o.RawMedian)
@@ -836,7 +842,12 @@ func (cb *clusterBench) landformSample(ctx context.Context, name string) (measur
 	if err != nil {
 		return measured{}, fmt.Errorf("%s did not become Ready with its outputs: %w", name, err)
 	}
-	if _, err := cb.tl.waitAny(ctx, key, msPodGone); err != nil {
+	if cb.podReuse() != "" {
+		err = cb.waitIdle(ctx)
+	} else {
+		_, err = cb.tl.waitAny(ctx, key, msPodGone)
+	}
+	if err != nil {
 		return measured{}, err
 	}
 	after, err := cb.snap(ctx, false)
@@ -973,7 +984,7 @@ func (cb *clusterBench) scaleInto(ctx context.Context, s *ClusterScale, n, cores
 		}
 		s.Phases = phaseStats(scalePhases, times)
 	}
-	if err := cb.tl.waitNoPods(ctx); err != nil {
+	if err := cb.waitIdle(ctx); err != nil {
 		return err
 	}
 	after, err := cb.snap(ctx, false)
@@ -1010,6 +1021,11 @@ func (cb *clusterBench) scaleInto(ctx context.Context, s *ClusterScale, n, cores
 	s.MachineBusy = w.busy
 	s.Others = w.busy - w.cpu.Total() - w.harness
 	s.LoadEnd = loadAvg()
+	if landform && cb.podReuse() != "" {
+		if s.PodsKept, err = podsKept(cb.ctrl.metricsURL); err != nil {
+			return err
+		}
+	}
 	log("%s, %d objects: all Ready in %.1fs (p50 %.1fs, p95 %.1fs), runner Pods gone at %.1fs; %.1f CPU-s", cb.controllerName(), n,
 		s.AllReadySeconds, s.P50Seconds, s.P95Seconds, s.AllGoneSeconds, w.cpu.Total())
 	return nil

@@ -117,6 +117,11 @@ type ClusterOne struct {
 	// runner answering the health check.
 	RunnerStartSeconds []float64 `json:"runnerStartSeconds"`
 	RunnerStartMedian  float64   `json:"runnerStartMedianSeconds"`
+	// PodReuse is the controller's --runner-pod-reuse ("": off); then a
+	// sample ends once its runner Pod is kept, not gone, and
+	// LandformPodsCreated is how many runner Pods the samples created.
+	PodReuse            string `json:"runnerPodReuse,omitempty"`
+	LandformPodsCreated int    `json:"landformRunnerPodsCreated,omitempty"`
 	// CPU and API writes per sample, from its create until its Pod is
 	// gone (teardown included), medians.
 	RawCPU            ClusterCPU `json:"rawCPUSecondsPerPod"`
@@ -164,7 +169,11 @@ type ClusterScale struct {
 	MaxSeconds      float64 `json:"maxSeconds"`
 	// AllGoneSeconds is from the first create until the last runner Pod
 	// was gone; the CPU is over that window.
-	AllGoneSeconds         float64        `json:"allGoneSeconds"`
+	AllGoneSeconds float64 `json:"allGoneSeconds"`
+	// PodsKept is, with --runner-pod-reuse, the runner Pods kept idle for
+	// reuse at the end of the window (AllGoneSeconds: until the others
+	// were gone and these idle).
+	PodsKept               int            `json:"runnerPodsKept,omitempty"`
 	CPU                    ClusterCPU     `json:"cpuSeconds"`
 	CPUPerObject           float64        `json:"cpuSecondsPerObject"`
 	CPUBound               float64        `json:"cpuBoundSeconds"`
@@ -504,6 +513,10 @@ func (r *ClusterReport) writeMarkdown(p printer) {
 	p("| Landform: create → Ready + outputs Secret | %.2f s | %s |\n", o.LandformMedian, floats(o.LandformSeconds))
 	p("\nLandform over the raw engine's Pod: **%.2f×**, %+.2f s; over the raw engine's end in its Pod: %+.2f s.\n",
 		o.Ratio, o.ExtraSeconds, o.ExtraOverEngineSeconds)
+	if o.PodReuse != "" {
+		p("\nThe controller keeps runner Pods for reuse (`--runner-pod-reuse=%s`): the %d Landform samples ran in %d runner Pod(s), each created by the first sample it served and recycled for the next; a sample ends once its runner Pod is idle and kept, not gone, and its CPU and writes are counted until then.\n",
+			o.PodReuse, len(o.LandformSeconds), o.LandformPodsCreated)
+	}
 
 	p("\n### Where the time goes\n\n")
 	p("Landform, one object (medians of %d samples; sum of the medians %.2f s):\n\n", len(o.LandformSeconds), phaseSum(o.LandformPhases, phaseNames(o.LandformPhases)...))
@@ -582,7 +595,11 @@ func (r *ClusterReport) writeMarkdown(p printer) {
 		p("| | |\n|---|---|\n")
 		p("| all Ready | %.1f s |\n", s.AllReadySeconds)
 		p("| latency p50 / p95 / max | %.1f s / %.1f s / %.1f s |\n", s.P50Seconds, s.P95Seconds, s.MaxSeconds)
-		p("| last runner Pod gone | %.1f s |\n", s.AllGoneSeconds)
+		if s.PodsKept > 0 {
+			p("| last runner Pod gone, or idle and kept for reuse (%d kept) | %.1f s |\n", s.PodsKept, s.AllGoneSeconds)
+		} else {
+			p("| last runner Pod gone | %.1f s |\n", s.AllGoneSeconds)
+		}
 		p("| runner Pods created / most at once (those being torn down included) | %d / %d |\n", s.RunnerPods, s.MaxPodsAtOnce)
 		p("| runner start (`landform_runner_start_seconds`), mean | %.2f s |\n", s.RunnerStartMeanSeconds)
 		p("| runs started | %d (%s) |\n", s.RunsStarted, counts(s.RunsByAction))

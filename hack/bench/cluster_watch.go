@@ -196,6 +196,13 @@ func (t *timeline) waitNoPods(ctx context.Context) error {
 	}
 }
 
+// liveCount is the namespace's Pods not yet gone.
+func (t *timeline) liveCount() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.live)
+}
+
 // podCounts returns the namespace's Pods created so far, the most that
 // existed at once since the last call, and the Pods created in other
 // namespaces so far; it resets the most at once to the Pods live now.

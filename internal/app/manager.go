@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
@@ -118,6 +119,9 @@ type PodRunners struct {
 	Image string
 	// KeepPods keeps finished and failed runner Pods for debugging.
 	KeepPods bool
+	// Reuse keeps a recycled runner Pod this long for the next run of an
+	// object of its namespace whose Pod would be the same (0: off).
+	Reuse time.Duration
 	// StartTimeout bounds a runner Pod's start.
 	StartTimeout time.Duration
 	// Policy narrows what objects may ask of their runner Pods.
@@ -190,6 +194,16 @@ func NewManager(ctx context.Context, cfg *rest.Config, c Config) (ctrl.Manager, 
 	placer, err := newPlacer(ctx, c, cfg, scheme, log)
 	if err != nil {
 		return nil, err
+	}
+	if pods, ok := placer.(*placement.Pod); ok {
+		// Kept runner Pods end with the controller (--runner-pod-reuse).
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			<-ctx.Done()
+			pods.EndKept(log.WithName("runners"))
+			return nil
+		})); err != nil {
+			return nil, err
+		}
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

@@ -32,7 +32,7 @@ func newPlacer(ctx context.Context, c Config, cfg *rest.Config, scheme *runtime.
 		if err != nil {
 			return nil, fmt.Errorf("loading the runner CA: %w", err)
 		}
-		return &placement.Pod{
+		p := &placement.Pod{
 			Client:          kc,
 			Certs:           cm,
 			Image:           c.Pod.Image,
@@ -40,7 +40,9 @@ func newPlacer(ctx context.Context, c Config, cfg *rest.Config, scheme *runtime.
 			StartTimeout:    c.Pod.StartTimeout,
 			ProviderMirrors: c.ProviderMirrors,
 			Policy:          c.Pod.Policy,
-		}, nil
+		}
+		p.ReuseFor(c.Pod.Reuse)
+		return p, nil
 	case RunnerLocal:
 		if err := os.MkdirAll(c.WorkDir, 0o700); err != nil {
 			return nil, err

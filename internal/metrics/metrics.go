@@ -34,6 +34,16 @@ var (
 		"Time from asking for a runner to its health check answering, by placement (local, pod).",
 		"placement", 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120)
 
+	runnerPodsKept = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "landform_runner_pods_kept",
+		Help: "Runner Pods recycled and kept for the next run of an object of their namespace (--runner-pod-reuse).",
+	})
+
+	runnerPodsReused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "landform_runner_pods_reused_total",
+		Help: "Runners started by reusing a kept runner Pod instead of creating one (--runner-pod-reuse).",
+	})
+
 	stateUnsaved = objectGauge("landform_state_unsaved",
 		"1 while a Terraform object has a state its engine could not write to the backend and Landform has not written yet (kept by its runner or in Secret tfunsaved-<name>-0).")
 
@@ -62,7 +72,7 @@ func objectGauge(name, help string) *prometheus.GaugeVec {
 }
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(reconcileDuration, runs, pendingPlans, drifted, runnerStart, locksRecovered, stateUnsaved)
+	ctrlmetrics.Registry.MustRegister(reconcileDuration, runs, pendingPlans, drifted, runnerStart, locksRecovered, stateUnsaved, runnerPodsKept, runnerPodsReused)
 	ctrlmetrics.Registry.MustRegister(flux.Collectors()...)
 }
 
@@ -111,6 +121,12 @@ func Flux() *fluxmetrics.Recorder { return flux }
 func ObserveRunnerStart(placement string, d time.Duration) {
 	runnerStart.WithLabelValues(placement).Observe(d.Seconds())
 }
+
+// SetRunnerPodsKept records how many recycled runner Pods wait for a run.
+func SetRunnerPodsKept(n int) { runnerPodsKept.Set(float64(n)) }
+
+// CountRunnerPodReused records a runner started on a kept runner Pod.
+func CountRunnerPodReused() { runnerPodsReused.Inc() }
 
 func boolValue(b bool) float64 {
 	if b {

@@ -67,6 +67,10 @@ type Pod struct {
 	// Start refuses what it does not allow (pod_policy.go).
 	Policy PodPolicy
 
+	// pool, set by ReuseFor, keeps recycled runner Pods for the next
+	// object's run (pod_reuse.go).
+	pool *podPool
+
 	// poll replaces podPoll, for tests.
 	poll *wait.Backoff
 }
@@ -92,6 +96,14 @@ func (p *Pod) Start(ctx context.Context, obj *infrav1.Terraform, runID string) (
 		return nil, fmt.Errorf("preparing the runner certificate: %w", err)
 	}
 	p.deleteLeftovers(ctx, log, obj)
+	key := ""
+	if p.pool != nil {
+		key = p.reuseKey(obj, nsTLS.SecretName)
+		if pod, c := p.claim(ctx, log, obj, runID, key); pod != nil {
+			metrics.ObserveRunnerStart("pod", time.Since(started))
+			return p.run(log, obj, pod, c, key), nil
+		}
+	}
 
 	var firstFailure string
 	for attempt := 1; ; attempt++ {
@@ -100,10 +112,11 @@ func (p *Pod) Start(ctx context.Context, obj *infrav1.Terraform, runID string) (
 			return nil, err
 		}
 		log.V(1).Info("runner Pod created", "pod", pod.Name, "attempt", attempt)
+		p.hold(pod)
 		c, err := p.await(ctx, pod, nsTLS.ClientTLS, timeout)
 		if err == nil {
 			metrics.ObserveRunnerStart("pod", time.Since(started))
-			return p.run(log, pod, c), nil
+			return p.run(log, obj, pod, c, key), nil
 		}
 		p.cleanup(log, pod)
 		var failed *podFailedError
@@ -177,7 +190,7 @@ func (p *Pod) deleteLeftovers(ctx context.Context, log logr.Logger, obj *infrav1
 	}
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if pod.DeletionTimestamp != nil {
+		if pod.DeletionTimestamp != nil || p.holds(pod.UID) {
 			continue
 		}
 		log.Info("deleting a leftover runner Pod", "pod", pod.Name)
@@ -342,6 +355,7 @@ func (p *Pod) waitError(ctx context.Context, pod *corev1.Pod, err error, timeout
 
 // cleanup deletes a Pod that did not become a run, unless KeepPods.
 func (p *Pod) cleanup(log logr.Logger, pod *corev1.Pod) {
+	p.release(pod)
 	if p.KeepPods {
 		log.Info("keeping the runner Pod that did not start, for debugging", "pod", pod.Name)
 		return
@@ -351,15 +365,18 @@ func (p *Pod) cleanup(log logr.Logger, pod *corev1.Pod) {
 	}
 }
 
-// run wraps a started Pod. Stopping asks its runner to exit (pod_end.go);
-// a runner that will not (a run still in progress) has its Pod deleted
+// run wraps a started Pod of obj. Stopping it parks a recycled runner for
+// the next run of key, with --runner-pod-reuse (pod_reuse.go), unless obj
+// is being deleted; else it asks its runner to exit (pod_end.go).
+// A runner that will not (a run still in progress) has its Pod deleted
 // without overriding its grace period: the kubelet sends SIGTERM, the
 // runner interrupts terraform, which releases its lock, and only after
 // terminationGracePeriodSeconds (longer than the runner's grace) is it
 // killed.
-func (p *Pod) run(log logr.Logger, pod *corev1.Pod, c *runner.Client) *Run {
+func (p *Pod) run(log logr.Logger, obj *infrav1.Terraform, pod *corev1.Pod, c *runner.Client, key string) *Run {
 	var once sync.Once
 	var stopErr error
+	reusable := p.pool != nil && obj.DeletionTimestamp == nil
 	return &Run{
 		Client:   c,
 		Backend:  map[string]string{"in_cluster_config": "true"},
@@ -374,7 +391,11 @@ func (p *Pod) run(log logr.Logger, pod *corev1.Pod, c *runner.Client) *Run {
 					c.Close()
 					return
 				}
+				if reusable && p.park(log, pod, c, key) {
+					return
+				}
 				stopErr = p.end(log, pod, c)
+				p.release(pod)
 			})
 			return stopErr
 		},
@@ -459,5 +480,10 @@ func (p *Pod) Attach(ctx context.Context, obj *infrav1.Terraform, runID string) 
 	if err != nil {
 		return nil, err
 	}
-	return p.run(logr.FromContextOrDiscard(ctx), pod, c), nil
+	key := ""
+	if p.pool != nil {
+		key = p.reuseKey(obj, nsTLS.SecretName)
+		p.hold(pod)
+	}
+	return p.run(logr.FromContextOrDiscard(ctx), obj, pod, c, key), nil
 }

@@ -80,6 +80,9 @@ func (p *Pod) podFor(obj *infrav1.Terraform, runID, secretName string) *corev1.P
 		"--tls-client-cn", certs.ControllerName,
 		"--work-dir", workMountPath,
 		"--grace", grace.String(),
+		// HOME: emptied with the work directory when the runner is
+		// recycled for another object (pod_reuse.go).
+		"--recycle-dir", homeMountPath,
 	}
 	for _, m := range p.ProviderMirrors {
 		args = append(args, "--provider-mirror", m)

@@ -45,6 +45,7 @@ func TestPodFor(t *testing.T) {
 		"--tls-client-cn", "landform-controller",
 		"--work-dir", "/work",
 		"--grace", "45s",
+		"--recycle-dir", "/tmp",
 		"--provider-mirror", "/providers",
 	}
 	ownVolumes := []corev1.Volume{

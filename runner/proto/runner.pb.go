@@ -888,6 +888,89 @@ func (*ExitResponse) Descriptor() ([]byte, []int) {
 	return file_runner_proto_runner_proto_rawDescGZIP(), []int{12}
 }
 
+type RecycleRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The runner exits by itself after this long without a call (0: keep its
+	// --idle-exit), so that a runner Pod kept for reuse by a controller that
+	// stopped meanwhile ends soon; its next run restores its --idle-exit.
+	IdleExitSeconds int64 `protobuf:"varint,1,opt,name=idle_exit_seconds,json=idleExitSeconds,proto3" json:"idle_exit_seconds,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *RecycleRequest) Reset() {
+	*x = RecycleRequest{}
+	mi := &file_runner_proto_runner_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecycleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecycleRequest) ProtoMessage() {}
+
+func (x *RecycleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_runner_proto_runner_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecycleRequest.ProtoReflect.Descriptor instead.
+func (*RecycleRequest) Descriptor() ([]byte, []int) {
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *RecycleRequest) GetIdleExitSeconds() int64 {
+	if x != nil {
+		return x.IdleExitSeconds
+	}
+	return 0
+}
+
+type RecycleResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecycleResponse) Reset() {
+	*x = RecycleResponse{}
+	mi := &file_runner_proto_runner_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecycleResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecycleResponse) ProtoMessage() {}
+
+func (x *RecycleResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_runner_proto_runner_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecycleResponse.ProtoReflect.Descriptor instead.
+func (*RecycleResponse) Descriptor() ([]byte, []int) {
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{14}
+}
+
 type LogLine struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Text  string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
@@ -899,7 +982,7 @@ type LogLine struct {
 
 func (x *LogLine) Reset() {
 	*x = LogLine{}
-	mi := &file_runner_proto_runner_proto_msgTypes[13]
+	mi := &file_runner_proto_runner_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -911,7 +994,7 @@ func (x *LogLine) String() string {
 func (*LogLine) ProtoMessage() {}
 
 func (x *LogLine) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[13]
+	mi := &file_runner_proto_runner_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -924,7 +1007,7 @@ func (x *LogLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogLine.ProtoReflect.Descriptor instead.
 func (*LogLine) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{13}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *LogLine) GetText() string {
@@ -976,7 +1059,7 @@ type PlanResult struct {
 
 func (x *PlanResult) Reset() {
 	*x = PlanResult{}
-	mi := &file_runner_proto_runner_proto_msgTypes[14]
+	mi := &file_runner_proto_runner_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -988,7 +1071,7 @@ func (x *PlanResult) String() string {
 func (*PlanResult) ProtoMessage() {}
 
 func (x *PlanResult) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[14]
+	mi := &file_runner_proto_runner_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1001,7 +1084,7 @@ func (x *PlanResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResult.ProtoReflect.Descriptor instead.
 func (*PlanResult) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{14}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PlanResult) GetHasChanges() bool {
@@ -1098,7 +1181,7 @@ type ApplyResult struct {
 
 func (x *ApplyResult) Reset() {
 	*x = ApplyResult{}
-	mi := &file_runner_proto_runner_proto_msgTypes[15]
+	mi := &file_runner_proto_runner_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1110,7 +1193,7 @@ func (x *ApplyResult) String() string {
 func (*ApplyResult) ProtoMessage() {}
 
 func (x *ApplyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[15]
+	mi := &file_runner_proto_runner_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1123,7 +1206,7 @@ func (x *ApplyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResult.ProtoReflect.Descriptor instead.
 func (*ApplyResult) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{15}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ApplyResult) GetOutputs() []*Output {
@@ -1152,7 +1235,7 @@ type StatePersist struct {
 
 func (x *StatePersist) Reset() {
 	*x = StatePersist{}
-	mi := &file_runner_proto_runner_proto_msgTypes[16]
+	mi := &file_runner_proto_runner_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1164,7 +1247,7 @@ func (x *StatePersist) String() string {
 func (*StatePersist) ProtoMessage() {}
 
 func (x *StatePersist) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[16]
+	mi := &file_runner_proto_runner_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1177,7 +1260,7 @@ func (x *StatePersist) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatePersist.ProtoReflect.Descriptor instead.
 func (*StatePersist) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{16}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *StatePersist) GetDigest() string {
@@ -1220,7 +1303,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_runner_proto_runner_proto_msgTypes[17]
+	mi := &file_runner_proto_runner_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1232,7 +1315,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[17]
+	mi := &file_runner_proto_runner_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1245,7 +1328,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{17}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RunEvent) GetEvent() isRunEvent_Event {
@@ -1402,7 +1485,7 @@ type OutputsRequest struct {
 
 func (x *OutputsRequest) Reset() {
 	*x = OutputsRequest{}
-	mi := &file_runner_proto_runner_proto_msgTypes[18]
+	mi := &file_runner_proto_runner_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1414,7 +1497,7 @@ func (x *OutputsRequest) String() string {
 func (*OutputsRequest) ProtoMessage() {}
 
 func (x *OutputsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[18]
+	mi := &file_runner_proto_runner_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1427,7 +1510,7 @@ func (x *OutputsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputsRequest.ProtoReflect.Descriptor instead.
 func (*OutputsRequest) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{18}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{20}
 }
 
 type Output struct {
@@ -1444,7 +1527,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_runner_proto_runner_proto_msgTypes[19]
+	mi := &file_runner_proto_runner_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1456,7 +1539,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[19]
+	mi := &file_runner_proto_runner_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1469,7 +1552,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{19}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Output) GetName() string {
@@ -1509,7 +1592,7 @@ type OutputsResponse struct {
 
 func (x *OutputsResponse) Reset() {
 	*x = OutputsResponse{}
-	mi := &file_runner_proto_runner_proto_msgTypes[20]
+	mi := &file_runner_proto_runner_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1521,7 +1604,7 @@ func (x *OutputsResponse) String() string {
 func (*OutputsResponse) ProtoMessage() {}
 
 func (x *OutputsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_runner_proto_runner_proto_msgTypes[20]
+	mi := &file_runner_proto_runner_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1534,7 +1617,7 @@ func (x *OutputsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputsResponse.ProtoReflect.Descriptor instead.
 func (*OutputsResponse) Descriptor() ([]byte, []int) {
-	return file_runner_proto_runner_proto_rawDescGZIP(), []int{20}
+	return file_runner_proto_runner_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *OutputsResponse) GetOutputs() []*Output {
@@ -1602,7 +1685,10 @@ const file_runner_proto_runner_proto_rawDesc = "" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\"\x13\n" +
 	"\x11CancelRunResponse\"\r\n" +
 	"\vExitRequest\"\x0e\n" +
-	"\fExitResponse\"3\n" +
+	"\fExitResponse\"<\n" +
+	"\x0eRecycleRequest\x12*\n" +
+	"\x11idle_exit_seconds\x18\x01 \x01(\x03R\x0fidleExitSeconds\"\x11\n" +
+	"\x0fRecycleResponse\"3\n" +
 	"\aLogLine\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x03R\x05index\"\xa8\x03\n" +
@@ -1652,14 +1738,15 @@ const file_runner_proto_runner_proto_rawDesc = "" +
 	"\x12ACTION_UNSPECIFIED\x10\x00\x12\b\n" +
 	"\x04PLAN\x10\x01\x12\t\n" +
 	"\x05APPLY\x10\x02\x12\v\n" +
-	"\aDESTROY\x10\x032\x99\x04\n" +
+	"\aDESTROY\x10\x032\xed\x04\n" +
 	"\x06Runner\x12l\n" +
 	"\x0fUploadWorkspace\x12*.landform.runner.v1.UploadWorkspaceRequest\x1a+.landform.runner.v1.UploadWorkspaceResponse(\x01\x12W\n" +
 	"\bStartRun\x12#.landform.runner.v1.StartRunRequest\x1a$.landform.runner.v1.StartRunResponse(\x01\x12O\n" +
 	"\bWatchRun\x12#.landform.runner.v1.WatchRunRequest\x1a\x1c.landform.runner.v1.RunEvent0\x01\x12X\n" +
 	"\tCancelRun\x12$.landform.runner.v1.CancelRunRequest\x1a%.landform.runner.v1.CancelRunResponse\x12R\n" +
 	"\aOutputs\x12\".landform.runner.v1.OutputsRequest\x1a#.landform.runner.v1.OutputsResponse\x12I\n" +
-	"\x04Exit\x12\x1f.landform.runner.v1.ExitRequest\x1a .landform.runner.v1.ExitResponseB8Z6github.com/landform-dev/landform/runner/proto;runnerpbb\x06proto3"
+	"\x04Exit\x12\x1f.landform.runner.v1.ExitRequest\x1a .landform.runner.v1.ExitResponse\x12R\n" +
+	"\aRecycle\x12\".landform.runner.v1.RecycleRequest\x1a#.landform.runner.v1.RecycleResponseB8Z6github.com/landform-dev/landform/runner/proto;runnerpbb\x06proto3"
 
 var (
 	file_runner_proto_runner_proto_rawDescOnce sync.Once
@@ -1674,7 +1761,7 @@ func file_runner_proto_runner_proto_rawDescGZIP() []byte {
 }
 
 var file_runner_proto_runner_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_runner_proto_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_runner_proto_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_runner_proto_runner_proto_goTypes = []any{
 	(Action)(0),                     // 0: landform.runner.v1.Action
 	(*WorkspaceSpec)(nil),           // 1: landform.runner.v1.WorkspaceSpec
@@ -1690,45 +1777,49 @@ var file_runner_proto_runner_proto_goTypes = []any{
 	(*CancelRunResponse)(nil),       // 11: landform.runner.v1.CancelRunResponse
 	(*ExitRequest)(nil),             // 12: landform.runner.v1.ExitRequest
 	(*ExitResponse)(nil),            // 13: landform.runner.v1.ExitResponse
-	(*LogLine)(nil),                 // 14: landform.runner.v1.LogLine
-	(*PlanResult)(nil),              // 15: landform.runner.v1.PlanResult
-	(*ApplyResult)(nil),             // 16: landform.runner.v1.ApplyResult
-	(*StatePersist)(nil),            // 17: landform.runner.v1.StatePersist
-	(*RunEvent)(nil),                // 18: landform.runner.v1.RunEvent
-	(*OutputsRequest)(nil),          // 19: landform.runner.v1.OutputsRequest
-	(*Output)(nil),                  // 20: landform.runner.v1.Output
-	(*OutputsResponse)(nil),         // 21: landform.runner.v1.OutputsResponse
-	nil,                             // 22: landform.runner.v1.WorkspaceSpec.BackendConfigEntry
-	nil,                             // 23: landform.runner.v1.WorkspaceSpec.EnvEntry
+	(*RecycleRequest)(nil),          // 14: landform.runner.v1.RecycleRequest
+	(*RecycleResponse)(nil),         // 15: landform.runner.v1.RecycleResponse
+	(*LogLine)(nil),                 // 16: landform.runner.v1.LogLine
+	(*PlanResult)(nil),              // 17: landform.runner.v1.PlanResult
+	(*ApplyResult)(nil),             // 18: landform.runner.v1.ApplyResult
+	(*StatePersist)(nil),            // 19: landform.runner.v1.StatePersist
+	(*RunEvent)(nil),                // 20: landform.runner.v1.RunEvent
+	(*OutputsRequest)(nil),          // 21: landform.runner.v1.OutputsRequest
+	(*Output)(nil),                  // 22: landform.runner.v1.Output
+	(*OutputsResponse)(nil),         // 23: landform.runner.v1.OutputsResponse
+	nil,                             // 24: landform.runner.v1.WorkspaceSpec.BackendConfigEntry
+	nil,                             // 25: landform.runner.v1.WorkspaceSpec.EnvEntry
 }
 var file_runner_proto_runner_proto_depIdxs = []int32{
-	22, // 0: landform.runner.v1.WorkspaceSpec.backend_config:type_name -> landform.runner.v1.WorkspaceSpec.BackendConfigEntry
-	23, // 1: landform.runner.v1.WorkspaceSpec.env:type_name -> landform.runner.v1.WorkspaceSpec.EnvEntry
+	24, // 0: landform.runner.v1.WorkspaceSpec.backend_config:type_name -> landform.runner.v1.WorkspaceSpec.BackendConfigEntry
+	25, // 1: landform.runner.v1.WorkspaceSpec.env:type_name -> landform.runner.v1.WorkspaceSpec.EnvEntry
 	2,  // 2: landform.runner.v1.WorkspaceSpec.imports:type_name -> landform.runner.v1.Import
 	1,  // 3: landform.runner.v1.UploadWorkspaceRequest.spec:type_name -> landform.runner.v1.WorkspaceSpec
 	0,  // 4: landform.runner.v1.RunSpec.action:type_name -> landform.runner.v1.Action
 	6,  // 5: landform.runner.v1.RunSpec.engine:type_name -> landform.runner.v1.EngineSpec
 	5,  // 6: landform.runner.v1.StartRunRequest.spec:type_name -> landform.runner.v1.RunSpec
-	20, // 7: landform.runner.v1.ApplyResult.outputs:type_name -> landform.runner.v1.Output
-	14, // 8: landform.runner.v1.RunEvent.log:type_name -> landform.runner.v1.LogLine
-	15, // 9: landform.runner.v1.RunEvent.plan_result:type_name -> landform.runner.v1.PlanResult
-	16, // 10: landform.runner.v1.RunEvent.apply_result:type_name -> landform.runner.v1.ApplyResult
-	17, // 11: landform.runner.v1.RunEvent.state_persist:type_name -> landform.runner.v1.StatePersist
-	20, // 12: landform.runner.v1.OutputsResponse.outputs:type_name -> landform.runner.v1.Output
+	22, // 7: landform.runner.v1.ApplyResult.outputs:type_name -> landform.runner.v1.Output
+	16, // 8: landform.runner.v1.RunEvent.log:type_name -> landform.runner.v1.LogLine
+	17, // 9: landform.runner.v1.RunEvent.plan_result:type_name -> landform.runner.v1.PlanResult
+	18, // 10: landform.runner.v1.RunEvent.apply_result:type_name -> landform.runner.v1.ApplyResult
+	19, // 11: landform.runner.v1.RunEvent.state_persist:type_name -> landform.runner.v1.StatePersist
+	22, // 12: landform.runner.v1.OutputsResponse.outputs:type_name -> landform.runner.v1.Output
 	3,  // 13: landform.runner.v1.Runner.UploadWorkspace:input_type -> landform.runner.v1.UploadWorkspaceRequest
 	7,  // 14: landform.runner.v1.Runner.StartRun:input_type -> landform.runner.v1.StartRunRequest
 	9,  // 15: landform.runner.v1.Runner.WatchRun:input_type -> landform.runner.v1.WatchRunRequest
 	10, // 16: landform.runner.v1.Runner.CancelRun:input_type -> landform.runner.v1.CancelRunRequest
-	19, // 17: landform.runner.v1.Runner.Outputs:input_type -> landform.runner.v1.OutputsRequest
+	21, // 17: landform.runner.v1.Runner.Outputs:input_type -> landform.runner.v1.OutputsRequest
 	12, // 18: landform.runner.v1.Runner.Exit:input_type -> landform.runner.v1.ExitRequest
-	4,  // 19: landform.runner.v1.Runner.UploadWorkspace:output_type -> landform.runner.v1.UploadWorkspaceResponse
-	8,  // 20: landform.runner.v1.Runner.StartRun:output_type -> landform.runner.v1.StartRunResponse
-	18, // 21: landform.runner.v1.Runner.WatchRun:output_type -> landform.runner.v1.RunEvent
-	11, // 22: landform.runner.v1.Runner.CancelRun:output_type -> landform.runner.v1.CancelRunResponse
-	21, // 23: landform.runner.v1.Runner.Outputs:output_type -> landform.runner.v1.OutputsResponse
-	13, // 24: landform.runner.v1.Runner.Exit:output_type -> landform.runner.v1.ExitResponse
-	19, // [19:25] is the sub-list for method output_type
-	13, // [13:19] is the sub-list for method input_type
+	14, // 19: landform.runner.v1.Runner.Recycle:input_type -> landform.runner.v1.RecycleRequest
+	4,  // 20: landform.runner.v1.Runner.UploadWorkspace:output_type -> landform.runner.v1.UploadWorkspaceResponse
+	8,  // 21: landform.runner.v1.Runner.StartRun:output_type -> landform.runner.v1.StartRunResponse
+	20, // 22: landform.runner.v1.Runner.WatchRun:output_type -> landform.runner.v1.RunEvent
+	11, // 23: landform.runner.v1.Runner.CancelRun:output_type -> landform.runner.v1.CancelRunResponse
+	23, // 24: landform.runner.v1.Runner.Outputs:output_type -> landform.runner.v1.OutputsResponse
+	13, // 25: landform.runner.v1.Runner.Exit:output_type -> landform.runner.v1.ExitResponse
+	15, // 26: landform.runner.v1.Runner.Recycle:output_type -> landform.runner.v1.RecycleResponse
+	20, // [20:27] is the sub-list for method output_type
+	13, // [13:20] is the sub-list for method input_type
 	13, // [13:13] is the sub-list for extension type_name
 	13, // [13:13] is the sub-list for extension extendee
 	0,  // [0:13] is the sub-list for field type_name
@@ -1747,7 +1838,7 @@ func file_runner_proto_runner_proto_init() {
 		(*StartRunRequest_Spec)(nil),
 		(*StartRunRequest_PlanFileChunk)(nil),
 	}
-	file_runner_proto_runner_proto_msgTypes[17].OneofWrappers = []any{
+	file_runner_proto_runner_proto_msgTypes[19].OneofWrappers = []any{
 		(*RunEvent_Log)(nil),
 		(*RunEvent_PlanFileChunk)(nil),
 		(*RunEvent_JsonPlanChunk)(nil),
@@ -1764,7 +1855,7 @@ func file_runner_proto_runner_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_runner_proto_runner_proto_rawDesc), len(file_runner_proto_runner_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   23,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -32,6 +32,7 @@ const (
 	Runner_CancelRun_FullMethodName       = "/landform.runner.v1.Runner/CancelRun"
 	Runner_Outputs_FullMethodName         = "/landform.runner.v1.Runner/Outputs"
 	Runner_Exit_FullMethodName            = "/landform.runner.v1.Runner/Exit"
+	Runner_Recycle_FullMethodName         = "/landform.runner.v1.Runner/Recycle"
 )
 
 // RunnerClient is the client API for Runner service.
@@ -74,6 +75,18 @@ type RunnerClient interface {
 	// a grace period. With a run in progress: FAILED_PRECONDITION with
 	// reason RUNNER_BUSY, and the runner goes on.
 	Exit(ctx context.Context, in *ExitRequest, opts ...grpc.CallOption) (*ExitResponse, error)
+	// Recycle readies the runner for the runs of another object whose runner
+	// Pod would be the same (controller flag --runner-pod-reuse): with no run
+	// in progress, it kills every other process of its PID namespace (it must
+	// be process 1 there, as in its container), empties its work directory
+	// and its recycle directories (--recycle-dir), and forgets its runs,
+	// workspace, engines and state token; from then on it exits by itself
+	// after idle_exit_seconds without a call. With a run in progress:
+	// FAILED_PRECONDITION with reason RUNNER_BUSY; when it cannot end every
+	// other process or empty a directory: FAILED_PRECONDITION with reason
+	// NOT_RECYCLABLE. A refused runner is as it was: the controller asks it to
+	// Exit instead.
+	Recycle(ctx context.Context, in *RecycleRequest, opts ...grpc.CallOption) (*RecycleResponse, error)
 }
 
 type runnerClient struct {
@@ -159,6 +172,16 @@ func (c *runnerClient) Exit(ctx context.Context, in *ExitRequest, opts ...grpc.C
 	return out, nil
 }
 
+func (c *runnerClient) Recycle(ctx context.Context, in *RecycleRequest, opts ...grpc.CallOption) (*RecycleResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecycleResponse)
+	err := c.cc.Invoke(ctx, Runner_Recycle_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RunnerServer is the server API for Runner service.
 // All implementations must embed UnimplementedRunnerServer
 // for forward compatibility.
@@ -199,6 +222,18 @@ type RunnerServer interface {
 	// a grace period. With a run in progress: FAILED_PRECONDITION with
 	// reason RUNNER_BUSY, and the runner goes on.
 	Exit(context.Context, *ExitRequest) (*ExitResponse, error)
+	// Recycle readies the runner for the runs of another object whose runner
+	// Pod would be the same (controller flag --runner-pod-reuse): with no run
+	// in progress, it kills every other process of its PID namespace (it must
+	// be process 1 there, as in its container), empties its work directory
+	// and its recycle directories (--recycle-dir), and forgets its runs,
+	// workspace, engines and state token; from then on it exits by itself
+	// after idle_exit_seconds without a call. With a run in progress:
+	// FAILED_PRECONDITION with reason RUNNER_BUSY; when it cannot end every
+	// other process or empty a directory: FAILED_PRECONDITION with reason
+	// NOT_RECYCLABLE. A refused runner is as it was: the controller asks it to
+	// Exit instead.
+	Recycle(context.Context, *RecycleRequest) (*RecycleResponse, error)
 	mustEmbedUnimplementedRunnerServer()
 }
 
@@ -226,6 +261,9 @@ func (UnimplementedRunnerServer) Outputs(context.Context, *OutputsRequest) (*Out
 }
 func (UnimplementedRunnerServer) Exit(context.Context, *ExitRequest) (*ExitResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Exit not implemented")
+}
+func (UnimplementedRunnerServer) Recycle(context.Context, *RecycleRequest) (*RecycleResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Recycle not implemented")
 }
 func (UnimplementedRunnerServer) mustEmbedUnimplementedRunnerServer() {}
 func (UnimplementedRunnerServer) testEmbeddedByValue()                {}
@@ -327,6 +365,24 @@ func _Runner_Exit_Handler(srv interface{}, ctx context.Context, dec func(interfa
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Runner_Recycle_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RecycleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunnerServer).Recycle(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Runner_Recycle_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunnerServer).Recycle(ctx, req.(*RecycleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Runner_ServiceDesc is the grpc.ServiceDesc for Runner service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -345,6 +401,10 @@ var Runner_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Exit",
 			Handler:    _Runner_Exit_Handler,
+		},
+		{
+			MethodName: "Recycle",
+			Handler:    _Runner_Recycle_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

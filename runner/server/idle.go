@@ -42,11 +42,16 @@ func (s *Server) isRunnerMethod(fullMethod string) bool {
 // will collect what it holds any more, and an orphaned runner Pod should
 // end.
 func (s *Server) Idle() bool {
-	if s.idleExit <= 0 {
+	idleExit := s.IdleExit()
+	if idleExit <= 0 {
 		return false
 	}
 	s.mu.Lock()
 	busy := s.running > 0
 	s.mu.Unlock()
-	return !busy && time.Since(time.Unix(0, s.lastActivity.Load())) > s.idleExit
+	return !busy && time.Since(time.Unix(0, s.lastActivity.Load())) > idleExit
 }
+
+// IdleExit is the runner's idle-exit time: Options.IdleExit, or what
+// Recycle set.
+func (s *Server) IdleExit() time.Duration { return time.Duration(s.idleExit.Load()) }

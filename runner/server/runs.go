@@ -235,6 +235,11 @@ func (s *Server) register(spec *runnerpb.RunSpec) (*run, context.Context, error)
 		return nil, nil, err
 	}
 
+	// A recycled runner waits for its next object's run a short while
+	// (Recycle); the run it gets keeps it as long as a new runner, so
+	// that a controller restarting meanwhile still collects it.
+	s.idleExit.Store(int64(s.baseIdleExit))
+
 	r := newRun(spec)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	stopBase := context.AfterFunc(s.base, func() { cancel(errShuttingDown) })

@@ -75,6 +75,9 @@ type Options struct {
 	// (RunSpec.engine), installed and verified on demand; the runners of
 	// one machine may share it. Empty: <WorkDir>/engines.
 	EngineDir string
+	// RecycleDirs are emptied, beside WorkDir, when the runner is recycled
+	// for another object (Recycle): the Pod's other writable directories.
+	RecycleDirs []string
 }
 
 // Server implements runnerpb.RunnerServer for one workspace.
@@ -86,16 +89,23 @@ type Server struct {
 	engine *engine
 	// installer installs the engine versions runs ask for; installed are
 	// those handed out already, by binary path (engine_install.go).
-	installer      *engines.Installer
-	installedMu    sync.Mutex
-	installed      map[string]*engine
-	workDir        string
-	homeDir        string
-	tmpDir         string
-	cliConfig      string
-	interruptGrace time.Duration
-	log            *slog.Logger
-	health         *health.Server
+	installer   *engines.Installer
+	installedMu sync.Mutex
+	installed   map[string]*engine
+	workDir     string
+	homeDir     string
+	tmpDir      string
+	cliConfig   string
+	// enginePath, providerMirrors and engineDir are the options prepare
+	// lays the work directory out from, again at each Recycle, which also
+	// empties recycleDirs.
+	enginePath      string
+	providerMirrors []string
+	engineDir       string
+	recycleDirs     []string
+	interruptGrace  time.Duration
+	log             *slog.Logger
+	health          *health.Server
 
 	// base is cancelled by Shutdown, which interrupts every running
 	// terraform command.
@@ -127,8 +137,9 @@ type Server struct {
 	runs    map[string]*run
 	current *run
 
-	idleExit     time.Duration
-	lastActivity atomic.Int64 // unix nanoseconds
+	idleExit     atomic.Int64  // nanoseconds; Recycle shortens it
+	baseIdleExit time.Duration // Options.IdleExit, again at a run's start
+	lastActivity atomic.Int64  // unix nanoseconds
 }
 
 // DefaultEngine returns tofu from PATH, else terraform.
@@ -176,9 +187,10 @@ func NewServer(opts Options) (*Server, error) {
 		exiting:        make(chan struct{}),
 		op:             make(chan struct{}, 1),
 		runs:           map[string]*run{},
-		idleExit:       opts.IdleExit,
 	}
 	s.touch()
+	s.baseIdleExit = opts.IdleExit
+	s.idleExit.Store(int64(opts.IdleExit))
 	if s.interruptGrace <= 0 {
 		s.interruptGrace = runner.DefaultInterruptGrace
 	}
@@ -195,41 +207,54 @@ func NewServer(opts Options) (*Server, error) {
 		// less convenient.
 		s.log.Info("state locks will carry no process identity", "error", err.Error())
 	}
-	for _, dir := range []string{workDir, s.homeDir, s.tmpDir} {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("create work dir: %w", err)
-		}
+	s.enginePath, s.providerMirrors, s.engineDir = enginePath, opts.ProviderMirrors, opts.EngineDir
+	if s.engineDir == "" {
+		s.engineDir = filepath.Join(workDir, "engines")
 	}
-	if err := writeCLIConfig(s.cliConfig, opts.ProviderMirrors); err != nil {
+	s.recycleDirs = opts.RecycleDirs
+	if err := s.prepare(); err != nil {
 		return nil, err
 	}
-	launcher, err := engineproc.NewLauncher(workDir)
-	if err != nil {
-		return nil, fmt.Errorf("engine launcher: %w", err)
-	}
-	if s.engine, err = newEngine(enginePath, launcher, s.interruptGrace); err != nil {
-		return nil, err
-	}
-	engineDir := opts.EngineDir
-	if engineDir == "" {
-		engineDir = filepath.Join(workDir, "engines")
-	}
-	// The runner's own engines (its --engine, and tofu and terraform on
-	// PATH) serve a run that asks for their version without a download.
-	local := []string{enginePath}
-	for _, name := range []string{"tofu", "terraform"} {
-		if p, err := exec.LookPath(name); err == nil {
-			local = append(local, p)
-		}
-	}
-	s.installer = &engines.Installer{Dir: engineDir, Local: local}
-	s.installed = map[string]*engine{}
 	if dropped := droppedInheritedEnv(); len(dropped) > 0 {
 		// Names only: say why a TF_VAR_ from the Pod's env has no effect.
 		s.log.Info("not passing inherited environment variables to terraform", "names", dropped)
 	}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 	return s, nil
+}
+
+// prepare lays out the work directory: HOME, the temporary directory, the
+// CLI configuration, the engine launcher, and the runner's own engine and
+// installer. NewServer calls it, and Recycle again on an emptied directory.
+func (s *Server) prepare() error {
+	for _, dir := range []string{s.workDir, s.homeDir, s.tmpDir} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("create work dir: %w", err)
+		}
+	}
+	if err := writeCLIConfig(s.cliConfig, s.providerMirrors); err != nil {
+		return err
+	}
+	launcher, err := engineproc.NewLauncher(s.workDir)
+	if err != nil {
+		return fmt.Errorf("engine launcher: %w", err)
+	}
+	if s.engine, err = newEngine(s.enginePath, launcher, s.interruptGrace); err != nil {
+		return err
+	}
+	// The runner's own engines (its --engine, and tofu and terraform on
+	// PATH) serve a run that asks for their version without a download.
+	local := []string{s.enginePath}
+	for _, name := range []string{"tofu", "terraform"} {
+		if p, err := exec.LookPath(name); err == nil {
+			local = append(local, p)
+		}
+	}
+	s.installer = &engines.Installer{Dir: s.engineDir, Local: local}
+	s.installedMu.Lock()
+	s.installed = map[string]*engine{}
+	s.installedMu.Unlock()
+	return nil
 }
 
 // Register registers the runner and the health service on gs and reports

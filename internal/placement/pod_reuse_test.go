@@ -1,0 +1,50 @@
+package placement
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
+)
+
+// Two objects share a runner Pod only when their Pods would be the same
+// but for what names the object and the run.
+func TestReuseKey(t *testing.T) {
+	p := &Pod{Image: "runner:1"}
+	obj := func(ns, name string, mutate func(*infrav1.Terraform)) *infrav1.Terraform {
+		o := &infrav1.Terraform{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "/" + name)}}
+		if mutate != nil {
+			mutate(o)
+		}
+		return o
+	}
+	withEnv := func(v string) func(*infrav1.Terraform) {
+		return func(o *infrav1.Terraform) {
+			o.Spec.RunnerPodTemplate = &infrav1.RunnerPodTemplate{Spec: infrav1.RunnerPodSpec{Env: []corev1.EnvVar{{Name: "X", Value: v}}}}
+		}
+	}
+	base := p.reuseKey(obj("a", "one", withEnv("1")), "tls")
+	for _, c := range []struct {
+		name string
+		obj  *infrav1.Terraform
+		same bool
+	}{
+		{"another object, the same template", obj("a", "two", withEnv("1")), true},
+		{"another namespace", obj("b", "one", withEnv("1")), false},
+		{"another environment", obj("a", "two", withEnv("2")), false},
+		{"no template", obj("a", "two", nil), false},
+		{"another ServiceAccount", obj("a", "two", func(o *infrav1.Terraform) { withEnv("1")(o); o.Spec.ServiceAccountName = "other" }), false},
+		{"another image", obj("a", "two", func(o *infrav1.Terraform) { withEnv("1")(o); o.Spec.RunnerPodTemplate.Spec.Image = "runner:2" }), false},
+		{"a template label", obj("a", "two", func(o *infrav1.Terraform) {
+			withEnv("1")(o)
+			o.Spec.RunnerPodTemplate.Metadata.Labels = map[string]string{"team": "x"}
+		}), false},
+	} {
+		if got := p.reuseKey(c.obj, "tls") == base; got != c.same {
+			t.Errorf("%s: same key %v, want %v", c.name, got, c.same)
+		}
+	}
+}
