@@ -87,6 +87,7 @@ func TestChartRejectsBadValues(t *testing.T) {
 	}{
 		"unknown key":             {[]string{"--set", "serviceMonitor.enable=true"}, "additional properties 'enable' not allowed"},
 		"bad duration":            {[]string{"--set", "runner.startTimeout=5 minutes"}, "startTimeout"},
+		"bad reuse time":          {[]string{"--set", "runner.podReuse=a while"}, "podReuse"},
 		"bad namespace":           {[]string{"--set", "runner.namespaces={Team_A}"}, "namespaces"},
 		"comma in image prefix":   {[]string{"--set-json", `runner.allowedImages=["ghcr.io/a/,ghcr.io/b/"]`}, "allowedImages"},
 		"wrong type":              {[]string{"--set-string", "concurrent=many"}, "concurrent"},
@@ -167,6 +168,7 @@ func TestChartAllFeatures(t *testing.T) {
 		"--runner=pod",
 		"--runner-image=registry.example/landform-runner:v9.9.9-terraform",
 		"--keep-runner-pods",
+		"--runner-pod-reuse=30s",
 		"--runner-start-timeout=5m",
 		"--default-service-account=tenant-runner",
 		"--enforce-default-service-account",
