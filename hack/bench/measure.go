@@ -179,22 +179,30 @@ type metricSample struct {
 // first one is reported in err.
 func metricSamples(exposition, metric string) (samples []metricSample, err error) {
 	for _, line := range strings.Split(exposition, "\n") {
-		rest, ok := strings.CutPrefix(line, metric+"{")
-		if !ok {
+		rest, ok := strings.CutPrefix(line, metric)
+		if !ok || rest == "" {
 			continue
 		}
-		labelsEnd := strings.LastIndexByte(rest, '}')
-		if labelsEnd < 0 {
+		labels, value := "", rest
+		switch rest[0] {
+		case '{':
+			labelsEnd := strings.LastIndexByte(rest, '}')
+			if labelsEnd < 0 {
+				continue
+			}
+			labels, value = rest[1:labelsEnd], rest[labelsEnd+1:]
+		case ' ': // a series without labels
+		default: // another metric whose name starts with this one's
 			continue
 		}
-		v, perr := strconv.ParseFloat(strings.TrimSpace(rest[labelsEnd+1:]), 64)
+		v, perr := strconv.ParseFloat(strings.TrimSpace(value), 64)
 		if perr != nil {
 			if err == nil {
 				err = fmt.Errorf("metric %q: %w", line, perr)
 			}
 			continue
 		}
-		samples = append(samples, metricSample{labels: parseLabels(rest[:labelsEnd]), value: v})
+		samples = append(samples, metricSample{labels: parseLabels(labels), value: v})
 	}
 	return samples, err
 }

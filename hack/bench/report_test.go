@@ -398,4 +398,11 @@ landform_runner_start_seconds_count{placement="local"} 3
 	if _, err := metricSamples(exposition+`landform_runner_start_seconds_sum{placement="x"} NaNa`+"\n", "landform_runner_start_seconds_sum"); err == nil {
 		t.Error("a value that does not parse was not reported")
 	}
+	// A series without labels; a metric whose name only starts with it is
+	// another.
+	kept := "# TYPE landform_runner_pods_kept gauge\nlandform_runner_pods_kept 2\nlandform_runner_pods_kept_other 5\n"
+	got, err = metricSamples(kept, "landform_runner_pods_kept")
+	if err != nil || len(got) != 1 || got[0].value != 2 || len(got[0].labels) != 0 {
+		t.Errorf("samples = %+v, %v", got, err)
+	}
 }
