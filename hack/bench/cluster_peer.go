@@ -292,6 +292,12 @@ func (c *ClusterComparison) writeMarkdown(p printer) {
 	p("Secret, the `kubernetes` backend and the same OpenTofu binary in both runner images. Each controller runs as its chart\n")
 	p("installs it, with its chart's defaults but for the images (Landform with `--concurrent-runs=%s`, %s with `%s`).\n",
 		flagOf(c.Landform.ControllerArgs, "concurrent-runs"), c.Peer.Name, "--concurrent="+flagOf(c.Peer.ControllerArgs, "concurrent"))
+	gone := "last runner Pod gone"
+	if reuse := flagOf(c.Landform.ControllerArgs, "runner-pod-reuse"); reuse != "" && l.PodsKept > 0 {
+		p("Landform keeps runner Pods for reuse (`--runner-pod-reuse=%s`, off by default): its %d objects ran in %d runner Pods, each recycled\n", reuse, c.N, l.RunnerPods)
+		p("between objects, and its window ends once they are idle and kept (%d), not gone.\n", l.PodsKept)
+		gone = "last runner Pod gone (Landform: or idle and kept)"
+	}
 	p("%s is built from %s by `e2e/cluster/bench-peer.sh` (its manager and runner, CGO disabled, in images assembled without Docker\n", c.Peer.Name, c.Peer.Source)
 	p("as `make images` does Landform's); its controller reaches its runner Pods by their `<ip>.<namespace>.pod.cluster.local`\n")
 	p("names, which a stand-in for cluster DNS on the node answers (`e2e/poddns`). The CPU is the same sum as above: the\n")
@@ -303,7 +309,7 @@ func (c *ClusterComparison) writeMarkdown(p printer) {
 	}
 	row("all Ready", "%.1f s", func(s ClusterScale) []any { return []any{s.AllReadySeconds} })
 	row("latency p50 / p95 / max", "%.1f s / %.1f s / %.1f s", func(s ClusterScale) []any { return []any{s.P50Seconds, s.P95Seconds, s.MaxSeconds} })
-	row("last runner Pod gone", "%.1f s", func(s ClusterScale) []any { return []any{s.AllGoneSeconds} })
+	row(gone, "%.1f s", func(s ClusterScale) []any { return []any{s.AllGoneSeconds} })
 	row("runner Pods created / most at once", "%d / %d", func(s ClusterScale) []any { return []any{s.RunnerPods, s.MaxPodsAtOnce} })
 	row("CPU, until the last Pod was gone", "%.1f s", func(s ClusterScale) []any { return []any{s.CPU.Total()} })
 	row("of which", "%s", func(s ClusterScale) []any { return []any{cpuParts(s.CPU)} })

@@ -338,6 +338,30 @@ func TestClusterTarget(t *testing.T) {
 	if !strings.Contains(r.Targets[1].Measured, "the raw engine's Pod keeping its state in a Secret 20") {
 		t.Errorf("writes %q do not name the Pod keeping its state's", r.Targets[1].Measured)
 	}
+	if r.Targets[1].Note != "" {
+		t.Errorf("a note without kept Pods: %q", r.Targets[1].Note)
+	}
+}
+
+// A run whose controller keeps runner Pods for reuse says so where the Pod
+// targets are judged, and in the reading: a sample is then not a Pod's
+// whole life.
+func TestClusterRunWithKeptPods(t *testing.T) {
+	r := clusterSample()
+	r.One.PodReuse, r.One.LandformPodsCreated = "30s", 1
+	r.Scale.RunnerPods = 2
+	r.Targets = r.targets()
+	want := "runner Pods kept for reuse (`--runner-pod-reuse=30s`, off by default): 1 Pod(s) for 2 samples"
+	for _, i := range []int{1, 2} {
+		if r.Targets[i].Note != want {
+			t.Errorf("%s: note %q, want %q", r.Targets[i].Name, r.Targets[i].Note, want)
+		}
+	}
+	var b strings.Builder
+	r.reading(func(format string, args ...any) { fmt.Fprintf(&b, format, args...) })
+	if !strings.Contains(b.String(), "the 2 samples ran in 1 Pod(s), the 5 objects in 2.") {
+		t.Errorf("the reading does not tell the Pods reused:\n%s", b.String())
+	}
 }
 
 // TestRenderCluster renders the docs as `make bench-cluster` leaves
