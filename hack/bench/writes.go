@@ -408,10 +408,16 @@ func objectWrites(events []auditWrite, ns string, samples []writeSample, end tim
 }
 
 // writeSampleOf is the sample a write is charged to: the one its name names,
-// else the last one created before it.
+// else the last one created before it. A write to a Pod (or its status,
+// binding or events) after the sample its name names was done is of a
+// runner Pod kept for reuse (--runner-pod-reuse), serving a later sample:
+// charged by time too.
 func writeSampleOf(w auditWrite, samples []writeSample) int {
 	for i, s := range samples {
 		if holdsName(w.name, s.name) {
+			if podWrite(w) && !s.done.IsZero() && w.at.After(s.done) {
+				break
+			}
 			return i
 		}
 	}
@@ -422,6 +428,11 @@ func writeSampleOf(w auditWrite, samples []writeSample) int {
 		}
 	}
 	return i
+}
+
+// podWrite is a write to a Pod, its subresources or its events.
+func podWrite(w auditWrite) bool {
+	return w.resource == "pods" || strings.HasPrefix(w.resource, "pods/") || (w.resource == "events" && strings.Contains(w.name, "-runner-"))
 }
 
 // nameAt finds obj in name as a whole part: at the start or after '-',

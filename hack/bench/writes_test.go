@@ -241,3 +241,29 @@ func TestMarkSecretWrites(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// A write is charged to the sample its name names; a write to a runner
+// Pod after that sample was done is of the Pod kept for reuse, serving the
+// sample created last before it.
+func TestWriteSampleOf(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	samples := []writeSample{
+		{name: "one-0", created: t0, done: t0.Add(time.Second)},
+		{name: "one-1", created: t0.Add(5 * time.Second), done: t0.Add(6 * time.Second)},
+	}
+	for _, c := range []struct {
+		name string
+		w    auditWrite
+		want int
+	}{
+		{"its own Secret, later", auditWrite{at: t0.Add(5500 * time.Millisecond), resource: "secrets", name: "tfplan-one-0-0"}, 0},
+		{"its Pod, during it", auditWrite{at: t0.Add(500 * time.Millisecond), resource: "pods/status", name: "one-0-runner-abcde"}, 0},
+		{"its Pod reused for the next", auditWrite{at: t0.Add(5500 * time.Millisecond), resource: "pods", name: "one-0-runner-abcde"}, 1},
+		{"the reused Pod's event", auditWrite{at: t0.Add(5500 * time.Millisecond), resource: "events", name: "one-0-runner-abcde.17a"}, 1},
+		{"no name", auditWrite{at: t0.Add(5500 * time.Millisecond), resource: "leases", name: "other"}, 1},
+	} {
+		if got := writeSampleOf(c.w, samples); got != c.want {
+			t.Errorf("%s: sample %d, want %d", c.name, got, c.want)
+		}
+	}
+}
