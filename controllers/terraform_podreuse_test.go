@@ -61,6 +61,18 @@ resource "terraform_data" "leave" {
 }
 `}
 
+// leaving makes an object run leavingModule on the placer of label
+// (podPlacementLabel), with $SCRATCH naming the Pod's /tmp and extraEnv.
+func leaving(label string, extraEnv ...corev1.EnvVar) func(*infrav1.Terraform) {
+	return func(tf *infrav1.Terraform) {
+		tf.Labels = map[string]string{podPlacementLabel: label}
+		tf.Spec.Path = "modules/leave"
+		tf.Spec.RunnerPodTemplate = &infrav1.RunnerPodTemplate{Spec: infrav1.RunnerPodSpec{
+			Env: append([]corev1.EnvVar{{Name: "SCRATCH", Value: "/tmp"}}, extraEnv...),
+		}}
+	}
+}
+
 // With --runner-pod-reuse, the runner Pod of one object's runs serves the
 // next object of its namespace whose Pod would be the same, and nothing
 // the first left reaches the second: each object's module checks that no
@@ -75,17 +87,7 @@ func TestRunnerPodReusedForTheNextObject(t *testing.T) {
 	kubelet := startKubelet(t, ns)
 	newGitRepository(t, ns, "repo", artifacts.publish(leavingModule))
 	recycled := recycledRunners()
-	reused := func(extraEnv ...corev1.EnvVar) func(*infrav1.Terraform) {
-		return func(tf *infrav1.Terraform) {
-			tf.Labels = map[string]string{podPlacementLabel: "reuse"}
-			tf.Spec.Path = "modules/leave"
-			tf.Spec.RunnerPodTemplate = &infrav1.RunnerPodTemplate{Spec: infrav1.RunnerPodSpec{
-				Env: append([]corev1.EnvVar{{Name: "SCRATCH", Value: "/tmp"}}, extraEnv...),
-			}}
-		}
-	}
-
-	first := newTerraform(t, ns, "first", reused())
+	first := newTerraform(t, ns, "first", leaving("reuse"))
 	waitReady(t, first)
 	g.Expect(kubelet.CreatedIn(ns)).To(HaveLen(1))
 	// The runner is recycled once its run is collected, which may come
@@ -93,7 +95,7 @@ func TestRunnerPodReusedForTheNextObject(t *testing.T) {
 	// own.
 	g.Eventually(recycledRunners).WithTimeout(waitTimeout).Should(BeNumerically(">", recycled))
 
-	second := newTerraform(t, ns, "second", reused())
+	second := newTerraform(t, ns, "second", leaving("reuse"))
 	waitReady(t, second)
 	g.Expect(kubelet.CreatedIn(ns)).To(HaveLen(1), "the second object's runs ran in the first's Pod")
 	pod := &corev1.Pod{}
@@ -101,7 +103,7 @@ func TestRunnerPodReusedForTheNextObject(t *testing.T) {
 	g.Expect(pod.Labels).To(HaveKeyWithValue(infrav1.OwnerNameLabel, "second"), "the Pod is labelled for the object it serves")
 	g.Expect(pod.OwnerReferences).To(ConsistOf(HaveField("Name", "second")), "and owned by it")
 
-	other := newTerraform(t, ns, "other", reused(corev1.EnvVar{Name: "OTHER", Value: "1"}))
+	other := newTerraform(t, ns, "other", leaving("reuse", corev1.EnvVar{Name: "OTHER", Value: "1"}))
 	waitReady(t, other)
 	g.Expect(kubelet.CreatedIn(ns)).To(HaveLen(2), "an object whose Pod differs gets its own")
 
@@ -143,11 +145,7 @@ func TestKeptRunnerPodsEndWithTheController(t *testing.T) {
 	kubelet := startKubelet(t, ns)
 	newGitRepository(t, ns, "repo", artifacts.publish(leavingModule))
 	recycled := recycledRunners()
-	tf := newTerraform(t, ns, "kept", func(tf *infrav1.Terraform) {
-		tf.Labels = map[string]string{podPlacementLabel: "keep"}
-		tf.Spec.Path = "modules/leave"
-		tf.Spec.RunnerPodTemplate = &infrav1.RunnerPodTemplate{Spec: infrav1.RunnerPodSpec{Env: []corev1.EnvVar{{Name: "SCRATCH", Value: "/tmp"}}}}
-	})
+	tf := newTerraform(t, ns, "kept", leaving("keep"))
 	waitReady(t, tf)
 	g.Eventually(recycledRunners).WithTimeout(waitTimeout).Should(Equal(recycled + 1))
 	g.Expect(runnerPods(g, ns)).To(HaveLen(1), "the Pod is kept")

@@ -19,6 +19,11 @@ import (
 	"github.com/landform-dev/landform/runner"
 )
 
+// reuseMaxAge bounds a kept Pod's life: its env was resolved when it
+// started (a token from a Secret, rotated since), so a Pod serves no run
+// once it is this old, and changed Secrets reach the runs within it.
+const reuseMaxAge = 10 * time.Minute
+
 // reuseExitSlack is how long past the reuse time a recycled runner waits
 // for a call before it exits by itself: the controller that parked it
 // ends it at the reuse time, unless it stopped meanwhile.
@@ -114,12 +119,18 @@ func (p *Pod) release(pod *corev1.Pod) {
 // claim takes a parked Pod of key for run runID of obj: its labels and
 // owner become obj's, as a new Pod's would be, so that the garbage
 // collector, deleteLeftovers and Attach treat it as obj's. A Pod that is
-// being deleted or has ended is dropped. Nil when none serves.
+// being deleted or has ended is dropped, and so is one older than
+// reuseMaxAge. Nil when none serves.
 func (p *Pod) claim(ctx context.Context, log logr.Logger, obj *infrav1.Terraform, runID, key string) (*corev1.Pod, *runner.Client) {
 	for {
 		pp := p.unpark(key)
 		if pp == nil {
 			return nil, nil
+		}
+		if tooOld(pp.pod, time.Now()) {
+			p.end(log, pp.pod, pp.c)
+			p.release(pp.pod)
+			continue
 		}
 		want := p.podFor(obj, runID, "")
 		claimed := pp.pod.DeepCopy()
@@ -173,8 +184,13 @@ func (pl *podPool) setParked(key string, list []*parkedPod) {
 // park recycles the runner of pod, whose run ended, and keeps it for the
 // pool's idle time under key; a runner that refuses (a run still in
 // progress, a runner that is not its container's process 1) is ended as
-// without reuse. It reports whether the Pod was parked.
+// without reuse, and so is a Pod older than reuseMaxAge. It reports
+// whether the Pod was parked.
 func (p *Pod) park(log logr.Logger, pod *corev1.Pod, c *runner.Client, key string) bool {
+	if tooOld(pod, time.Now()) {
+		log.V(1).Info("the runner Pod is too old to be kept", "pod", pod.Name, "max-age", reuseMaxAge.String())
+		return false
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), recycleCallTimeout)
 	err := c.Recycle(ctx, p.pool.idle+reuseExitSlack)
 	cancel()
@@ -193,6 +209,11 @@ func (p *Pod) park(log logr.Logger, pod *corev1.Pod, c *runner.Client, key strin
 	})
 	p.pool.setParked(key, append(p.pool.parked[key], pp))
 	return true
+}
+
+// tooOld reports a Pod that should serve no more run (reuseMaxAge).
+func tooOld(pod *corev1.Pod, now time.Time) bool {
+	return !pod.CreationTimestamp.IsZero() && now.Sub(pod.CreationTimestamp.Time) > reuseMaxAge
 }
 
 // recycleCallTimeout bounds Recycle: the runner kills and reaps what a

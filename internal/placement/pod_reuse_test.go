@@ -2,6 +2,7 @@ package placement
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,6 +46,26 @@ func TestReuseKey(t *testing.T) {
 	} {
 		if got := p.reuseKey(c.obj, "tls") == base; got != c.same {
 			t.Errorf("%s: same key %v, want %v", c.name, got, c.same)
+		}
+	}
+}
+
+// A Pod serves no run once it is reuseMaxAge old: its env, resolved at
+// its start, may hold a rotated Secret's old value.
+func TestKeptPodMaxAge(t *testing.T) {
+	now := time.Now()
+	for _, c := range []struct {
+		created time.Time
+		old     bool
+	}{
+		{now.Add(-time.Minute), false},
+		{now.Add(-reuseMaxAge + time.Second), false},
+		{now.Add(-reuseMaxAge - time.Second), true},
+		{time.Time{}, false}, // not known: the API server sets it
+	} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(c.created)}}
+		if got := tooOld(pod, now); got != c.old {
+			t.Errorf("created %s before: too old %v, want %v", now.Sub(c.created), got, c.old)
 		}
 	}
 }
