@@ -19,20 +19,20 @@ import (
 
 // leavingModule's apply fails if anything an earlier object's runs left in
 // its runner Pod is still there, then leaves the same for the next: a file
-// in the engine's HOME, in the runner's /work and in the Pod's /tmp, and a
-// process that outlives terraform.
+// in the engine's HOME, in the runner's /work, in the Pod's /tmp and
+// /dev/shm, and a process that outlives terraform.
 const leavingModule = `
 resource "terraform_data" "leave" {
   provisioner "local-exec" {
     command = <<-EOT
       set -e
-      for f in "$HOME/left-behind" /tmp/left-behind "${path.module}/../../left-behind"; do
+      for f in "$HOME/left-behind" /tmp/left-behind /dev/shm/left-behind "${path.module}/../../left-behind"; do
         if [ -e "$f" ]; then echo "found $f, left by the object before"; exit 1; fi
       done
       for p in /proc/[0-9]*; do
         if [ "$(tr '\0' ' ' < "$p/cmdline" 2>/dev/null)" = "sleep 3717 " ]; then echo "found process $p, left by the object before"; exit 1; fi
       done
-      for f in "$HOME/left-behind" /tmp/left-behind "${path.module}/../../left-behind"; do echo here > "$f"; done
+      for f in "$HOME/left-behind" /tmp/left-behind /dev/shm/left-behind "${path.module}/../../left-behind"; do echo here > "$f"; done
       nohup sleep 3717 >/dev/null 2>&1 &
     EOT
   }
@@ -42,7 +42,7 @@ resource "terraform_data" "leave" {
 // TestRunnerPodReusedOnARealKubelet: with --runner-pod-reuse, the runner
 // Pod of one object's runs, a container of containerd and runc, serves
 // the next object's, and nothing the first object's module left in it
-// (a process, files in HOME, /work and /tmp) reaches the second's, whose
+// (a process, files in HOME, /work, /tmp and /dev/shm) reaches the second's, whose
 // module fails if it finds any. It runs where the installation keeps
 // runner Pods: e2e/cluster/ci.sh installs one so
 // (LANDFORM_RUNNER_POD_REUSE=10s make e2e-cluster).

@@ -56,6 +56,14 @@ func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod, fp *fakePod) error
 	for _, m := range container.VolumeMounts {
 		mounts[m.MountPath] = volumes[m.Name]
 	}
+	// A container's /dev/shm is its Pod's own: a path the runner is told
+	// (--recycle-dir) names a directory of the Pod's here, never the
+	// host's. (What runs in the Pod still sees the host's /dev/shm.)
+	shm := filepath.Join(root, "shm")
+	if err := os.MkdirAll(shm, 0o700); err != nil {
+		return err
+	}
+	mounts["/dev/shm"] = shm
 	paths := make([]string, 0, len(mounts))
 	for p := range mounts {
 		paths = append(paths, p)

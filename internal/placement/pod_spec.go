@@ -32,6 +32,9 @@ const (
 	workMountPath = "/work"
 	homeMountPath = "/tmp"
 
+	// shmPath is the container's shared memory, a tmpfs of the Pod's.
+	shmPath = "/dev/shm"
+
 	tlsVolume  = "runner-tls"
 	workVolume = "work"
 	homeVolume = "tmp"
@@ -80,9 +83,11 @@ func (p *Pod) podFor(obj *infrav1.Terraform, runID, secretName string) *corev1.P
 		"--tls-client-cn", certs.ControllerName,
 		"--work-dir", workMountPath,
 		"--grace", grace.String(),
-		// HOME: emptied with the work directory when the runner is
-		// recycled for another object (pod_reuse.go).
+		// HOME and the Pod's own /dev/shm: emptied with the work
+		// directory when the runner is recycled for another object
+		// (pod_reuse.go).
 		"--recycle-dir", homeMountPath,
+		"--recycle-dir", shmPath,
 	}
 	for _, m := range p.ProviderMirrors {
 		args = append(args, "--provider-mirror", m)

@@ -46,6 +46,7 @@ func TestPodFor(t *testing.T) {
 		"--work-dir", "/work",
 		"--grace", "45s",
 		"--recycle-dir", "/tmp",
+		"--recycle-dir", "/dev/shm",
 		"--provider-mirror", "/providers",
 	}
 	ownVolumes := []corev1.Volume{

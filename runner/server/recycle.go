@@ -28,7 +28,7 @@ const recycleTimeout = 10 * time.Second
 // holds the next run's state token, or read the next run's variables in
 // the work directory), files in the work directory (the engine launcher,
 // installed engines, provider plugins: code the next run would execute),
-// in HOME and /tmp (--recycle-dir), the runs' logs and results, and the
+// in HOME, /tmp and /dev/shm (--recycle-dir), the runs' logs and results, and the
 // state token. So the runner kills every other process of its PID
 // namespace, which only its namespace's process 1 can do without touching
 // anything else (kill(-1) from process 1 reaches its namespace alone), and
