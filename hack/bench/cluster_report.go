@@ -486,6 +486,10 @@ func (r *ClusterReport) writeMarkdown(p printer) {
 	p("   create to `Ready` at the revision with no run in flight and its outputs Secret holding both outputs. Each sample starts\n")
 	p("   once the namespace has no Pod (the last sample's torn down) and a second has passed. Medians. The first Landform sample\n")
 	p("   includes the controller's first download of the GitRepository's artifact.\n")
+	if r.One.PodReuse != "" {
+		p("   The controller keeps runner Pods for reuse in this run (`--runner-pod-reuse=%s`): a Landform sample ends, and the next\n", r.One.PodReuse)
+		p("   starts, once the namespace's only Pods are runner Pods it keeps (its `landform_runner_pods_kept`), not once they are gone.\n")
+	}
 	p("2. **Where the time goes**: each sample's timeline from watches (Pods, Events, Terraform objects, Secrets: the API's own\n")
 	p("   timestamps, the Pods' conditions and the Events', are whole seconds), the controller's `landform_runner_start_seconds`\n")
 	p("   (read from its metrics endpoint on the Pod IP before and after the sample) and, for the end of `init`, the controller's log\n")
@@ -493,7 +497,11 @@ func (r *ClusterReport) writeMarkdown(p printer) {
 	p("   from the milestone before to its own; the medians of the phases need not add up to the median of the whole.\n")
 	if s.N > 0 {
 		p("3. **%d objects** created at once (8 clients in parallel) on the one GitRepository; all-Ready time from the first create,\n", s.N)
-		p("   latencies p50/p95, then until the last runner Pod is gone.\n")
+		if r.One.PodReuse != "" {
+			p("   latencies p50/p95, then until every runner Pod is gone or idle and kept.\n")
+		} else {
+			p("   latencies p50/p95, then until the last runner Pod is gone.\n")
+		}
 	}
 	p("%d. **CPU**, from counters read before and after each window: the controller container's cgroup (`cpuacct`), the BestEffort\n", map[bool]int{true: 4, false: 3}[s.N > 0])
 	p("   Pods' cgroup (`kubepods/besteffort`: the runner Pods and the raw engine's Pods, which set no resources), and the cluster's\n")
