@@ -231,12 +231,17 @@ func (p *Pod) EndKept(log logr.Logger) {
 	p.pool.mu.Lock()
 	var all []*parkedPod
 	for key, list := range p.pool.parked {
+		// A Pod whose timer fired is left to it, as unpark leaves it:
+		// the timer ends it once it finds it still parked.
+		var fired []*parkedPod
 		for _, pp := range list {
 			if pp.timer.Stop() {
 				all = append(all, pp)
+			} else {
+				fired = append(fired, pp)
 			}
 		}
-		p.pool.setParked(key, nil)
+		p.pool.setParked(key, fired)
 	}
 	p.pool.mu.Unlock()
 	for _, pp := range all {

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -67,5 +68,29 @@ func TestKeptPodMaxAge(t *testing.T) {
 		if got := tooOld(pod, now); got != c.old {
 			t.Errorf("created %s before: too old %v, want %v", now.Sub(c.created), got, c.old)
 		}
+	}
+}
+
+// EndKept leaves a kept Pod whose reuse time ran out to its timer, as a
+// claim does: the timer, which ends it, must still find it kept.
+func TestEndKeptLeavesAFiredTimerItsPod(t *testing.T) {
+	p := &Pod{}
+	p.ReuseFor(time.Hour)
+	pp := &parkedPod{pod: &corev1.Pod{}}
+	fired, proceed, found := make(chan struct{}), make(chan struct{}), make(chan bool)
+	pp.timer = time.AfterFunc(0, func() {
+		close(fired)
+		<-proceed
+		found <- p.dropParked("key", pp)
+	})
+	p.pool.mu.Lock()
+	p.pool.setParked("key", []*parkedPod{pp})
+	p.pool.mu.Unlock()
+	<-fired
+
+	p.EndKept(logr.Discard())
+	close(proceed)
+	if !<-found {
+		t.Fatal("EndKept dropped a Pod whose timer had fired: nothing ends it")
 	}
 }
