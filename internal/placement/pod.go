@@ -98,8 +98,9 @@ func (p *Pod) Start(ctx context.Context, obj *infrav1.Terraform, runID string) (
 	p.deleteLeftovers(ctx, log, obj)
 	key := ""
 	if p.pool != nil {
-		key = p.reuseKey(obj, nsTLS.SecretName)
-		if pod, c := p.claim(ctx, log, obj, runID, key); pod != nil {
+		want := p.podFor(obj, runID, nsTLS.SecretName)
+		key = reuseKey(want)
+		if pod, c := p.claim(ctx, log, want, key); pod != nil {
 			metrics.ObserveRunnerStart("pod", time.Since(started))
 			return p.run(log, obj, pod, c, key), nil
 		}
@@ -394,8 +395,7 @@ func (p *Pod) run(log logr.Logger, obj *infrav1.Terraform, pod *corev1.Pod, c *r
 				if reusable && p.park(log, pod, c, key) {
 					return
 				}
-				stopErr = p.end(log, pod, c)
-				p.release(pod)
+				stopErr = p.endHeld(log, pod, c)
 			})
 			return stopErr
 		},
@@ -482,7 +482,7 @@ func (p *Pod) Attach(ctx context.Context, obj *infrav1.Terraform, runID string) 
 	}
 	key := ""
 	if p.pool != nil {
-		key = p.reuseKey(obj, nsTLS.SecretName)
+		key = reuseKey(p.podFor(obj, runID, nsTLS.SecretName))
 		p.hold(pod)
 	}
 	return p.run(logr.FromContextOrDiscard(ctx), obj, pod, c, key), nil

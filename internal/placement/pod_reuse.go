@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -70,18 +71,18 @@ func (p *Pod) ReuseFor(idle time.Duration) {
 }
 
 // reuseKey is what two objects' runner Pods must share for one Pod to
-// serve both: the namespace, and the Pod as podFor builds it but for what
+// serve both: the namespace, and pod, as podFor builds it, but for what
 // names the object and the run (its labels, name and owner).
-func (p *Pod) reuseKey(obj *infrav1.Terraform, secretName string) string {
-	pod := p.podFor(obj, "", secretName)
-	delete(pod.Labels, infrav1.OwnerNameLabel)
-	delete(pod.Labels, infrav1.RunLabel)
+func reuseKey(pod *corev1.Pod) string {
+	labels := maps.Clone(pod.Labels)
+	delete(labels, infrav1.OwnerNameLabel)
+	delete(labels, infrav1.RunLabel)
 	b, _ := json.Marshal(struct {
 		Namespace   string
 		Labels      map[string]string
 		Annotations map[string]string
 		Spec        corev1.PodSpec
-	}{obj.Namespace, pod.Labels, pod.Annotations, pod.Spec})
+	}{pod.Namespace, labels, pod.Annotations, pod.Spec})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
@@ -116,23 +117,28 @@ func (p *Pod) release(pod *corev1.Pod) {
 	p.pool.mu.Unlock()
 }
 
-// claim takes a parked Pod of key for run runID of obj: its labels and
-// owner become obj's, as a new Pod's would be, so that the garbage
-// collector, deleteLeftovers and Attach treat it as obj's. A Pod that is
+// endHeld ends pod as without reuse (end) and lets go of it.
+func (p *Pod) endHeld(log logr.Logger, pod *corev1.Pod, c *runner.Client) error {
+	err := p.end(log, pod, c)
+	p.release(pod)
+	return err
+}
+
+// claim takes a parked Pod of key for a run whose Pod would be want: its
+// labels and owner become want's, so that the garbage collector,
+// deleteLeftovers and Attach treat it as the run's object's. A Pod that is
 // being deleted or has ended is dropped, and so is one older than
 // reuseMaxAge. Nil when none serves.
-func (p *Pod) claim(ctx context.Context, log logr.Logger, obj *infrav1.Terraform, runID, key string) (*corev1.Pod, *runner.Client) {
+func (p *Pod) claim(ctx context.Context, log logr.Logger, want *corev1.Pod, key string) (*corev1.Pod, *runner.Client) {
 	for {
 		pp := p.unpark(key)
 		if pp == nil {
 			return nil, nil
 		}
 		if tooOld(pp.pod, time.Now()) {
-			p.end(log, pp.pod, pp.c)
-			p.release(pp.pod)
+			_ = p.endHeld(log, pp.pod, pp.c)
 			continue
 		}
-		want := p.podFor(obj, runID, "")
 		claimed := pp.pod.DeepCopy()
 		for k, v := range want.Labels {
 			claimed.Labels[k] = v
@@ -145,8 +151,7 @@ func (p *Pod) claim(ctx context.Context, log logr.Logger, obj *infrav1.Terraform
 			return claimed, pp.c
 		}
 		log.V(1).Info("a parked runner Pod cannot serve: ending it", "pod", pp.pod.Name, "error", fmt.Sprint(err))
-		p.end(log, pp.pod, pp.c)
-		p.release(pp.pod)
+		_ = p.endHeld(log, pp.pod, pp.c)
 	}
 }
 
@@ -203,8 +208,7 @@ func (p *Pod) park(log logr.Logger, pod *corev1.Pod, c *runner.Client, key strin
 	defer p.pool.mu.Unlock()
 	pp.timer = time.AfterFunc(p.pool.idle, func() {
 		if p.dropParked(key, pp) {
-			p.end(log, pod, c)
-			p.release(pod)
+			_ = p.endHeld(log, pod, c)
 		}
 	})
 	p.pool.setParked(key, append(p.pool.parked[key], pp))

@@ -28,7 +28,8 @@ func TestReuseKey(t *testing.T) {
 			o.Spec.RunnerPodTemplate = &infrav1.RunnerPodTemplate{Spec: infrav1.RunnerPodSpec{Env: []corev1.EnvVar{{Name: "X", Value: v}}}}
 		}
 	}
-	base := p.reuseKey(obj("a", "one", withEnv("1")), "tls")
+	key := func(o *infrav1.Terraform) string { return reuseKey(p.podFor(o, "run-"+o.Name, "tls")) }
+	base := key(obj("a", "one", withEnv("1")))
 	for _, c := range []struct {
 		name string
 		obj  *infrav1.Terraform
@@ -45,7 +46,7 @@ func TestReuseKey(t *testing.T) {
 			o.Spec.RunnerPodTemplate.Metadata.Labels = map[string]string{"team": "x"}
 		}), false},
 	} {
-		if got := p.reuseKey(c.obj, "tls") == base; got != c.same {
+		if got := key(c.obj) == base; got != c.same {
 			t.Errorf("%s: same key %v, want %v", c.name, got, c.same)
 		}
 	}
