@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"time"
 )
 
@@ -49,16 +47,11 @@ func (cb *clusterBench) waitIdle(ctx context.Context) error {
 
 // podsKept reads the controller's landform_runner_pods_kept.
 func podsKept(url string) (int, error) {
-	resp, err := http.Get(url)
+	body, err := scrape(url)
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	samples, err := metricSamples(string(body), "landform_runner_pods_kept")
+	samples, err := metricSamples(body, "landform_runner_pods_kept")
 	if err != nil {
 		return 0, fmt.Errorf("controller %w", err)
 	}

@@ -1071,6 +1071,17 @@ type controller struct {
 	logFile *os.File
 }
 
+// scrape reads the metrics exposition served at url.
+func scrape(url string) (string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return string(body), err
+}
+
 // runnerStarts reads the controller's landform_runner_start_seconds
 // histogram for local runners: the sum of the start times and their count.
 func (c *controller) runnerStarts() (sum, count float64, err error) {
@@ -1081,17 +1092,12 @@ func (c *controller) runnerStarts() (sum, count float64, err error) {
 // controller serving metrics at url, for runners of placement (local or
 // pod): the sum of the start times and their count.
 func runnerStarts(url, placement string) (sum, count float64, err error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	body, err := scrape(url)
 	if err != nil {
 		return 0, 0, err
 	}
 	for name, into := range map[string]*float64{"landform_runner_start_seconds_sum": &sum, "landform_runner_start_seconds_count": &count} {
-		samples, err := metricSamples(string(body), name)
+		samples, err := metricSamples(body, name)
 		if err != nil {
 			return 0, 0, fmt.Errorf("controller %w", err)
 		}
