@@ -28,8 +28,8 @@ const recycleTimeout = 10 * time.Second
 // holds the next run's state token, or read the next run's variables in
 // the work directory), files in the work directory (the engine launcher,
 // installed engines, provider plugins: code the next run would execute),
-// in HOME, /tmp and /dev/shm (--recycle-dir), the runs' logs and results, and the
-// state token. So the runner kills every other process of its PID
+// in HOME, /tmp and /dev/shm (--recycle-dir), the runs' logs and results,
+// and the state token. So the runner kills every other process of its PID
 // namespace, which only its namespace's process 1 can do without touching
 // anything else (kill(-1) from process 1 reaches its namespace alone), and
 // empties the directories; whatever it cannot do, it refuses, unchanged,
@@ -59,9 +59,7 @@ func (s *Server) Recycle(ctx context.Context, req *runnerpb.RecycleRequest) (*ru
 	}
 	s.ws, s.runs, s.current = nil, map[string]*run{}, nil
 	if s.state != nil {
-		none := ""
-		s.state.token.Store(&none)
-		s.state.secret.Store(&none)
+		s.state.use("", "")
 	}
 	if err := s.prepare(); err != nil {
 		return nil, end(notRecyclable(err.Error()))

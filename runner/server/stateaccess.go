@@ -43,6 +43,13 @@ type stateAccess struct {
 	secret atomic.Pointer[string] // the state Secret's name
 }
 
+// use has the proxy carry token and narrow lists to the state Secret
+// secret; empty, it carries no credential (Recycle).
+func (sa *stateAccess) use(token, secret string) {
+	sa.token.Store(&token)
+	sa.secret.Store(&secret)
+}
+
 var errNoUpstream = errors.New("the backend configuration names neither config_path nor in_cluster_config")
 
 // useStateToken points ws's kubernetes backend at the state proxy with
@@ -63,9 +70,7 @@ func (s *Server) useStateToken(ws *workspace, token string) error {
 		}
 		s.state = sa
 	}
-	secret := statelock.StateSecretName(ws.workspace, ws.backendConfig["secret_suffix"])
-	s.state.token.Store(&token)
-	s.state.secret.Store(&secret)
+	s.state.use(token, statelock.StateSecretName(ws.workspace, ws.backendConfig["secret_suffix"]))
 	if err := s.state.writeKubeconfig(filepath.Join(ws.moduleDir, StateKubeconfigFile), ws.backendConfig["namespace"]); err != nil {
 		return internalError("write the state kubeconfig", err)
 	}
