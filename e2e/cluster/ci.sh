@@ -2,7 +2,7 @@
 # CI's real-cluster step (.ci/run, after `make test`): where this machine
 # can run a single-node cluster (root, containerd installable, iptables
 # usable, the ports free), runs `make cluster-up`, `make e2e-cluster` (and
-# its runner Pod reuse test again with reuse on) and a small `make
+# a runner Pod test and a chaos test again with one Pod per run) and a small `make
 # bench-cluster`, and `make cluster-down` at the end, pass
 # or fail, then checks that nothing is left: no process, mount, iptables
 # chain, link or CNI config.
@@ -30,9 +30,10 @@ started=$(date +%s)
 rc=0
 make cluster-up || rc=$?
 [ "$rc" -ne 0 ] || make e2e-cluster || rc=$?
-# Runner Pods kept for reuse (off by default): the installation upgraded
-# with --runner-pod-reuse, the test that needs it (it skips above).
-[ "$rc" -ne 0 ] || LANDFORM_RUNNER_POD_REUSE=10s E2E_FLAGS='-run TestRunnerPodReusedOnARealKubelet' make e2e-cluster || rc=$?
+# The suite ran with the chart's default, runner Pods kept for reuse; one
+# Pod per run (--runner-pod-reuse=0) again for the tests of a runner Pod's
+# life and of one killed mid-apply.
+[ "$rc" -ne 0 ] || LANDFORM_RUNNER_POD_REUSE=0 E2E_FLAGS='-run TestRunnerPodsOnARealKubelet|TestChaosRunnerKilledMidApply' make e2e-cluster || rc=$?
 # A small bench-cluster (about a minute: 3 samples, 5 objects) on the
 # images e2e-cluster installed: the harness works on a real cluster. No
 # figure is judged, and they go to a temporary directory, not docs/.

@@ -105,14 +105,15 @@ ctr_() { ctr --address "$containerd_sock" -n k8s.io "$@"; }
 # e2e/cluster/values.yaml (images of `make images`), runners allowed in the
 # given namespaces, which must exist. The image tag stays e2e; the digest
 # annotation rolls the controller out when its image changed.
-# LANDFORM_RUNNER_POD_REUSE (a Go duration) sets runner.podReuse
-# (--runner-pod-reuse); unset, the chart's default (off).
+# LANDFORM_RUNNER_POD_REUSE (a Go duration; 0: one Pod per run) sets
+# runner.podReuse (--runner-pod-reuse); unset, the chart's default (30s).
 install_landform() {
 	local digest namespaces
 	namespaces=$(IFS=,; echo "$*")
 	# Runner Pods install the engines objects ask for from the platform's
 	# mirror, verified with its key (when the platform runs).
-	local engine_values=()
+	local engine_values=() reuse_values=()
+	[ -z "${LANDFORM_RUNNER_POD_REUSE:-}" ] || reuse_values=(--set-string "runner.podReuse=$LANDFORM_RUNNER_POD_REUSE")
 	if [ -s "$engine_mirror_key" ]; then
 		engine_values=(--set "engines.terraform.releasesURL=http://$(node_ip):$engine_mirror_port"
 			--set-file "engines.terraform.signingKey=$engine_mirror_key")
@@ -123,7 +124,7 @@ install_landform() {
 		--values "$root/e2e/cluster/values.yaml" \
 		--set "runner.namespaces={$namespaces}" \
 		"${engine_values[@]}" \
-		--set-string "runner.podReuse=${LANDFORM_RUNNER_POD_REUSE:-}" \
+		"${reuse_values[@]}" \
 		--set-string "podAnnotations.landform\.dev/image-digest=${digest//:/-}" \
 		--wait --timeout 5m
 }

@@ -44,20 +44,25 @@ resource "terraform_data" "leave" {
 // the next object's, and nothing the first object's module left in it
 // (a process, files in HOME, /work, /tmp and /dev/shm) reaches the second's, whose
 // module fails if it finds any. It runs where the installation keeps
-// runner Pods: e2e/cluster/ci.sh installs one so
-// (LANDFORM_RUNNER_POD_REUSE=10s make e2e-cluster).
+// runner Pods for reuse, as the chart's default does. Its objects' Pods
+// carry a label of their own, so that no Pod another test's object left
+// kept serves them.
 func TestRunnerPodReusedOnARealKubelet(t *testing.T) {
 	e := connect(t)
 	ctx := context.Background()
-	if reuse := e.controllerFlag(t, "runner-pod-reuse"); reuse == "" || reuse == "0" || reuse == "0s" {
-		t.Skip("the installation keeps no runner Pod for reuse (LANDFORM_RUNNER_POD_REUSE=10s make e2e-cluster runs this test)")
+	if reuse := e.controllerFlag(t, "runner-pod-reuse"); reuse != "" {
+		if d, err := time.ParseDuration(reuse); err == nil && d <= 0 {
+			t.Skip("the installation keeps no runner Pod for reuse (--runner-pod-reuse=" + reuse + ")")
+		}
 	}
 	for _, name := range []string{"reuse-first", "reuse-second"} {
 		e.deleteLeftovers(t, name, "tfstate-default-"+name)
 	}
 	e.gitRepository(t, "reuse", map[string]string{"leave/main.tf": leavingModule})
 	object := func(name string) *infrav1.Terraform {
-		return e.terraform(t, &infrav1.Terraform{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: autoSpec("reuse", "./leave", time.Minute)})
+		spec := autoSpec("reuse", "./leave", time.Minute)
+		spec.RunnerPodTemplate = &infrav1.RunnerPodTemplate{Metadata: infrav1.RunnerPodMetadata{Labels: map[string]string{"e2e.landform.dev/test": "pod-reuse"}}}
+		return e.terraform(t, &infrav1.Terraform{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec})
 	}
 	readyOrFailed := func(tf *infrav1.Terraform) bool {
 		c := ready(tf)

@@ -294,7 +294,7 @@ func (c *ClusterComparison) writeMarkdown(p printer) {
 		flagOf(c.Landform.ControllerArgs, "concurrent-runs"), c.Peer.Name, "--concurrent="+flagOf(c.Peer.ControllerArgs, "concurrent"))
 	gone := "last runner Pod gone"
 	if reuse := flagOf(c.Landform.ControllerArgs, "runner-pod-reuse"); reuse != "" && l.PodsKept > 0 {
-		p("Landform keeps runner Pods for reuse (`--runner-pod-reuse=%s`, off by default): its %d objects ran in %d runner Pods, each recycled\n", reuse, c.N, l.RunnerPods)
+		p("Landform keeps runner Pods for reuse (`--runner-pod-reuse=%s`): its %d objects ran in %d runner Pods, each recycled\n", reuse, c.N, l.RunnerPods)
 		p("between objects, and its window ends once they are idle and kept (%d), not gone.\n", l.PodsKept)
 		gone = "last runner Pod gone (Landform: or idle and kept)"
 	}

@@ -397,7 +397,7 @@ func (r *ClusterReport) targets() []Target {
 	// Kept Pods change what a sample is: say so where the target is judged.
 	reuse := ""
 	if o.PodReuse != "" {
-		reuse = fmt.Sprintf("runner Pods kept for reuse (`--runner-pod-reuse=%s`, off by default): %d Pod(s) for %d samples", o.PodReuse, o.LandformPodsCreated, len(o.LandformSeconds))
+		reuse = fmt.Sprintf("runner Pods kept for reuse (`--runner-pod-reuse=%s`): %d Pod(s) for %d samples", o.PodReuse, o.LandformPodsCreated, len(o.LandformSeconds))
 	}
 	return []Target{{
 		Name: clusterTargetOne, Want: "≤ the raw engine in a Pod + 1.5 s",

@@ -351,7 +351,7 @@ func TestClusterRunWithKeptPods(t *testing.T) {
 	r.One.PodReuse, r.One.LandformPodsCreated = "30s", 1
 	r.Scale.RunnerPods = 2
 	r.Targets = r.targets()
-	want := "runner Pods kept for reuse (`--runner-pod-reuse=30s`, off by default): 1 Pod(s) for 2 samples"
+	want := "runner Pods kept for reuse (`--runner-pod-reuse=30s`): 1 Pod(s) for 2 samples"
 	for _, i := range []int{1, 2} {
 		if r.Targets[i].Note != want {
 			t.Errorf("%s: note %q, want %q", r.Targets[i].Name, r.Targets[i].Note, want)
