@@ -33,7 +33,6 @@ import (
 	"github.com/landform-dev/landform/internal/custody"
 	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/internal/testenv"
-	"github.com/landform-dev/landform/internal/unsavedstate"
 )
 
 const (
@@ -352,7 +351,7 @@ func runCLI(ns string, args ...string) (stdout, stderr string, err error) {
 // build theirs with internal/app, which imports this package.
 func withRuns(mgr ctrl.Manager, r *TerraformReconciler, kube kubernetes.Interface, slots int) error {
 	r.Custody = &custody.Keeper{
-		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Objects: mgr.GetClient(),
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Objects: mgr.GetClient(), Namespaces: mgr.GetClient(),
 		FieldOwner: FieldOwner,
 		Leases:     kube.CoordinationV1().Leases,
 		Secrets:    kube.CoreV1().Secrets,
@@ -361,7 +360,7 @@ func withRuns(mgr ctrl.Manager, r *TerraformReconciler, kube kubernetes.Interfac
 	r.Runs = runs.New(runs.Config{
 		Placer:  r.Placer,
 		Tokens:  r.Custody,
-		Unsaved: unsavedstate.Store{Client: mgr.GetClient()},
+		Unsaved: r.Custody.UnsavedStates(),
 		Client:  mgr.GetClient(),
 		Slots:   slots,
 		Drain:   time.Minute,

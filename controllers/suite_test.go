@@ -41,6 +41,7 @@ import (
 	"github.com/landform-dev/landform/internal/source"
 	"github.com/landform-dev/landform/internal/testenv"
 	"github.com/landform-dev/landform/internal/testenv/enginemirror"
+	"github.com/landform-dev/landform/internal/unsavedstate"
 	"github.com/landform-dev/landform/runner"
 )
 
@@ -69,6 +70,11 @@ var (
 	// controllerView reads through the controller's own cache: what its
 	// next reconcile sees.
 	controllerView client.Reader
+	// runsUnsaved is the store through which the suite's runs keep a
+	// state they could not save: a test keeping one as a run would keeps
+	// it there, and the controller, which remembers finding none, looks
+	// again.
+	runsUnsaved unsavedstate.Store
 	// terraformMirror serves Terraform 1.5.7, and 1.4.6 tampered with, as
 	// spec.engine's Terraform releases; the OpenTofu source is a mirror
 	// whose checksums another key signed (terraform_engine_test.go).
@@ -218,6 +224,7 @@ func runSuite(m *testing.M) int {
 	if err := withRuns(mgr, r, ctrlKube, 8); err != nil {
 		panic(err)
 	}
+	runsUnsaved = r.Custody.UnsavedStates()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := r.SetupWithManager(ctx, mgr, Options{MaxConcurrentReconciles: 2}); err != nil {

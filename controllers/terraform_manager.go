@@ -48,12 +48,13 @@ type Options struct {
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
 
-// RBAC for the state identity (internal/custody) and the namespace of a
-// deletion (internal/stateguard).
+// RBAC for the state identity (internal/custody) and the namespaces of
+// runs (internal/stateguard: being deleted, admitting only previews; read
+// from a cache of their metadata, hence list and watch).
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;create;patch;delete
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // RBAC for inputs read from object fields (internal/inputs): Services and
 // Ingresses by default (a load balancer's address); the chart's inputKinds

@@ -12,6 +12,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
@@ -220,14 +221,22 @@ func TestPreviewRefusals(t *testing.T) {
 	g.Expect(strings.Contains(readFile(path), "x")).To(BeFalse())
 }
 
-// labelNamespace sets a label on a namespace.
+// labelNamespace sets a label on a namespace, and returns once the
+// controller's cache, from which it reads namespaces, has it.
 func labelNamespace(t *testing.T, ns, key, value string) {
 	t.Helper()
+	g := NewWithT(t)
 	n := &corev1.Namespace{}
-	NewWithT(t).Expect(k8sClient.Get(context.Background(), client.ObjectKey{Name: ns}, n)).To(Succeed())
+	g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Name: ns}, n)).To(Succeed())
 	if n.Labels == nil {
 		n.Labels = map[string]string{}
 	}
 	n.Labels[key] = value
-	NewWithT(t).Expect(k8sClient.Update(context.Background(), n)).To(Succeed())
+	g.Expect(k8sClient.Update(context.Background(), n)).To(Succeed())
+	seen := &metav1.PartialObjectMetadata{}
+	seen.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	g.Eventually(func() string {
+		_ = controllerView.Get(context.Background(), client.ObjectKey{Name: ns}, seen)
+		return seen.Labels[key]
+	}, 10*time.Second, 10*time.Millisecond).Should(Equal(value), "the controller's cache sees label %s", key)
 }

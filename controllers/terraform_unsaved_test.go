@@ -86,7 +86,7 @@ func TestUnsavedStateIsWrittenBeforeTheNextRun(t *testing.T) {
 	g.Expect(creates(path)).To(Equal(1))
 	applied := backendState(g, tf)
 	serial := int(applied["serial"].(float64))
-	store := unsavedstate.Store{Client: k8sClient}
+	store := runsUnsaved
 	keep := func(st map[string]any) {
 		raw, err := json.Marshal(st)
 		g.Expect(err).NotTo(HaveOccurred())

@@ -41,7 +41,6 @@ import (
 	"github.com/landform-dev/landform/internal/planstore"
 	"github.com/landform-dev/landform/internal/runs"
 	"github.com/landform-dev/landform/internal/source"
-	"github.com/landform-dev/landform/internal/unsavedstate"
 	"github.com/landform-dev/landform/runner"
 )
 
@@ -237,7 +236,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, c Config) (ctrl.Manager, 
 		AllowCrossNamespaceRefs: c.AllowCrossNamespaceRefs,
 		Engines:                 c.Engines,
 		Custody: &custody.Keeper{
-			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Objects: mgr.GetClient(),
+			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Objects: mgr.GetClient(), Namespaces: mgr.GetClient(),
 			FieldOwner:   controllers.FieldOwner,
 			HistoryLimit: c.StateHistory,
 			Leases:       kube.CoordinationV1().Leases,
@@ -248,7 +247,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, c Config) (ctrl.Manager, 
 	r.Runs = runs.New(runs.Config{
 		Placer:  placer,
 		Tokens:  r.Custody,
-		Unsaved: unsavedstate.Store{Client: mgr.GetClient()},
+		Unsaved: r.Custody.UnsavedStates(),
 		Client:  mgr.GetClient(),
 		Slots:   c.ConcurrentRuns,
 		Collect: r,

@@ -68,6 +68,15 @@ type Keeper struct {
 	Client  client.Client
 	Reader  client.Reader
 	Objects client.Reader
+	// Namespaces reads namespaces' metadata from a cache (the manager's
+	// client, which watches it): whether a namespace admits only
+	// previews or is being deleted is asked before every run, and a
+	// read from the API server would wait on the run's path. A namespace
+	// the cache has not seen is read through Reader (one created a
+	// moment ago), as the API server's own NamespaceLifecycle admission
+	// does; a label changed a moment ago is seen once the watch brings
+	// it, milliseconds later. Nil: Reader.
+	Namespaces client.Reader
 	// FieldOwner is the field manager of the state identity's writes.
 	FieldOwner string
 	// HistoryLimit is how many versions of a state are kept before its
@@ -142,38 +151,54 @@ func (k *Keeper) Claim(ctx context.Context, obj *v1alpha1.Terraform) error {
 		Annotations: map[string]string{v1alpha1.OwnerAnnotation: obj.Name}}}
 	// One after the other, the Secret first: it decides who owns the
 	// state, and a refused claimant must not create the Lease.
-	if err := k.claim(ctx, obj, state, seed); err != nil {
+	fresh := neverRan(obj)
+	if err := k.claim(ctx, obj, state, seed, fresh); err != nil {
 		return err
 	}
-	return k.claim(ctx, obj, lease, nil)
+	return k.claim(ctx, obj, lease, nil, fresh)
+}
+
+// neverRan reports whether obj's status records nothing of a reconcile
+// that got as far as its state: a new object, whose state is most likely
+// missing.
+func neverRan(obj *v1alpha1.Terraform) bool {
+	return obj.Status.Run == nil && obj.Status.LastAttemptedRevision == "" && obj.Status.LastAppliedRevision == ""
 }
 
 // claim creates o when missing (beforeCreate, if any, completing it
 // first), adopts it when nobody owns it, and refuses it when another live
-// object does.
-func (k *Keeper) claim(ctx context.Context, obj *v1alpha1.Terraform, o client.Object, beforeCreate func()) error {
+// object does. It reads o first, since after a restart every object
+// claims again and finds its state; for a fresh object it creates o first
+// instead, two reads fewer on a new object's way to its first run, and
+// reads it only when it exists (an orphaned state adopted, another
+// tool's).
+func (k *Keeper) claim(ctx context.Context, obj *v1alpha1.Terraform, o client.Object, beforeCreate func(), fresh bool) error {
 	gvk := gvkOf(o)
 	kind := gvk.Kind
-	// Read first: after a restart every object claims again, and its
-	// state exists.
 	found := &metav1.PartialObjectMetadata{}
 	found.SetGroupVersionKind(gvk)
-	err := k.Reader.Get(ctx, client.ObjectKeyFromObject(o), found)
-	if apierrors.IsNotFound(err) {
+	missing := fresh
+	if !fresh {
+		err := k.Reader.Get(ctx, client.ObjectKeyFromObject(o), found)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("reading the state %s %s: %w", kind, o.GetName(), err)
+		}
+		missing = err != nil
+	}
+	if missing {
 		if beforeCreate != nil {
 			beforeCreate()
 		}
-		err = k.Client.Create(ctx, o)
+		err := k.Client.Create(ctx, o)
 		if err == nil {
 			return nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating the state %s %s: %w", kind, o.GetName(), err)
 		}
-		err = k.Reader.Get(ctx, client.ObjectKeyFromObject(o), found)
-	}
-	if err != nil {
-		return fmt.Errorf("reading the state %s %s: %w", kind, o.GetName(), err)
+		if err := k.Reader.Get(ctx, client.ObjectKeyFromObject(o), found); err != nil {
+			return fmt.Errorf("reading the state %s %s: %w", kind, o.GetName(), err)
+		}
 	}
 	adopt, err := k.decide(ctx, obj, kind, found)
 	if err != nil {
@@ -375,7 +400,13 @@ func (k *Keeper) NamespaceTerminating(ctx context.Context, namespace string) (bo
 func (k *Keeper) namespace(ctx context.Context, name string) (*metav1.PartialObjectMetadata, error) {
 	ns := &metav1.PartialObjectMetadata{}
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	err := k.Reader.Get(ctx, client.ObjectKey{Name: name}, ns)
+	var err error
+	if k.Namespaces != nil {
+		err = k.Namespaces.Get(ctx, client.ObjectKey{Name: name}, ns)
+	}
+	if k.Namespaces == nil || apierrors.IsNotFound(err) {
+		err = k.Reader.Get(ctx, client.ObjectKey{Name: name}, ns)
+	}
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

@@ -202,3 +202,93 @@ func TestNamespaceTerminating(t *testing.T) {
 		g.Expect(got).To(Equal(want), ns)
 	}
 }
+
+// requestCounter counts the reads and creates made through it.
+type requestCounter struct {
+	client.Client
+	gets, creates int
+}
+
+func (c *requestCounter) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.gets++
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+func (c *requestCounter) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	c.creates++
+	return c.Client.Create(ctx, obj, opts...)
+}
+
+// ran marks obj as an object whose reconcile got as far as its state.
+func ran(obj *v1alpha1.Terraform) *v1alpha1.Terraform {
+	obj.Status.LastAttemptedRevision = "main@sha1:0123456789abcdef"
+	return obj
+}
+
+// A new object's claim creates its state without reading it first; an
+// object that ran before (a restarted controller claims again) reads it
+// and creates nothing. Either way a state owned by another live object is
+// refused, and an orphaned one adopted.
+func TestClaimReadsFirstOnlyForAnObjectThatRan(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+
+	db := object("db", "uid-db", time.Hour, "")
+	k, c := keeper(t, db)
+	counted := &requestCounter{Client: c}
+	k.Client, k.Reader = counted, counted
+	g.Expect(k.Claim(ctx, db)).To(Succeed())
+	g.Expect(counted.gets).To(BeZero(), "a new object's state is created, not read first")
+	g.Expect(counted.creates).To(Equal(2), "the state Secret and its Lease")
+
+	counted.gets, counted.creates = 0, 0
+	g.Expect(k.Claim(ctx, ran(db.DeepCopy()))).To(Succeed())
+	g.Expect(counted.gets).To(Equal(2), "an object that ran reads its Secret and Lease")
+	g.Expect(counted.creates).To(BeZero())
+
+	for _, tc := range []struct {
+		name  string
+		claim func(*v1alpha1.Terraform) *v1alpha1.Terraform
+	}{{"new", func(o *v1alpha1.Terraform) *v1alpha1.Terraform { return o }}, {"ran", ran}} {
+		second := tc.claim(object("db-copy", "uid-copy", 0, "db"))
+		var owned *OwnedElsewhereError
+		g.Expect(errors.As(k.Claim(ctx, second), &owned)).To(BeTrue(), tc.name)
+		g.Expect(owned.Owner).To(Equal("team/db"), tc.name)
+		var l coordinationv1.Lease
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "team", Name: "lock-tfstate-default-db"}, &l)).To(Succeed())
+		g.Expect(l.Labels).To(HaveKeyWithValue(v1alpha1.OwnerUIDLabel, "uid-db"), "%s: the Lease is the owner's still", tc.name)
+
+		orphaned := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "tfstate-default-app-" + tc.name,
+			Labels:      map[string]string{v1alpha1.OwnerUIDLabel: "uid-old"},
+			Annotations: map[string]string{v1alpha1.OwnerAnnotation: "app-" + tc.name}}}
+		g.Expect(c.Create(ctx, orphaned)).To(Succeed())
+		app := tc.claim(object("app-"+tc.name, "uid-app-"+tc.name, 0, ""))
+		g.Expect(k.Claim(ctx, app)).To(Succeed(), tc.name)
+		g.Expect(stateSecret(t, c, orphaned.Name).Labels).To(HaveKeyWithValue(v1alpha1.OwnerUIDLabel, "uid-app-"+tc.name), "%s: adopted", tc.name)
+	}
+}
+
+// Namespaces are read from the cache given; one it has not seen (created
+// a moment ago) from the API reader.
+func TestNamespacesReadFromTheCache(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	k, _ := keeper(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "old", Labels: map[string]string{v1alpha1.PreviewOnlyLabel: "true"}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "new", Labels: map[string]string{v1alpha1.PreviewOnlyLabel: "true"}}})
+	cached, _ := keeper(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "old", Labels: map[string]string{v1alpha1.PreviewOnlyLabel: "true"}}})
+	cache := &requestCounter{Client: cached.Client}
+	live := &requestCounter{Client: k.Client}
+	k.Namespaces, k.Reader = cache, live
+
+	g.Expect(k.PreviewOnly(ctx, "old")).To(BeTrue())
+	g.Expect(cache.gets).To(Equal(1))
+	g.Expect(live.gets).To(BeZero(), "a namespace the cache holds is not read from the API server")
+
+	g.Expect(k.PreviewOnly(ctx, "new")).To(BeTrue(), "a namespace the cache has not seen yet is read from the API server")
+	g.Expect(live.gets).To(Equal(1))
+	terminating, err := k.NamespaceTerminating(ctx, "gone")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(terminating).To(BeTrue())
+	g.Expect(live.gets).To(Equal(2), "gone from the cache and the API server")
+}

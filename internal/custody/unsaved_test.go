@@ -16,7 +16,6 @@ import (
 	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/internal/tfstate"
-	"github.com/landform-dev/landform/internal/unsavedstate"
 )
 
 func stateBytes(serial int) []byte {
@@ -30,7 +29,7 @@ func TestPushUnsaved(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	db := object("db", "uid-db", 0, "")
-	k, c := keeper(t, db)
+	k, _ := keeper(t, db)
 	kube := kubefake.NewSimpleClientset(&corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: names.StateSecret(db)},
 		Data:       map[string][]byte{tfstate.DataKey: tfstate.Compress(stateBytes(3))},
@@ -42,7 +41,9 @@ func TestPushUnsaved(t *testing.T) {
 	g.Expect(kept).To(BeNil(), "nothing kept")
 	g.Expect(pushed).To(BeNil())
 
-	store := unsavedstate.Store{Client: c}
+	// Kept as a run keeps it: through the store sharing what k remembers
+	// (it found none above, and looks again).
+	store := k.UnsavedStates()
 	_, err = store.Keep(ctx, db, "run-1", stateBytes(4), time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -80,8 +81,8 @@ func TestPushUnsaved(t *testing.T) {
 }
 
 // An object's deletion done (DeleteIdentity), the keeper remembers
-// nothing of it: not even that it had no unsaved state under the legacy
-// name, which PushUnsaved noted.
+// nothing of it: not even that it had no unsaved state, under the legacy
+// name or at all, which PushUnsaved noted.
 func TestDeleteIdentityForgetsTheObject(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -95,7 +96,7 @@ func TestDeleteIdentityForgetsTheObject(t *testing.T) {
 	kept, _, err := k.PushUnsaved(ctx, db)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(kept).To(BeNil())
-	g.Expect(remembered()).To(Equal(1), "no unsaved state under the legacy name: noted")
+	g.Expect(remembered()).To(Equal(2), "no unsaved state under the legacy name, and none at all: noted")
 
 	g.Expect(k.DeleteIdentity(ctx, db)).To(Succeed())
 	g.Expect(remembered()).To(BeZero())

@@ -25,7 +25,6 @@ import (
 	"github.com/landform-dev/landform/internal/source"
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/internal/tfstate"
-	"github.com/landform-dev/landform/internal/unsavedstate"
 )
 
 // recorded are the events a Guard recorded, "Type Reason: message".
@@ -115,7 +114,7 @@ func TestPushUnsaved(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	db := object("db", "1", 0)
-	gd, ev, kube, c := guard(t, db)
+	gd, ev, kube, _ := guard(t, db)
 	state := func(serial int) []byte {
 		return []byte(fmt.Sprintf(`{"version":4,"serial":%d,"lineage":"L","outputs":{},"resources":[{"type":"terraform_data","name":"x"}]}`, serial))
 	}
@@ -124,7 +123,9 @@ func TestPushUnsaved(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(gd.PushUnsaved(ctx, db)).To(Succeed(), "nothing kept")
 
-	_, err = (unsavedstate.Store{Client: c}).Keep(ctx, db, "run-1", state(4), time.Now())
+	// Kept as a run keeps it, through the store that shares what the
+	// keeper remembers.
+	_, err = gd.Keeper.UnsavedStates().Keep(ctx, db, "run-1", state(4), time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
 	err = gd.PushUnsaved(ctx, db)
 	outcometest.Expect(g, err, outcome.Waiting, infrav1.StateUnsavedReason, "the state that run run-1 could not save", "landform state push db --force")

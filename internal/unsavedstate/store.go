@@ -73,17 +73,29 @@ type Store struct {
 	// NoLegacy, when set, remembers the objects found with no state in
 	// the legacy layout: nothing is written there any more, so one look
 	// per object and process is enough, and the controller, which looks
-	// before every run, reads one Secret less per run. Nil: look each
-	// time.
+	// before every run, reads one Secret less per run. It also remembers
+	// the objects found with no state kept at all, until a Keep through a
+	// Store sharing the map: only the controller's runs keep one (the run
+	// tracker's Store), so a controller whose tracker and custodian share
+	// the map reads no Secret before an object's runs once it found
+	// nothing, until a run keeps a state. A successor process starts with
+	// an empty map and looks again. Nil: look each time.
 	NoLegacy *sync.Map
 }
 
 // noLegacyKey is owner's key in NoLegacy.
 func noLegacyKey(owner *v1alpha1.Terraform) string { return noLegacyPrefix + string(owner.UID) }
 
-// noLegacyPrefix begins the keys Store puts in NoLegacy, so that a map
-// shared with others can tell them apart.
-const noLegacyPrefix = "unsaved-no-legacy/"
+// noneKeptKey is owner's key in NoLegacy once it was found with no
+// unsaved state in either layout.
+func noneKeptKey(owner *v1alpha1.Terraform) string { return noneKeptPrefix + string(owner.UID) }
+
+// noLegacyPrefix and noneKeptPrefix begin the keys Store puts in
+// NoLegacy, so that a map shared with others can tell them apart.
+const (
+	noLegacyPrefix = "unsaved-no-legacy/"
+	noneKeptPrefix = "unsaved-none-kept/"
+)
 
 // ObjectGone drops what NoLegacy remembers of owner, whose deletion is
 // done: the map would otherwise keep an entry for every object that ever
@@ -91,6 +103,7 @@ const noLegacyPrefix = "unsaved-no-legacy/"
 func (s Store) ObjectGone(owner *v1alpha1.Terraform) {
 	if s.NoLegacy != nil {
 		s.NoLegacy.Delete(noLegacyKey(owner))
+		s.NoLegacy.Delete(noneKeptKey(owner))
 	}
 }
 
@@ -100,6 +113,11 @@ func (s Store) chunks() chunkstore.Store { return chunkstore.Store{Client: s.Cli
 // layout's or else the legacy one's, and its index; a nil index when none
 // is kept.
 func (s Store) held(ctx context.Context, owner *v1alpha1.Terraform) (chunkstore.Store, *chunkstore.Blob, error) {
+	if s.NoLegacy != nil {
+		if _, none := s.NoLegacy.Load(noneKeptKey(owner)); none {
+			return chunkstore.Store{}, nil, nil
+		}
+	}
 	for _, l := range []chunkstore.Layout{layout, legacyLayout} {
 		legacy := l.Kind == legacyLayout.Kind && s.NoLegacy != nil
 		if legacy {
@@ -116,6 +134,9 @@ func (s Store) held(ctx context.Context, owner *v1alpha1.Terraform) (chunkstore.
 			continue
 		}
 		return cs, b, err
+	}
+	if s.NoLegacy != nil {
+		s.NoLegacy.Store(noneKeptKey(owner), struct{}{})
 	}
 	return chunkstore.Store{}, nil, nil
 }
@@ -137,6 +158,10 @@ type State struct {
 // state, replacing any kept before (an older one: the engine wrote this
 // one after it).
 func (s Store) Keep(ctx context.Context, owner *v1alpha1.Terraform, run string, data []byte, now time.Time) (digest.Digest, error) {
+	// Forgotten before the write: a look that follows reads it.
+	if s.NoLegacy != nil {
+		s.NoLegacy.Delete(noneKeptKey(owner))
+	}
 	ann := map[string]string{annRun: run, annKept: now.UTC().Format(time.RFC3339)}
 	if id, err := tfstate.ReadIdentity(data); err == nil {
 		ann[annSerial] = strconv.FormatInt(id.Serial, 10)

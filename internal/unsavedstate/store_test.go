@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
+
 	"github.com/landform-dev/landform/internal/chunkstore"
 	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/statelock"
@@ -157,8 +159,10 @@ func TestUnsavedStateKeptUnderItsOldName(t *testing.T) {
 
 // With NoLegacy, a state kept under the old name is still found at the
 // first look; once an object has none there, later looks read only the
-// current name (nothing writes the old one any more). ObjectGone drops
-// the object from the map.
+// current name (nothing writes the old one any more), and once it has
+// none at all, nothing, until a Keep through a Store sharing the map,
+// after which the next look finds it. ObjectGone drops the object from
+// the map.
 func TestNoLegacyLooksOnce(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
@@ -184,13 +188,31 @@ func TestNoLegacyLooksOnce(t *testing.T) {
 	if n := counted.reads["tfstate-unsaved-none-0"]; n != 1 {
 		t.Errorf("the old name read %d times in 3 looks, want 1", n)
 	}
-	if n := counted.reads["tfunsaved-none-0"]; n != 3 {
-		t.Errorf("the current name read %d times in 3 looks, want 3", n)
+	if n := counted.reads["tfunsaved-none-0"]; n != 1 {
+		t.Errorf("the current name read %d times in 3 looks, want 1 (none kept, remembered)", n)
+	}
+
+	// A run keeps one, through the tracker's Store sharing the map.
+	runs := Store{Client: env.Client, NoLegacy: &seen}
+	if _, err := runs.Keep(ctx, none, "run-9", stateFile("L", 7), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := store.Stat(ctx, none); err != nil || st == nil || st.Run != "run-9" {
+		t.Fatalf("after a Keep: %+v, %v; want the state run-9 kept", st, err)
+	}
+	if n := counted.reads["tfunsaved-none-0"]; n != 2 {
+		t.Errorf("the current name read %d times, want 2 (looked at again after the Keep)", n)
+	}
+	if err := store.Forget(ctx, none, mustStat(t, store, none).Digest); err != nil {
+		t.Fatal(err)
 	}
 
 	store.ObjectGone(none)
 	if _, held := seen.Load(noLegacyKey(none)); held {
 		t.Error("a forgotten object is still remembered")
+	}
+	if _, held := seen.Load(noneKeptKey(none)); held {
+		t.Error("a forgotten object is still remembered as having none kept")
 	}
 	if _, err := store.Stat(ctx, none); err != nil {
 		t.Fatal(err)
@@ -198,6 +220,15 @@ func TestNoLegacyLooksOnce(t *testing.T) {
 	if n := counted.reads["tfstate-unsaved-none-0"]; n != 2 {
 		t.Errorf("the old name read %d times after ObjectGone, want 2 (looked at again)", n)
 	}
+}
+
+func mustStat(t *testing.T, s Store, owner *v1alpha1.Terraform) *State {
+	t.Helper()
+	st, err := s.Stat(context.Background(), owner)
+	if err != nil || st == nil {
+		t.Fatalf("Stat: %+v, %v", st, err)
+	}
+	return st
 }
 
 // secretReadCounter counts the reads of each Secret through it.
