@@ -124,6 +124,7 @@ func TestChartDefaults(t *testing.T) {
 		"--log-level=info",
 		"--runner=pod",
 		"--runner-image=ghcr.io/landform-dev/landform-runner:" + chartAppVersion(t),
+		"--runner-pod-reuse=30s",
 	}
 	if diff := cmp.Diff(wantArgs, c.Args); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)
