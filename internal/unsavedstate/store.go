@@ -78,8 +78,10 @@ type Store struct {
 	// Store sharing the map: only the controller's runs keep one (the run
 	// tracker's Store), so a controller whose tracker and custodian share
 	// the map reads no Secret before an object's runs once it found
-	// nothing, until a run keeps a state. A successor process starts with
-	// an empty map and looks again. Nil: look each time.
+	// nothing, until a run keeps a state. That holds because a look and
+	// a Keep of one object never overlap there: it looks before a run
+	// starts (PushUnsaved), and only runs keep. A successor process
+	// starts with an empty map and looks again. Nil: look each time.
 	NoLegacy *sync.Map
 }
 
