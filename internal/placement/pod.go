@@ -96,9 +96,11 @@ func (p *Pod) Start(ctx context.Context, obj *infrav1.Terraform, runID string) (
 		return nil, fmt.Errorf("preparing the runner certificate: %w", err)
 	}
 	p.deleteLeftovers(ctx, log, obj)
+	// The Pod the run needs, built once: a kept Pod of its key serves
+	// instead, else each attempt creates a copy of it.
+	want := p.podFor(obj, runID, nsTLS.SecretName)
 	key := ""
 	if p.pool != nil {
-		want := p.podFor(obj, runID, nsTLS.SecretName)
 		key = reuseKey(want)
 		if pod, c := p.claim(ctx, log, want, key); pod != nil {
 			metrics.ObserveRunnerStart("pod", time.Since(started))
@@ -108,7 +110,7 @@ func (p *Pod) Start(ctx context.Context, obj *infrav1.Terraform, runID string) (
 
 	var firstFailure string
 	for attempt := 1; ; attempt++ {
-		pod, err := p.createPod(ctx, obj, runID, nsTLS.SecretName)
+		pod, err := p.createPod(ctx, want.DeepCopy())
 		if err != nil {
 			return nil, err
 		}
@@ -201,10 +203,9 @@ func (p *Pod) deleteLeftovers(ctx context.Context, log logr.Logger, obj *infrav1
 	}
 }
 
-func (p *Pod) createPod(ctx context.Context, obj *infrav1.Terraform, runID, secretName string) (*corev1.Pod, error) {
-	pod := p.podFor(obj, runID, secretName)
+func (p *Pod) createPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
 	if err := p.Client.Create(ctx, pod); err != nil {
-		return nil, fmt.Errorf("creating the runner Pod in %s: %w", obj.Namespace, err)
+		return nil, fmt.Errorf("creating the runner Pod in %s: %w", pod.Namespace, err)
 	}
 	return pod, nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -159,7 +160,8 @@ func (p *Pod) claim(ctx context.Context, log logr.Logger, want *corev1.Pod, key 
 		for k, v := range want.Labels {
 			claimed.Labels[k] = v
 		}
-		claimed.OwnerReferences = want.OwnerReferences
+		// A copy: want may still be created if this Pod cannot serve.
+		claimed.OwnerReferences = slices.Clone(want.OwnerReferences)
 		err := p.Client.Patch(ctx, claimed, client.MergeFrom(pp.pod))
 		if err == nil && claimed.DeletionTimestamp == nil && claimed.Status.Phase == corev1.PodRunning {
 			log.V(1).Info("runner Pod reused", "pod", claimed.Name)
