@@ -191,11 +191,14 @@ func (k *Kubelet) find(namespace, name string) *fakePod {
 }
 
 // DeletionGrace is the grace period namespace/name was deleted with; nil
-// if it was not deleted gracefully.
+// if it was not deleted gracefully. A Pod the API server deletes at once
+// (terminated or never bound) is first written with a deletion timestamp
+// and a grace of 0, then removed: a poll that catches it between the two
+// saw no graceful deletion, and is reported so.
 func (k *Kubelet) DeletionGrace(namespace, name string) *int64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if p := k.find(namespace, name); p != nil {
+	if p := k.find(namespace, name); p != nil && p.deletionGrace != nil && *p.deletionGrace > 0 {
 		return p.deletionGrace
 	}
 	return nil
