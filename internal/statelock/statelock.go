@@ -23,10 +23,19 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
 	"github.com/landform-dev/landform/internal/version"
 )
+
+// Leases is what the lock needs of a namespace's Leases: client-go's
+// typed LeaseInterface, or the runner's own small client, which keeps
+// client-go's clientset out of a process that starts for every run
+// (runner/internal/kubeclient).
+type Leases interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error)
+	Create(ctx context.Context, lease *coordinationv1.Lease, opts metav1.CreateOptions) (*coordinationv1.Lease, error)
+	Update(ctx context.Context, lease *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error)
+}
 
 // InfoAnnotation holds the JSON lock info on the Lease, as the backend
 // writes it (internal/backend/remote-state/kubernetes in OpenTofu).
@@ -104,14 +113,14 @@ func WithLabels(labels map[string]string) Option {
 // creates the Lease when missing, else sets the holder only when there is
 // none. A lock held by anyone else fails with *LockedError. Every write
 // carries the resourceVersion it read, so two takers cannot both win.
-func Acquire(ctx context.Context, leases coordinationv1client.LeaseInterface, leaseName string, h Holder, operation string, opts ...Option) (string, error) {
+func Acquire(ctx context.Context, leases Leases, leaseName string, h Holder, operation string, opts ...Option) (string, error) {
 	id, _, err := AcquireLease(ctx, leases, leaseName, h, operation, opts...)
 	return id, err
 }
 
 // AcquireLease is Acquire, also returning the Lease as the API server
 // wrote it, for ReleaseLease.
-func AcquireLease(ctx context.Context, leases coordinationv1client.LeaseInterface, leaseName string, h Holder, operation string, opts ...Option) (string, *coordinationv1.Lease, error) {
+func AcquireLease(ctx context.Context, leases Leases, leaseName string, h Holder, operation string, opts ...Option) (string, *coordinationv1.Lease, error) {
 	info := LockInfo{
 		ID:        NewID(),
 		Operation: operation,
@@ -171,7 +180,7 @@ func AcquireLease(ctx context.Context, leases coordinationv1client.LeaseInterfac
 // still holds lockID (the write carries the resourceVersion it read). A
 // free Lease is fine; one held by another lock fails with *LockedError and
 // is left alone.
-func Release(ctx context.Context, leases coordinationv1client.LeaseInterface, leaseName, lockID string) error {
+func Release(ctx context.Context, leases Leases, leaseName, lockID string) error {
 	return release(ctx, leases, leaseName, lockID, nil)
 }
 
@@ -180,11 +189,11 @@ func Release(ctx context.Context, leases coordinationv1client.LeaseInterface, le
 // runner's, on every apply). The write still carries taken's
 // resourceVersion, so a Lease changed since (a person's force-unlock, a
 // new taker) is a conflict, and Release reads it and decides again.
-func ReleaseLease(ctx context.Context, leases coordinationv1client.LeaseInterface, taken *coordinationv1.Lease, lockID string) error {
+func ReleaseLease(ctx context.Context, leases Leases, taken *coordinationv1.Lease, lockID string) error {
 	return release(ctx, leases, taken.Name, lockID, taken.DeepCopy())
 }
 
-func release(ctx context.Context, leases coordinationv1client.LeaseInterface, leaseName, lockID string, lease *coordinationv1.Lease) error {
+func release(ctx context.Context, leases Leases, leaseName, lockID string, lease *coordinationv1.Lease) error {
 	for range maxConflicts {
 		if lease == nil {
 			var err error
@@ -228,7 +237,7 @@ func IsLocked(err error) bool {
 
 // Read returns the lock held in Lease leaseName; nil when the state is
 // free.
-func Read(ctx context.Context, leases coordinationv1client.LeaseInterface, leaseName string) (*LockInfo, error) {
+func Read(ctx context.Context, leases Leases, leaseName string) (*LockInfo, error) {
 	lease, err := leases.Get(ctx, leaseName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil

@@ -7,10 +7,18 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
+
+// Secrets is what Push needs of a namespace's Secrets: client-go's typed
+// SecretInterface, or the runner's own small client
+// (runner/internal/kubeclient).
+type Secrets interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Secret, error)
+	Update(ctx context.Context, secret *corev1.Secret, opts metav1.UpdateOptions) (*corev1.Secret, error)
+}
 
 // Identity is what `state push` compares before it overwrites a state:
 // the lineage, and the serial the engine raises with every write. A state
@@ -108,7 +116,7 @@ type Pushed struct {
 // wrote are already what the backend would store, encrypted with the
 // backend's own method. Landform already writes the backend's lock Lease
 // and reads its state Secret the same way (internal/statelock, outputs).
-func Push(ctx context.Context, secrets corev1client.SecretInterface, name string, state []byte, opts PushOptions) (Pushed, error) {
+func Push(ctx context.Context, secrets Secrets, name string, state []byte, opts PushOptions) (Pushed, error) {
 	next, err := readHeader(state)
 	if err != nil {
 		return Pushed{}, &RefusedError{msg: "the state to push is unusable: " + err.Error()}

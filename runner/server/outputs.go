@@ -61,7 +61,7 @@ func (s *Server) stateOutputs(ctx context.Context, ws *workspace) ([]*runnerpb.O
 		return nil, err
 	}
 	name := statelock.StateSecretName(ws.workspace, ws.backendConfig["secret_suffix"])
-	secret, err := c.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	secret, err := c.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -8,11 +8,10 @@ import (
 
 	"google.golang.org/grpc/codes"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	"k8s.io/client-go/kubernetes"
-	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
 	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/runner"
+	"github.com/landform-dev/landform/runner/internal/kubeclient"
 	runnerpb "github.com/landform-dev/landform/runner/proto"
 )
 
@@ -105,7 +104,7 @@ func (s *Server) lockState(ctx context.Context, ws *workspace, r *run) (unlock f
 // from taken (statelock.ReleaseLease): a Lease changed since, by an
 // attempt that failed only on its answer or by anyone else, is a conflict
 // that ReleaseLease reads and decides again.
-func releaseLock(leases coordinationv1client.LeaseInterface, taken *coordinationv1.Lease, id string) error {
+func releaseLock(leases statelock.Leases, taken *coordinationv1.Lease, id string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), lockReleaseTimeout)
 	defer cancel()
 	for {
@@ -165,23 +164,23 @@ func lockedError(info statelock.LockInfo) error {
 
 // leaseClient reaches the Leases of the state's namespace as the runner
 // reaches the state.
-func (s *Server) leaseClient(ws *workspace) (coordinationv1client.LeaseInterface, error) {
+func (s *Server) leaseClient(ws *workspace) (statelock.Leases, error) {
 	c, ns, err := s.stateClient(ws)
 	if err != nil {
 		return nil, err
 	}
-	return c.CoordinationV1().Leases(ns), nil
+	return c.Leases(ns), nil
 }
 
 // stateClient reaches the state's namespace as the runner reaches the
 // state: with the state token, or as the kubernetes backend would (its
 // kubeconfig, or the Pod's in-cluster identity).
-func (s *Server) stateClient(ws *workspace) (kubernetes.Interface, string, error) {
+func (s *Server) stateClient(ws *workspace) (*kubeclient.Client, string, error) {
 	rc, err := s.stateConfig(ws)
 	if err != nil {
 		return nil, "", err
 	}
-	c, err := kubernetes.NewForConfig(rc)
+	c, err := kubeclient.New(rc)
 	if err != nil {
 		return nil, "", err
 	}

@@ -31,7 +31,7 @@ func (s *Server) seedState(ctx context.Context, ws *workspace, logf func(string)
 	if err != nil {
 		return
 	}
-	secrets := c.CoreV1().Secrets(ns)
+	secrets := c.Secrets(ns)
 	name := statelock.StateSecretName(ws.workspace, ws.backendConfig["secret_suffix"])
 	secret, err := secrets.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {

@@ -129,7 +129,7 @@ func (s *Server) pushToStateSecret(ctx context.Context, ws *workspace, r *run, d
 	secret := statelock.StateSecretName(ws.workspace, ws.backendConfig["secret_suffix"])
 	held := false
 	if r.lockID != "" {
-		info, err := statelock.Read(ctx, c.CoordinationV1().Leases(ns), statelock.LeaseName(secret))
+		info, err := statelock.Read(ctx, c.Leases(ns), statelock.LeaseName(secret))
 		if err != nil {
 			return err
 		}
@@ -140,7 +140,7 @@ func (s *Server) pushToStateSecret(ctx context.Context, ws *workspace, r *run, d
 			held = true
 		}
 	}
-	_, err = tfstate.Push(ctx, c.CoreV1().Secrets(ns), secret, data, tfstate.PushOptions{HeldSinceApply: held})
+	_, err = tfstate.Push(ctx, c.Secrets(ns), secret, data, tfstate.PushOptions{HeldSinceApply: held})
 	return err
 }
 
