@@ -23,6 +23,8 @@ type fakePlacer struct {
 	durable bool
 	// startErr fails every Start.
 	startErr error
+	// stopping, when set, holds every runner's stop until it is closed.
+	stopping chan struct{}
 
 	mu       sync.Mutex
 	runners  []*fakeRunner
@@ -104,6 +106,9 @@ type fakeRun struct {
 func (fr *fakeRunner) placed() *placement.Run {
 	return placement.NewRun(fr, fr.name, map[string]string{"config_path": "/dev/null"},
 		func() error {
+			if fr.p.stopping != nil {
+				<-fr.p.stopping
+			}
 			fr.mu.Lock()
 			fr.alive = false
 			fr.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -348,6 +349,40 @@ func TestRuns(t *testing.T) {
 				got.tokens, got.slotsHeld = f.tokens.count(), f.slotsInUse()
 				return got
 			}, 5*time.Second).Should(Equal(tc.seen), "starts, attaches, stops, uploads, tokens, slots held")
+		})
+	}
+}
+
+// TestFinishStopsALocalRunnerInTheBackground: the runner of a finished
+// apply is stopped after Finish returns when it is local, its slot held
+// until it is gone; a runner Pod is stopped (parked for reuse) before
+// Finish returns.
+func TestFinishStopsALocalRunnerInTheBackground(t *testing.T) {
+	for _, durable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("durable %t", durable), func(t *testing.T) {
+			hold := make(chan struct{})
+			f := newFixture(t, 4, func(f *fixture) { f.placer.durable, f.placer.stopping = durable, hold })
+			h, _, run := f.start("run-1", string(runner.Apply))
+			run.end(&runner.RunResult{}, nil)
+			f.ended(h)
+			finished := make(chan struct{})
+			go func() {
+				f.tracker.Finish(h)
+				close(finished)
+			}()
+			if durable {
+				f.g.Consistently(finished, 200*time.Millisecond).ShouldNot(BeClosed(), "a Pod's stop is waited for")
+			} else {
+				f.g.Eventually(finished).Should(BeClosed(), "a local runner's stop is not waited for")
+				f.g.Consistently(f.slotsInUse, 200*time.Millisecond).Should(Equal(1), "the slot is held until the runner is gone")
+			}
+			_, _, stops := f.placer.counts()
+			f.g.Expect(stops).To(Equal(0))
+			close(hold)
+			f.g.Eventually(finished).Should(BeClosed())
+			f.g.Eventually(f.slotsInUse).Should(Equal(0))
+			_, _, stops = f.placer.counts()
+			f.g.Expect(stops).To(Equal(1))
 		})
 	}
 }
