@@ -101,7 +101,8 @@ func (applyRun) collect(ctx context.Context, r *TerraformReconciler, obj *infrav
 	if err := r.collectApply(ctx, obj, run, h); err != nil {
 		return &collected{failed: run}, err
 	}
-	return &collected{}, nil
+	// The plan stays stored, applied: status.lastAppliedPlan says so.
+	return &collected{applied: &storedPlan{ID: run.Plan, InputsDigest: run.InputsDigest, Applied: true}}, nil
 }
 
 func (destroyRun) request(r *TerraformReconciler, obj *infrav1.Terraform, ws *workspace) runs.Request {

@@ -31,6 +31,10 @@ type collected struct {
 	// plan is the plan that run made, as it was just stored: the same
 	// reconcile needs not read it back.
 	plan *planstore.Plan
+	// applied is the stored plan's metadata once its apply succeeded,
+	// told by the run itself: the reconcile that goes on to Ready needs
+	// not read it back.
+	applied *storedPlan
 	// destroyed is set when a destroy run succeeded.
 	destroyed bool
 	// failed is the plan or apply run whose failure inspectRun returns.
@@ -38,6 +42,15 @@ type collected struct {
 	// have changed since, the reconcile plans the new ones instead of
 	// reporting it for them.
 	failed *infrav1.RunStatus
+}
+
+// storedPlan is the stored plan's metadata as the run left it; nil when
+// the run tells nothing of it.
+func (c *collected) storedPlan() *storedPlan {
+	if c.plan != nil {
+		return metaOf(c.plan)
+	}
+	return c.applied
 }
 
 // inspectRun handles the run recorded in status.run: it follows it when

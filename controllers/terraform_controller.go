@@ -159,6 +159,7 @@ func (r *TerraformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatcher, obj *infrav1.Terraform) (outcome.Outcome, error) {
 	var idle *runs.Idle
 	var stored *planstore.Plan
+	var meta *storedPlan
 	var failedRun *infrav1.RunStatus
 	var failure error
 	if obj.Status.Run != nil {
@@ -170,7 +171,7 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 			return *c.running, nil
 		}
 		failedRun, failure = c.failed, err
-		idle, stored = c.idle, c.plan
+		idle, stored, meta = c.idle, c.plan, c.storedPlan()
 		defer idle.Stop()
 	}
 	if err := r.inputs.CheckNamespaces(obj); err != nil {
@@ -215,7 +216,6 @@ func (r *TerraformReconciler) reconcile(ctx context.Context, patcher *objectPatc
 		return outcome.Outcome{}, failure
 	}
 
-	meta := metaOf(stored)
 	if meta == nil {
 		if meta, err = r.storedPlan(ctx, obj); err != nil {
 			return outcome.Outcome{}, err
