@@ -28,6 +28,10 @@ type Run struct {
 	// runner a token of the object's state identity: a following run on
 	// the same runner that ends before then needs no new token.
 	StateTokenValidUntil time.Time
+	// KeptOnStop is set when stopping the run keeps its runner for another
+	// run (a runner Pod with --runner-pod-reuse): whoever stops it waits
+	// for the stop, so that the next run finds the runner kept.
+	KeptOnStop bool
 
 	stop  func(grace time.Duration) error
 	grace time.Duration

@@ -380,10 +380,11 @@ func (p *Pod) run(log logr.Logger, obj *infrav1.Terraform, pod *corev1.Pod, c *r
 	var stopErr error
 	reusable := p.pool != nil && obj.DeletionTimestamp == nil
 	return &Run{
-		Client:   c,
-		Backend:  map[string]string{"in_cluster_config": "true"},
-		Identity: "Pod " + pod.Namespace + "/" + pod.Name,
-		grace:    p.grace(),
+		Client:     c,
+		Backend:    map[string]string{"in_cluster_config": "true"},
+		Identity:   "Pod " + pod.Namespace + "/" + pod.Name,
+		KeptOnStop: reusable && !p.KeepPods,
+		grace:      p.grace(),
 		alive: func(ctx context.Context) (bool, string) {
 			return p.podAlive(ctx, pod)
 		},

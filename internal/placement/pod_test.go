@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -132,6 +133,9 @@ func TestPodRun(t *testing.T) {
 	if got := runnerStarts(t, "pod"); got <= starts {
 		t.Fatalf("runner start latency not recorded (%d observations, %d before)", got, starts)
 	}
+	if rn.KeptOnStop {
+		t.Fatal("a runner Pod without reuse is said to be kept when stopped")
+	}
 	if want := map[string]string{"in_cluster_config": "true"}; !maps.Equal(rn.Backend, want) {
 		t.Fatalf("backend %v, want %v", rn.Backend, want)
 	}
@@ -195,6 +199,27 @@ func TestPodRun(t *testing.T) {
 	}
 
 	stopExited(t, rn, pod)
+}
+
+// TestPodRunKeptOnStop: with reuse, stopping a run keeps its Pod, and the
+// run says so (its stop is waited for); not for an object being deleted.
+func TestPodRunKeptOnStop(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ns := runnerNamespace(t, true)
+	p := newPodPlacer()
+	p.ReuseFor(time.Minute)
+	defer p.EndKept(logr.Discard())
+	obj := newTerraform(t, ns, "kept", nil)
+	if rn := startRun(t, ctx, p, obj); !rn.KeptOnStop {
+		t.Fatal("a runner Pod with reuse is not said to be kept when stopped")
+	}
+	deleting := obj.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	if rn := startRun(t, ctx, p, deleting); rn.KeptOnStop {
+		t.Fatal("the runner Pod of an object being deleted is said to be kept when stopped")
+	}
 }
 
 // stopExited stops rn and checks its Pod's end: the runner exits 0 when

@@ -21,6 +21,8 @@ import (
 // It counts what a run asks of it.
 type fakePlacer struct {
 	durable bool
+	// parks marks its runs KeptOnStop.
+	parks bool
 	// startErr fails every Start.
 	startErr error
 	// stopping, when set, holds every runner's stop until it is closed.
@@ -104,6 +106,12 @@ type fakeRun struct {
 }
 
 func (fr *fakeRunner) placed() *placement.Run {
+	rn := fr.newRun()
+	rn.KeptOnStop = fr.p.parks
+	return rn
+}
+
+func (fr *fakeRunner) newRun() *placement.Run {
 	return placement.NewRun(fr, fr.name, map[string]string{"config_path": "/dev/null"},
 		func() error {
 			if fr.p.stopping != nil {

@@ -90,6 +90,8 @@ type Tracker struct {
 	runs     map[types.NamespacedName]*Handle
 	stopping bool
 	wg       sync.WaitGroup
+	// stops are the runners of finished runs being stopped (Finish).
+	stops sync.WaitGroup
 }
 
 // Handle is one run in flight.
@@ -311,12 +313,13 @@ func (t *Tracker) wake(key types.NamespacedName) {
 // runner holding the plan's workspace, for the apply that may follow at
 // once, and must pass it to Launch or stop it.
 //
-// A local runner is stopped in the background, its slot given back once
-// it is gone: its stop waits for the process to exit and its directory to
-// be removed (about 15 ms in `make bench`, on the path from the apply's end
-// to Ready), and nothing the collection does needs it. A runner Pod is
-// stopped before Finish returns: stopping it parks it for reuse, and the
-// next object's run must find it parked once this one is Ready.
+// The runner is stopped in the background, its slot given back once it
+// is gone: a local runner's stop waits for the process to exit and its
+// directory to be removed (about 15 ms in `make bench`, on the path from
+// the apply's end to Ready), and nothing the collection does needs the
+// runner. A runner kept for another run when stopped (KeptOnStop: a
+// runner Pod with reuse) is stopped before Finish returns, so that the
+// next object's run finds it kept once this one is Ready.
 func (t *Tracker) Finish(h *Handle) *Idle {
 	t.mu.Lock()
 	if t.runs[h.key] == h {
@@ -336,13 +339,13 @@ func (t *Tracker) Finish(h *Handle) *Idle {
 			release()
 		}
 	}
-	if rn == nil || t.cfg.Placer.Durable() {
+	if rn == nil || rn.KeptOnStop {
 		stop()
 		return nil
 	}
-	t.wg.Add(1)
+	t.stops.Add(1)
 	go func() {
-		defer t.wg.Done()
+		defer t.stops.Done()
 		stop()
 	}()
 	return nil
@@ -441,6 +444,8 @@ func (t *Tracker) Start(ctx context.Context) error {
 	if t.cfg.Placer.Durable() {
 		t.cfg.Log.Info("shutting down: runs in flight carry on in their runner Pods", "runs", len(handles))
 		t.cancel()
+		// The runners of runs that ended are stopped, not left to idle.
+		t.stops.Wait()
 		return nil
 	}
 	t.cfg.Log.Info("shutting down: draining runs in flight", "runs", len(handles), "timeout", t.cfg.Drain.String())
@@ -475,6 +480,7 @@ func (t *Tracker) Start(ctx context.Context) error {
 	}
 	t.cancel()
 	t.wg.Wait()
+	t.stops.Wait()
 	return nil
 }
 

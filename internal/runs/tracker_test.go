@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -353,15 +352,18 @@ func TestRuns(t *testing.T) {
 	}
 }
 
-// TestFinishStopsALocalRunnerInTheBackground: the runner of a finished
-// apply is stopped after Finish returns when it is local, its slot held
-// until it is gone; a runner Pod is stopped (parked for reuse) before
-// Finish returns.
-func TestFinishStopsALocalRunnerInTheBackground(t *testing.T) {
-	for _, durable := range []bool{false, true} {
-		t.Run(fmt.Sprintf("durable %t", durable), func(t *testing.T) {
+// TestFinishStopsARunnerInTheBackground: the runner of a finished apply
+// is stopped after Finish returns, its slot held until it is gone, local
+// or detached; a runner its placement keeps for another run (a runner Pod
+// with reuse) is stopped before Finish returns.
+func TestFinishStopsARunnerInTheBackground(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		durable, parks bool
+	}{{"local", false, false}, {"detached local", true, false}, {"parked Pod", true, true}} {
+		t.Run(tc.name, func(t *testing.T) {
 			hold := make(chan struct{})
-			f := newFixture(t, 4, func(f *fixture) { f.placer.durable, f.placer.stopping = durable, hold })
+			f := newFixture(t, 4, func(f *fixture) { f.placer.durable, f.placer.parks, f.placer.stopping = tc.durable, tc.parks, hold })
 			h, _, run := f.start("run-1", string(runner.Apply))
 			run.end(&runner.RunResult{}, nil)
 			f.ended(h)
@@ -370,10 +372,10 @@ func TestFinishStopsALocalRunnerInTheBackground(t *testing.T) {
 				f.tracker.Finish(h)
 				close(finished)
 			}()
-			if durable {
-				f.g.Consistently(finished, 200*time.Millisecond).ShouldNot(BeClosed(), "a Pod's stop is waited for")
+			if tc.parks {
+				f.g.Consistently(finished, 200*time.Millisecond).ShouldNot(BeClosed(), "a stop that parks is waited for")
 			} else {
-				f.g.Eventually(finished).Should(BeClosed(), "a local runner's stop is not waited for")
+				f.g.Eventually(finished).Should(BeClosed(), "the stop is not waited for")
 				f.g.Consistently(f.slotsInUse, 200*time.Millisecond).Should(Equal(1), "the slot is held until the runner is gone")
 			}
 			_, _, stops := f.placer.counts()
