@@ -215,6 +215,6 @@ func (r *TerraformReconciler) runFailed(ctx context.Context, obj *infrav1.Terraf
 	}
 	reason := outcome.ReasonOf(ferr, failedReason)
 	conditions.MarkFalse(obj, condition, reason, "%s", ferr.Error())
-	r.report.PlanEvent(obj, run.Plan, run.Revision, corev1.EventTypeWarning, reason, "%s run %s failed: %s", run.Action, run.ID, ferr.Error())
+	r.report.RunEvent(obj, run, corev1.EventTypeWarning, reason, "%s run failed: %s", run.Action, ferr.Error())
 	return ferr
 }

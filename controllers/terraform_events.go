@@ -41,6 +41,7 @@ var (
 	destroyAnnotation  = metadataKey("destroy")
 	replaceAnnotation  = metadataKey("replace")
 	driftAnnotation    = metadataKey("drift")
+	runAnnotation      = metadataKey("run")
 	// commitStatusAnnotation marks the event that says how a reconcile
 	// ended (finished): since notification-controller 1.8 a commit-status
 	// provider (github, gitlab, gitea, bitbucket, azuredevops) drops
@@ -82,10 +83,26 @@ func (rep *reporter) Event(obj *infrav1.Terraform, revision, eventType, reason, 
 // status summarises that plan, its +add ~change -destroy counts and how
 // many of them are replacements.
 func (rep *reporter) PlanEvent(obj *infrav1.Terraform, id, revision, eventType, reason, format string, args ...any) {
+	rep.annotated(obj, eventMetadata(obj, id, revision), eventType, reason, format, args...)
+}
+
+// RunEvent is PlanEvent about run, whose id goes in the metadata (run),
+// not in the message: a failure retried the same way, each time by a new
+// run, is then the same event, which notification-controller forwards once
+// per five minutes (its duplicate filter keys on the message) and a
+// Kubernetes Event counts, as Flux's controllers' retried failures are.
+func (rep *reporter) RunEvent(obj *infrav1.Terraform, run *infrav1.RunStatus, eventType, reason, format string, args ...any) {
+	m := eventMetadata(obj, run.Plan, run.Revision)
+	m[runAnnotation] = run.ID
+	rep.annotated(obj, m, eventType, reason, format, args...)
+}
+
+// annotated records the event with metadata m.
+func (rep *reporter) annotated(obj *infrav1.Terraform, m map[string]string, eventType, reason, format string, args ...any) {
 	if rep == nil || rep.recorder == nil {
 		return
 	}
-	rep.recorder.AnnotatedEventf(obj, eventMetadata(obj, id, revision), eventType, reason, "%s", redacted(obj, eventType, reason, fmt.Sprintf(format, args...)))
+	rep.recorder.AnnotatedEventf(obj, m, eventType, reason, "%s", redacted(obj, eventType, reason, fmt.Sprintf(format, args...)))
 }
 
 // ending is how a reconcile ended, as far as a commit status tells:

@@ -1,11 +1,18 @@
 package controllers
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,4 +57,52 @@ func TestFinishedToldOncePerObject(t *testing.T) {
 	quiet := &reporter{recorder: rec}
 	quiet.finished(obj, applied)
 	g.Expect(rec.Events).To(BeEmpty(), "without --events-addr a success tells nothing")
+}
+
+// A failure retried the same way, by a new run each time, is one event:
+// the run's id is in its metadata, not in its message, so that the
+// Kubernetes Event counts the retries, and notification-controller's
+// duplicate filter (object, message, revision) forwards it once per five
+// minutes, as it does a Flux controller's retried failure.
+func TestRetriedFailureIsOneEvent(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	// The file cannot be created under a file: every apply fails alike.
+	notDir := filepath.Join(t.TempDir(), "file")
+	g.Expect(os.WriteFile(notDir, nil, 0o600)).To(Succeed())
+	tf, _ := newFileTerraform(t, ns, "retried", "x", func(tf *infrav1.Terraform) {
+		tf.Spec.Vars = fileVars(filepath.Join(notDir, "x"), "x")
+		tf.Spec.RetryInterval = &metav1.Duration{Duration: time.Second}
+	})
+	t.Cleanup(func() { deleteAndWait(t, tf) })
+
+	runs := map[string]bool{}
+	var failed []corev1.Event
+	g.Eventually(func(g Gomega) {
+		if run := get(g, tf).Status.Run; run != nil {
+			runs[run.ID] = true
+		}
+		failed = slices.DeleteFunc(eventsIn(g, ns), func(e corev1.Event) bool {
+			// Not the reconcile's end, told once: its message is Ready's.
+			return e.InvolvedObject.Name != tf.Name || e.Reason != infrav1.ApplyFailedReason || !strings.HasPrefix(e.Message, "apply run failed: ")
+		})
+		g.Expect(failed).To(HaveLen(1), "one event for every failed apply")
+		g.Expect(failed[0].Count).To(BeNumerically(">=", 3), "counting three failed applies")
+	}).WithTimeout(waitTimeout).WithPolling(pollEvery).Should(Succeed(), func() string { return eventsWithCounts(g, ns) })
+
+	e := failed[0]
+	g.Expect(e.Annotations).To(HaveKeyWithValue(runAnnotation, HavePrefix("run-")), "the run is named in the metadata")
+	for id := range runs {
+		g.Expect(e.Message).NotTo(ContainSubstring(id))
+	}
+	g.Expect(len(runs)).To(BeNumerically(">=", 2), "the retries were new runs")
+}
+
+// eventsWithCounts lists the events in ns, reason, count and message.
+func eventsWithCounts(g Gomega, ns string) string {
+	out := ""
+	for _, e := range eventsIn(g, ns) {
+		out += fmt.Sprintf("%s x%d: %s\n", e.Reason, e.Count, e.Message)
+	}
+	return out
 }

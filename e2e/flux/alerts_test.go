@@ -128,6 +128,8 @@ func TestAlertsReachAFluxProvider(t *testing.T) {
 		return e.Severity == eventv1.EventSeverityError && strings.Contains(e.Message, "plan run") && strings.Contains(e.Message, "failed")
 	})
 	g.Expect(failed.Metadata).To(HaveKey("revision"))
+	g.Expect(failed.Metadata).To(HaveKeyWithValue("run", HavePrefix("run-")), "the run in the metadata")
+	g.Expect(failed.Message).NotTo(ContainSubstring(failed.Metadata["run"]), "not in the message, which notification-controller's duplicate filter keys on")
 
 	// Back to a good variable, then deleted: the destroy is done.
 	s.setContent(tf.Name, "hello")

@@ -168,7 +168,7 @@ func (p *Pod) checkServiceAccount(ctx context.Context, obj *infrav1.Terraform) e
 		return &Error{
 			Reason: infrav1.RunnerServiceAccountMissingReason,
 			Message: fmt.Sprintf("the runner ServiceAccount %s/%s does not exist: list namespace %s in the Helm chart's runner namespaces "+
-				"(it creates the ServiceAccount and its Role), or `kubectl create serviceaccount %s -n %s` and bind it to a Role for the state Secrets and Leases, "+
+				"(it creates the ServiceAccount), or `kubectl create serviceaccount %s -n %s` (it needs no permission: runners reach the state with the object's own state identity), "+
 				"or set spec.serviceAccountName", obj.Namespace, name, obj.Namespace, name, obj.Namespace),
 		}
 	case err != nil:

@@ -16,9 +16,11 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/custody"
+	"github.com/landform-dev/landform/internal/metrics"
 	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/outcome"
 	"github.com/landform-dev/landform/internal/outcome/outcometest"
@@ -122,6 +124,7 @@ func TestPushUnsaved(t *testing.T) {
 		Data: map[string][]byte{tfstate.DataKey: tfstate.Compress(state(9))}}, metav1.CreateOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(gd.PushUnsaved(ctx, db)).To(Succeed(), "nothing kept")
+	g.Expect(unsavedGauge(t, db)).To(Equal(0.0))
 
 	// Kept as a run keeps it, through the store that shares what the
 	// keeper remembers.
@@ -130,16 +133,56 @@ func TestPushUnsaved(t *testing.T) {
 	err = gd.PushUnsaved(ctx, db)
 	outcometest.Expect(g, err, outcome.Waiting, infrav1.StateUnsavedReason, "the state that run run-1 could not save", "landform state push db --force")
 	g.Expect(*ev).To(HaveLen(1))
+	g.Expect(unsavedGauge(t, db)).To(Equal(1.0))
+	// A controller started since, which never saw the run, says so too.
+	metrics.ForgetObject(db.Namespace, db.Name)
+	g.Expect(gd.PushUnsaved(ctx, db)).NotTo(Succeed())
+	g.Expect(unsavedGauge(t, db)).To(Equal(1.0), "the kept state found after a restart")
 
 	// The backend's state is older (a person restored one): written.
 	_, err = kube.CoreV1().Secrets("team").Update(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: names.StateSecret(db)},
 		Data: map[string][]byte{tfstate.DataKey: tfstate.Compress(state(3))}}, metav1.UpdateOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(gd.PushUnsaved(ctx, db)).To(Succeed())
-	g.Expect((*ev)[1]).To(ContainSubstring("Normal StatePersisted: wrote the state that run run-1 could not save"))
+	g.Expect((*ev)[len(*ev)-1]).To(ContainSubstring("Normal StatePersisted: wrote the state that run run-1 could not save"))
 	s, err := kube.CoreV1().Secrets("team").Get(ctx, names.StateSecret(db), metav1.GetOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(tfstate.Decompress(s.Data[tfstate.DataKey])).To(Equal(state(4)), "the backend holds the kept state")
+	g.Expect(unsavedGauge(t, db)).To(Equal(0.0), "written")
+
+	// Kept again, then written by a person (`landform state push`, which
+	// forgets the copy): the next look clears the gauge.
+	kept, err := gd.Keeper.UnsavedStates().Keep(ctx, db, "run-2", state(6), time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	metrics.SetStateUnsaved(db.Namespace, db.Name, true)
+	g.Expect(gd.Keeper.UnsavedStates().Forget(ctx, db, kept)).To(Succeed())
+	g.Expect(gd.PushUnsaved(ctx, db)).To(Succeed())
+	g.Expect(unsavedGauge(t, db)).To(Equal(0.0), "pushed by a person")
+}
+
+// unsavedGauge is landform_state_unsaved of obj as the metrics endpoint
+// serves it; -1 without a series.
+func unsavedGauge(t *testing.T, obj *infrav1.Terraform) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "landform_state_unsaved" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["namespace"] == obj.Namespace && labels["name"] == obj.Name {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
 }
 
 // In a terminating namespace, a guarded state stalls deletion with the

@@ -33,10 +33,14 @@ import (
 // (custody.Keeper.PushUnsaved); this turns what it found into conditions.
 func (g *Guard) PushUnsaved(ctx context.Context, obj *infrav1.Terraform) error {
 	st, pushed, err := g.Keeper.PushUnsaved(ctx, obj)
+	if st == nil && err != nil {
+		return outcome.Retry(infrav1.StateUnsavedReason, "looking for a state an apply could not save (Secret %s): %v", unsavedstate.SecretName(obj), err)
+	}
+	// The gauge follows what is found here, not only what this process
+	// saw: a state `landform state push` wrote (or a person discarded)
+	// clears it, one kept before a restart sets it again.
+	metrics.SetStateUnsaved(obj.Namespace, obj.Name, st != nil && err != nil)
 	if st == nil {
-		if err != nil {
-			return outcome.Retry(infrav1.StateUnsavedReason, "looking for a state an apply could not save (Secret %s): %v", unsavedstate.SecretName(obj), err)
-		}
 		return nil
 	}
 	secret := unsavedstate.SecretName(obj)
@@ -66,7 +70,6 @@ func (g *Guard) PushUnsaved(ctx context.Context, obj *infrav1.Terraform) error {
 	if pushed == nil {
 		return nil
 	}
-	metrics.SetStateUnsaved(obj.Namespace, obj.Name, false)
 	ctrl.LoggerFrom(ctx).Info("wrote a state an apply could not save", "run", st.Run, "state", st.Identity.String())
 	g.Events.Event(obj, obj.Status.LastAttemptedRevision, corev1.EventTypeNormal, infrav1.StatePersistedReason,
 		"wrote the state that run %s could not save (%s) to the backend, over %s", OrUnknown(st.Run), st.Identity, pushed.Previous)
