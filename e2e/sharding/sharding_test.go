@@ -70,7 +70,7 @@ func TestShardsReconcileDisjointObjects(t *testing.T) {
 		// reconciled.
 		controllers[name] = suite.StartController(t, testenv.ControllerOptions{
 			Name: "controller " + name, WorkDir: t.TempDir(), Metrics: true,
-			Args: []string{"--leader-elect", "--concurrent-runs=2", "--drain-timeout=10s", "--watch-label-selector=" + sel},
+			Args: []string{"--enable-leader-election", "--concurrent-runs=2", "--watch-label-selector=" + sel},
 			Env:  []string{"POD_NAMESPACE=" + leaseNamespace},
 		})
 	}

@@ -384,7 +384,7 @@ var fields = map[string]handler{
 		c.note("outputs Secret %s: tofu-controller's object controls it, and Landform will not take over a Secret it does not own. Before applying, take it from the old object (docs/migrating-from-tofu-controller.md): "+
 			"remove its ownerReferences and label it %s=%s, %s=%s%s", w.Name, v1alpha1.ManagedByLabel, v1alpha1.ManagedByValue, v1alpha1.OwnerNameLabel, names.Label(c.src.Name), longName)
 		c.note("outputs Secret %s: for each output that is not a string, tofu-controller also wrote the key <output>__type (its type) and the value as terraform printed it (indented JSON). "+
-			"Landform writes the values only, as compact JSON, and replaces the Secret's data: anything that reads the __type keys (readInputsFromSecrets of a tofu-controller object, your own tooling) no longer finds them", w.Name)
+			"Landform writes the values only, as compact JSON, and keeps keys it did not write: the __type keys stay as they are, never updated; remove them once nothing reads them (readInputsFromSecrets of a tofu-controller object, your own tooling)", w.Name)
 		return nil
 	},
 	"cliConfigSecretRef": unmappedBecause("Landform's runners use the read-only provider mirrors the operator configures (--provider-mirror) and pass no CLI configuration: ask the operator to mirror the providers, or put registry credentials in TF_TOKEN_<host> (runnerPodTemplate.spec.env from a Secret)"),

@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/landform-dev/landform/api/v1alpha1"
 )
@@ -131,5 +133,46 @@ func TestWriteRefusesForeignSecret(t *testing.T) {
 				t.Errorf("foreign Secret's data changed (-before +after):\n%s", d)
 			}
 		})
+	}
+}
+
+// A Secret handed over from tofu-controller (its owner reference dropped,
+// Landform's labels added, docs/migrating-from-tofu-controller.md step 3)
+// keeps the <output>__type keys tofu-controller wrote: server-side apply
+// removes only keys Landform itself wrote, which the migration guide says.
+func TestWriteKeepsKeysAnotherWriterLeft(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	owner := env.Terraform(t, ns, "database")
+	handed := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "database-outputs", Labels: map[string]string{
+			v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue, v1alpha1.OwnerNameLabel: owner.Name,
+		}},
+		Data: map[string][]byte{"host": []byte("db.internal"), "port": []byte("5432\n"), "port__type": []byte(`"number"`)},
+	}
+	if err := env.Client.Create(ctx, handed, client.FieldOwner("tf-controller")); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(ctx, env.Client, owner, v1alpha1.WriteOutputsToSecretSpec{Name: handed.Name},
+		map[string][]byte{"host": []byte("db.internal"), "port": []byte("5432")}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"host": "db.internal", "port": "5432", "port__type": `"number"`}
+	if d := cmp.Diff(want, dataStrings(env.Secret(t, ns, handed.Name))); d != "" {
+		t.Errorf("data after Landform's first write (-want +got):\n%s", d)
+	}
+
+	// Once removed by hand, as the guide says, it stays gone.
+	patch := client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/data/port__type"}]`))
+	if err := env.Client.Patch(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: handed.Name}}, patch); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(ctx, env.Client, owner, v1alpha1.WriteOutputsToSecretSpec{Name: handed.Name},
+		map[string][]byte{"host": []byte("db.internal"), "port": []byte("5433")}); err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]string{"host": "db.internal", "port": "5433"}
+	if d := cmp.Diff(want, dataStrings(env.Secret(t, ns, handed.Name))); d != "" {
+		t.Errorf("data after the __type key's removal and another write (-want +got):\n%s", d)
 	}
 }
