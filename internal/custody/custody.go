@@ -283,16 +283,36 @@ func (k *Keeper) stateMeta(ctx context.Context, obj *v1alpha1.Terraform) (*metav
 }
 
 // Check returns an *OwnedElsewhereError when obj's state Secret belongs to
-// another object, nil when it is obj's, has no other claimant, or does not
-// exist. It writes nothing: deletion asks it before destroying or deleting
-// a state.
+// another object, a *NeverClaimedError when its recorded owner is gone and
+// obj never claimed it, nil when it is obj's, has no other claimant, or
+// does not exist. It writes nothing: deletion asks it before destroying or
+// deleting a state.
+//
+// Deletion never adopts a state Claim would: a state whose owner's
+// deletion (deletionPolicy Orphan) kept it, found by an object that never
+// ran on it (one Stalled with StateOwnedElsewhere while that owner lived),
+// holds the owner's resources, which the Orphan meant to keep; it is left
+// for the next object that claims it.
 func (k *Keeper) Check(ctx context.Context, obj *v1alpha1.Terraform) error {
 	found, err := k.stateMeta(ctx, obj)
 	if found == nil || err != nil {
 		return err
 	}
-	_, err = k.decide(ctx, obj, "Secret", found)
+	adopt, err := k.decide(ctx, obj, "Secret", found)
+	if err == nil && adopt && found.Labels[v1alpha1.OwnerUIDLabel] != "" {
+		return &NeverClaimedError{Name: found.Name, Owner: obj.Namespace + "/" + found.Annotations[v1alpha1.OwnerAnnotation]}
+	}
 	return err
+}
+
+// NeverClaimedError: the state Secret Name was Owner's, which is gone, and
+// the object asking never claimed it.
+type NeverClaimedError struct {
+	Name, Owner string
+}
+
+func (e *NeverClaimedError) Error() string {
+	return fmt.Sprintf("Secret %s is the state Terraform %s left (it is gone), and this object never ran on it", e.Name, e.Owner)
 }
 
 // decide says whether obj may take found (adopt: it has no owner label of

@@ -14,14 +14,13 @@ import (
 var ErrNotOurBackend = errors.New("Landform writes only its default backend")
 
 // unsaved is the store of the unsaved states, remembering in k.done the
-// objects with none under the legacy name, and those with none at all.
+// objects with none under the legacy name.
 func (k *Keeper) unsaved() unsavedstate.Store {
 	return unsavedstate.Store{Client: k.Client, NoLegacy: &k.done}
 }
 
 // UnsavedStates is the store through which runs keep the states they
-// could not save: it shares what k remembers, so that a state kept makes
-// PushUnsaved look again.
+// could not save.
 func (k *Keeper) UnsavedStates() unsavedstate.Store { return k.unsaved() }
 
 // PushUnsaved writes the state an earlier apply or destroy could not save

@@ -62,6 +62,12 @@ func (g *Guard) Owns(ctx context.Context, obj *infrav1.Terraform) (bool, error) 
 			"deletion destroys nothing and keeps %s %s: it is the state of Terraform %s, not of this object", elsewhere.Kind, elsewhere.Name, elsewhere.Owner)
 		return false, nil
 	}
+	var never *custody.NeverClaimedError
+	if errors.As(err, &never) {
+		g.Events.Event(obj, "", corev1.EventTypeNormal, infrav1.StateOwnedElsewhereReason,
+			"deletion destroys nothing and keeps %v: it stays for the next object that claims it", never)
+		return false, nil
+	}
 	if err != nil {
 		return false, outcome.Retry(infrav1.DestroyFailedReason, "checking who owns the state before deleting it: %v", err)
 	}

@@ -73,7 +73,7 @@ func TestASecondClaimantIsStalledAndItsDeletionKeepsTheState(t *testing.T) {
 	ctx := context.Background()
 	first, second := object("db", "1", time.Hour), object("db-copy", "2", 0)
 	second.Spec.BackendConfig = &infrav1.BackendConfig{SecretSuffix: names.SecretSuffix(first)}
-	gd, ev, _, _ := guard(t, first, second)
+	gd, ev, _, c := guard(t, first, second)
 	g.Expect(gd.Claim(ctx, first)).To(Succeed())
 
 	outcometest.Expect(g, gd.Claim(ctx, second), outcome.Stalled, infrav1.StateOwnedElsewhereReason, "team/db")
@@ -81,6 +81,23 @@ func TestASecondClaimantIsStalledAndItsDeletionKeepsTheState(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(owns).To(BeFalse())
 	g.Expect(*ev).To(ConsistOf(ContainSubstring("deletion destroys nothing and keeps Secret " + names.StateSecret(first))))
+
+	// The owner goes, keeping its state (deletionPolicy Orphan); the
+	// second, which never ran on it, is deleted next: it does not adopt
+	// the state to destroy what the Orphan kept.
+	g.Expect(c.Delete(ctx, first)).To(Succeed())
+	owns, err = gd.Owns(ctx, second)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(owns).To(BeFalse(), "a state another object left is not this one's to destroy")
+	g.Expect((*ev)[len(*ev)-1]).To(And(ContainSubstring("deletion destroys nothing and keeps Secret "+names.StateSecret(first)),
+		ContainSubstring("Terraform team/db left"), ContainSubstring("never ran on it")))
+
+	// A live reconcile still adopts it (Claim), and the state is then the
+	// second's own.
+	g.Expect(gd.Claim(ctx, second)).To(Succeed())
+	owns, err = gd.Owns(ctx, second)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(owns).To(BeTrue())
 }
 
 // A lock another holder keeps waits, naming it and how to unlock; one
@@ -96,7 +113,7 @@ func TestLockHeld(t *testing.T) {
 	id, err := statelock.Acquire(ctx, leases, names.StateLease(db), statelock.Holder{Run: "tofu"}, statelock.OperationApply)
 	g.Expect(err).NotTo(HaveOccurred())
 	err = gd.LockHeld(ctx, db, map[string]string{"id": id, "who": "alice"})
-	outcometest.Expect(g, err, outcome.Waiting, infrav1.StateLockedReason, "locked by alice", "landform unlock db")
+	outcometest.Expect(g, err, outcome.Waiting, infrav1.StateLockedReason, "locked by alice", "landform unlock db -n team` (with --force for a holder it cannot prove gone)")
 	g.Expect(db.Status.Lock.ID).To(Equal(id))
 	g.Expect(statelock.Release(ctx, leases, names.StateLease(db), id)).To(Succeed())
 

@@ -30,8 +30,8 @@ func (g *Guard) LockHeld(ctx context.Context, obj *infrav1.Terraform, md map[str
 	}
 	markLocked(obj, md)
 	return outcome.WaitingFor(infrav1.StateLockedReason, obj.GetRetryInterval(),
-		"the state is locked by %s (lock %s, %s since %s); Landform retries until the holder releases it, or run `landform unlock %s` once the holder has stopped",
-		OrUnknown(md["who"]), OrUnknown(md["id"]), OrUnknown(md["operation"]), OrUnknown(md["created"]), obj.Name)
+		"the state is locked by %s (lock %s, %s since %s); Landform retries until the holder releases it, or, once the holder has stopped, run `landform unlock %s -n %s` (with --force for a holder it cannot prove gone)",
+		OrUnknown(md["who"]), OrUnknown(md["id"]), OrUnknown(md["operation"]), OrUnknown(md["created"]), obj.Name, obj.Namespace)
 }
 
 // RecoverLock releases the lock a lost run may have left behind.

@@ -73,31 +73,23 @@ type Store struct {
 	// NoLegacy, when set, remembers the objects found with no state in
 	// the legacy layout: nothing is written there any more, so one look
 	// per object and process is enough, and the controller, which looks
-	// before every run, reads one Secret less per run. It also remembers
-	// the objects found with no state kept at all, until a Keep through a
-	// Store sharing the map: only the controller's runs keep one (the run
-	// tracker's Store), so a controller whose tracker and custodian share
-	// the map reads no Secret before an object's runs once it found
-	// nothing, until a run keeps a state. That holds because a look and
-	// a Keep of one object never overlap there: it looks before a run
-	// starts (PushUnsaved), and only runs keep. A successor process
-	// starts with an empty map and looks again. Nil: look each time.
+	// before every run, reads one Secret less per run. Nil: look each
+	// time.
+	//
+	// Whether a state is kept under the current name is read at every
+	// look, never remembered: not only the controller's runs keep one,
+	// `landform state push --file` does too (a state a local runner left
+	// on disk), and the controller must find it before its next run, or
+	// that run would plan from the backend's older state.
 	NoLegacy *sync.Map
 }
 
 // noLegacyKey is owner's key in NoLegacy.
 func noLegacyKey(owner *v1alpha1.Terraform) string { return noLegacyPrefix + string(owner.UID) }
 
-// noneKeptKey is owner's key in NoLegacy once it was found with no
-// unsaved state in either layout.
-func noneKeptKey(owner *v1alpha1.Terraform) string { return noneKeptPrefix + string(owner.UID) }
-
-// noLegacyPrefix and noneKeptPrefix begin the keys Store puts in
-// NoLegacy, so that a map shared with others can tell them apart.
-const (
-	noLegacyPrefix = "unsaved-no-legacy/"
-	noneKeptPrefix = "unsaved-none-kept/"
-)
+// noLegacyPrefix begins the keys Store puts in NoLegacy, so that a map
+// shared with others can tell them apart.
+const noLegacyPrefix = "unsaved-no-legacy/"
 
 // ObjectGone drops what NoLegacy remembers of owner, whose deletion is
 // done: the map would otherwise keep an entry for every object that ever
@@ -105,7 +97,6 @@ const (
 func (s Store) ObjectGone(owner *v1alpha1.Terraform) {
 	if s.NoLegacy != nil {
 		s.NoLegacy.Delete(noLegacyKey(owner))
-		s.NoLegacy.Delete(noneKeptKey(owner))
 	}
 }
 
@@ -115,11 +106,6 @@ func (s Store) chunks() chunkstore.Store { return chunkstore.Store{Client: s.Cli
 // layout's or else the legacy one's, and its index; a nil index when none
 // is kept.
 func (s Store) held(ctx context.Context, owner *v1alpha1.Terraform) (chunkstore.Store, *chunkstore.Blob, error) {
-	if s.NoLegacy != nil {
-		if _, none := s.NoLegacy.Load(noneKeptKey(owner)); none {
-			return chunkstore.Store{}, nil, nil
-		}
-	}
 	for _, l := range []chunkstore.Layout{layout, legacyLayout} {
 		legacy := l.Kind == legacyLayout.Kind && s.NoLegacy != nil
 		if legacy {
@@ -136,9 +122,6 @@ func (s Store) held(ctx context.Context, owner *v1alpha1.Terraform) (chunkstore.
 			continue
 		}
 		return cs, b, err
-	}
-	if s.NoLegacy != nil {
-		s.NoLegacy.Store(noneKeptKey(owner), struct{}{})
 	}
 	return chunkstore.Store{}, nil, nil
 }
@@ -160,10 +143,6 @@ type State struct {
 // state, replacing any kept before (an older one: the engine wrote this
 // one after it).
 func (s Store) Keep(ctx context.Context, owner *v1alpha1.Terraform, run string, data []byte, now time.Time) (digest.Digest, error) {
-	// Forgotten before the write: a look that follows reads it.
-	if s.NoLegacy != nil {
-		s.NoLegacy.Delete(noneKeptKey(owner))
-	}
 	ann := map[string]string{annRun: run, annKept: now.UTC().Format(time.RFC3339)}
 	if id, err := tfstate.ReadIdentity(data); err == nil {
 		ann[annSerial] = strconv.FormatInt(id.Serial, 10)
