@@ -25,6 +25,7 @@ func (r *TerraformReconciler) recordApply(ctx context.Context, obj *infrav1.Terr
 	wasDrift := obj.Status.Plan != nil && obj.Status.Plan.IsDrift
 	obj.Status.LastAppliedRevision = run.Revision
 	obj.Status.LastAppliedPlan = id
+	obj.Status.LastFailedApplyPlan = ""
 	if obj.Status.Plan != nil && obj.Status.Plan.Pending == id {
 		obj.Status.Plan.Pending = ""
 	}

@@ -157,10 +157,11 @@ func (r *TerraformReconciler) collectApply(ctx context.Context, obj *infrav1.Ter
 	}
 	if !typed || rerr.Reason != runner.ReasonStateLocked {
 		// The apply may have changed some resources: never apply this
-		// plan again.
+		// plan again, nor an identical one on its approval.
 		if err := r.dropPlan(ctx, obj); err != nil {
 			return err
 		}
+		obj.Status.LastFailedApplyPlan = run.Plan
 	}
 	return r.runFailed(ctx, obj, run, h, infrav1.AppliedCondition, infrav1.ApplyFailedReason, infrav1.ApplyTimeoutReason)
 }

@@ -99,7 +99,13 @@ func markApprovalMismatch(obj *infrav1.Terraform) {
 	if pending == "" || approval.Applies(obj, pending) {
 		return
 	}
-	if other := approvalMismatch(obj, pending); other != "" {
+	switch other := approvalMismatch(obj, pending); {
+	case other == "":
+	case other == obj.Status.LastFailedApplyPlan:
+		conditions.MarkTrue(obj, infrav1.PlannedCondition, infrav1.ApprovalMismatchReason,
+			"approval %q was used by an apply that failed or was lost, which may have changed resources; pending plan %s (%s) needs its own approval; nothing was applied",
+			other, pending, planCounts(obj.Status.Plan))
+	default:
 		conditions.MarkTrue(obj, infrav1.PlannedCondition, infrav1.ApprovalMismatchReason,
 			"approval %q does not match pending plan %s (%s); nothing was applied", other, pending, planCounts(obj.Status.Plan))
 	}

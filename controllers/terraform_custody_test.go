@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/statehistory"
+	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/internal/tfstate"
 )
 
@@ -114,6 +116,55 @@ func TestAnObjectNamedLikeAKeptVersionHasItsOwnState(t *testing.T) {
 
 	deleteAndWait(t, hx)
 	g.Expect(secretData(g, ns, "tfstate-default-hx-v1")).To(Equal(state), "deleting hx leaves hx-v1's state")
+}
+
+// An apply that failed or was lost may have changed resources the state
+// does not show: the approval it used is spent. Here the runner is killed
+// mid-create, before the engine wrote the state: the plan made after it,
+// the same changes from the same state, has an id of its own and waits
+// for its own approval, and the condition says why the old one no longer
+// applies; nothing is created again until a person approves.
+func TestAnApprovalOfALostApplyIsSpent(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	newGitRepository(t, ns, "repo", artifacts.publish(slowModule()))
+	path := effectPath(t)
+	tf := newTerraform(t, ns, "spent", func(tf *infrav1.Terraform) {
+		slow(tf, path, 6)
+		manualApproval(tf)
+	})
+	lost := waitPending(t, tf).PendingPlan()
+	approve(g, tf, lost)
+
+	var lock *statelock.LockInfo
+	g.Eventually(func(g Gomega) {
+		g.Expect(creates(path)).To(Equal(1), "the create has begun")
+		lock = stateLock(g, ns, tf.Name)
+		g.Expect(lock).NotTo(BeNil())
+	}, waitTimeout, pollEvery).Should(Succeed())
+	holder, ok := statelock.ParseHolder(*lock)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(syscall.Kill(holder.Process.PID, syscall.SIGKILL)).To(Succeed())
+
+	obj := waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
+		g.Expect(obj.Status.LastFailedApplyPlan).To(Equal(lost))
+		g.Expect(readyReasonOf(obj)).To(Equal(infrav1.PlanPendingReason))
+		g.Expect(obj.PendingPlan()).NotTo(BeEmpty())
+	})
+	again := obj.PendingPlan()
+	g.Expect(again).NotTo(Equal(lost), "the same changes from the same state, planned after the lost apply, have an id of their own")
+	g.Expect(obj.Status.Plan.Add).To(BeEquivalentTo(1))
+	g.Expect(conditions.GetReason(obj, infrav1.PlannedCondition)).To(Equal(infrav1.ApprovalMismatchReason))
+	g.Expect(conditions.GetMessage(obj, infrav1.PlannedCondition)).To(ContainSubstring("was used by an apply that failed or was lost"))
+	g.Consistently(func() int { return creates(path) }).WithTimeout(4*time.Second).Should(Equal(1), "nothing applied on the spent approval")
+
+	approve(g, tf, again)
+	waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
+		g.Expect(obj.Status.LastAppliedPlan).To(Equal(again))
+		g.Expect(obj.Status.LastFailedApplyPlan).To(BeEmpty(), "cleared by the apply that succeeded")
+		g.Expect(conditions.IsReady(obj)).To(BeTrue())
+	})
+	g.Expect(creates(path)).To(Equal(2), "created again, once approved: the lost create never reached the state")
 }
 
 // An approval is used once: after `landform state restore` brings back

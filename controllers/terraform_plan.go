@@ -38,6 +38,7 @@ func (r *TerraformReconciler) recordPlan(ctx context.Context, obj *infrav1.Terra
 			stateDigest:   res.StateDigest,
 			changesDigest: res.ChangesDigest,
 			applied:       obj.Status.LastAppliedPlan,
+			failed:        obj.Status.LastFailedApplyPlan,
 		}),
 		Revision:     rev,
 		InputsDigest: run.InputsDigest,

@@ -29,6 +29,11 @@ type planMaterial struct {
 	// one applied, and the approval that named it would apply it a
 	// second time, unseen. An approval is used once.
 	applied string
+	// failed is the id of the plan whose apply last failed or was lost
+	// (status.lastFailedApplyPlan): that apply may have changed
+	// resources the state does not show (a create interrupted before the
+	// engine recorded it), so its approval is spent too.
+	failed string
 }
 
 // planID names a plan after the revision it was made from and a digest of
@@ -37,7 +42,8 @@ type planMaterial struct {
 // approval; a plan after an apply, or after any input changed (a
 // workspace, a variable, the engine version, the dependency lock), gets a
 // new one, and needs its own approval. A plan never has the id of a plan
-// applied before it (planMaterial.applied).
+// applied before it, nor that of one whose apply failed
+// (planMaterial.applied, planMaterial.failed).
 func planID(revision string, m planMaterial) string {
 	h := sha256.New()
 	lock := sha256.Sum256(m.lockFile)
@@ -46,6 +52,9 @@ func planID(revision string, m planMaterial) string {
 	if m.applied != "" {
 		// Only then: an object that never applied keeps the ids it had.
 		fmt.Fprintf(h, "after=%s\n", m.applied)
+	}
+	if m.failed != "" {
+		fmt.Fprintf(h, "failed=%s\n", m.failed)
 	}
 	return "plan-" + shortRevision(revision) + "-" + short(hex.EncodeToString(h.Sum(nil)))
 }

@@ -197,6 +197,7 @@ func TestPlanID(t *testing.T) {
 		"state":   func(m *planMaterial) { m.stateDigest = "state after an apply" },
 		"changes": func(m *planMaterial) { m.changesDigest = "5" + m.changesDigest[1:] },
 		"applied": func(m *planMaterial) { m.applied = id },
+		"failed":  func(m *planMaterial) { m.failed = id },
 	} {
 		other := m
 		change(&other)

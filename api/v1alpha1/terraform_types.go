@@ -562,6 +562,15 @@ type TerraformStatus struct {
 	// +optional
 	LastAppliedPlan string `json:"lastAppliedPlan,omitempty"`
 
+	// LastFailedApplyPlan is the id of the plan whose apply last failed
+	// or was lost after it may have changed resources (not one refused
+	// before it began: a stale plan, a held lock). Its approval is spent:
+	// a plan made after it has another id, even for the same changes
+	// from the same state, and waits for its own approval. Cleared by
+	// the next apply that succeeds.
+	// +optional
+	LastFailedApplyPlan string `json:"lastFailedApplyPlan,omitempty"`
+
 	// LastAppliedArtifact is the source artifact of the last successful
 	// apply. The controller keeps a copy of it (Secrets owned by this
 	// object), so that deletion can destroy the resources after the source
