@@ -75,6 +75,7 @@ func (r *TerraformReconciler) inspectRun(ctx context.Context, obj *infrav1.Terra
 	case <-h.Done():
 	default:
 		o := r.runProgress(obj, h)
+		o.Following = true
 		return &collected{running: &o}, nil
 	}
 	// Finished once, however it ended: its runner stopped and its slot

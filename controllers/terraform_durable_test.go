@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -375,4 +377,25 @@ func TestLockOfARunnerPodIsReleasedOnlyWhenThePodIsGone(t *testing.T) {
 			g.Expect(creates(path)).To(Equal(0))
 		})
 	}
+}
+
+// A reconcile request made while a run goes on is answered once that run
+// ended, by a plan made after it (any reconcile request plans again), not
+// by the run that began before it.
+func TestAReconcileRequestDuringARunPlansAgain(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	tf, path := newSlowTerraform(t, ns, "asked", 3, 2*time.Second)
+	g.Eventually(func() int { return creates(path) }, waitTimeout, pollEvery).Should(Equal(1), "the apply is under way")
+	annotate(t, tf, meta.ReconcileRequestAnnotation, "during-the-apply")
+	g.Expect(get(g, tf).Status.Run).NotTo(BeNil(), "asked while the apply ran")
+
+	waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {
+		g.Expect(obj.Status.LastHandledReconcileAt).To(Equal("during-the-apply"))
+		g.Expect(conditions.IsReady(obj)).To(BeTrue())
+		// Under approvePlan auto the first plan was applied at once, with
+		// no plan event of its own: this one is the plan after the apply.
+		g.Expect(hasEvent(g, ns, tf.Name, infrav1.PlannedNoChangesReason, "no changes")).To(BeTrue(), "planned again after the request")
+	})
+	g.Expect(creates(path)).To(Equal(1))
 }

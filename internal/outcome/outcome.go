@@ -57,6 +57,11 @@ type Outcome struct {
 	Reason string
 	After  time.Duration
 	Cause  error
+	// Following: a run recorded by an earlier reconcile goes on. A
+	// reconcile request made since is not handled by it: its plan was
+	// made, or is being made, from what stood before the request, so the
+	// request is answered once the run ended (Summarize leaves it).
+	Following bool
 }
 
 func (o *Outcome) Error() string { return o.Cause.Error() }
@@ -158,7 +163,7 @@ func (o Outcome) Metric() string {
 // being Ready's message on success. It is the only place that writes the
 // kstatus conditions.
 func (o Outcome) Summarize(obj *infrav1.Terraform, ready string) {
-	if v, ok := obj.GetAnnotations()[meta.ReconcileRequestAnnotation]; ok {
+	if v, ok := obj.GetAnnotations()[meta.ReconcileRequestAnnotation]; ok && !o.Following {
 		obj.Status.LastHandledReconcileAt = v
 	}
 	if obj.Spec.Suspend && obj.DeletionTimestamp.IsZero() {

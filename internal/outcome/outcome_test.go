@@ -97,3 +97,20 @@ func TestOutcome(t *testing.T) {
 		})
 	}
 }
+
+// A reconcile that follows a run recorded before it leaves a reconcile
+// request unhandled; any other marks it handled.
+func TestSummarizeHandlesARequestUnlessFollowing(t *testing.T) {
+	obj := &infrav1.Terraform{}
+	obj.Annotations = map[string]string{meta.ReconcileRequestAnnotation: "asked"}
+	following := Progress(infrav1.RunInProgressReason, time.Minute, "apply run r1 in progress")
+	following.Following = true
+	following.Summarize(obj, "")
+	if got := obj.Status.LastHandledReconcileAt; got != "" {
+		t.Errorf("following a run: lastHandledReconcileAt %q, want it unhandled", got)
+	}
+	Progress(infrav1.RunQueuedReason, time.Minute, "plan run r2 queued").Summarize(obj, "")
+	if got := obj.Status.LastHandledReconcileAt; got != "asked" {
+		t.Errorf("starting a run: lastHandledReconcileAt %q, want %q", got, "asked")
+	}
+}
