@@ -30,6 +30,11 @@ func (r *TerraformReconciler) recordApply(ctx context.Context, obj *infrav1.Terr
 		obj.Status.Plan.Pending = ""
 	}
 	conditions.MarkTrue(obj, infrav1.AppliedCondition, infrav1.AppliedReason, "applied plan %s for revision %s", id, run.Revision)
+	if p := obj.Status.Plan; p != nil && p.ID == id {
+		// Planned said why the plan waited (DestructivePlanPending, an
+		// ApprovalMismatch since mended): it waits no more.
+		conditions.MarkTrue(obj, infrav1.PlannedCondition, infrav1.PlannedWithChangesReason, "plan %s for revision %s: %s", id, p.Revision, planCounts(p))
+	}
 	if wasDrift {
 		conditions.MarkFalse(obj, infrav1.DriftedCondition, infrav1.AppliedReason, "drift repaired by plan %s", id)
 	}

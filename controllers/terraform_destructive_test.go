@@ -139,6 +139,8 @@ func TestAutoApprovalHoldsAPlanThatReplaces(t *testing.T) {
 	annotate(t, obj, infrav1.ApproveAnnotation, pending)
 	obj = waitReady(t, tf)
 	g.Expect(obj.Status.LastAppliedPlan).To(Equal(pending))
+	g.Expect(conditions.GetReason(obj, infrav1.PlannedCondition)).To(Equal(infrav1.PlannedWithChangesReason), "it waits no more")
+	g.Expect(conditions.GetMessage(obj, infrav1.PlannedCondition)).NotTo(ContainSubstring("waits"))
 	created, destroyed := effectCounts(effects)
 	g.Expect([]int{created, destroyed}).To(Equal([]int{2, 1}), "one destroy, one create: %q", readFile(effects))
 

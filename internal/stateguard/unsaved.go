@@ -46,7 +46,11 @@ func (g *Guard) PushUnsaved(ctx context.Context, obj *infrav1.Terraform) error {
 	secret := unsavedstate.SecretName(obj)
 	what := fmt.Sprintf("the state that run %s could not save (%s), kept in Secret %s,", OrUnknown(st.Run), st.Identity, secret)
 	var locked *statelock.LockedError
+	var elsewhere *unsavedstate.ElsewhereError
 	switch {
+	case errors.As(err, &elsewhere):
+		return outcome.WaitingFor(infrav1.StateUnsavedReason, obj.GetRetryInterval(),
+			"%s is not written to the backend, and nothing runs until it is: %v", what, err)
 	case errors.Is(err, custody.ErrNotOurBackend):
 		return outcome.WaitingFor(infrav1.StateUnsavedReason, obj.GetRetryInterval(),
 			"%s must be written to the backend before anything runs, and Landform writes only its default backend: push it with the backend's own tools "+

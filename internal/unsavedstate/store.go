@@ -44,6 +44,8 @@ const (
 	annSerial  = annPrefix + "-serial"
 	annLineage = annPrefix + "-lineage"
 	annKept    = annPrefix + "-kept"
+	// annOf names the state Secret the state was kept for.
+	annOf = annPrefix + "-of"
 
 	dataKey    = "tfstate"
 	fieldOwner = "landform-unsavedstate"
@@ -137,13 +139,31 @@ type State struct {
 	Identity tfstate.Identity
 	// Kept is when Landform kept it.
 	Kept time.Time
+	// Of is the state Secret it was kept for; empty for a state kept
+	// before Landform recorded it.
+	Of string
+}
+
+// ElsewhereError: the kept state is of another state Secret than the
+// one its object uses now (spec.workspace or backendConfig.secretSuffix
+// changed since), and is written into neither.
+type ElsewhereError struct {
+	// Kept is the Secret keeping it, Of the state Secret it is of, Now
+	// the one the object uses.
+	Kept, Of, Now string
+}
+
+func (e *ElsewhereError) Error() string {
+	return fmt.Sprintf("it is the state of Secret %s, but the object now uses %s (spec.workspace or spec.backendConfig.secretSuffix changed since): "+
+		"set them back, and the next run writes it; or write it into %s yourself (`tofu state push`, in that workspace) and delete Secret %s",
+		e.Of, e.Now, e.Of, e.Kept)
 }
 
 // Keep keeps data, the state run could not save, as owner's unsaved
 // state, replacing any kept before (an older one: the engine wrote this
 // one after it).
 func (s Store) Keep(ctx context.Context, owner *v1alpha1.Terraform, run string, data []byte, now time.Time) (digest.Digest, error) {
-	ann := map[string]string{annRun: run, annKept: now.UTC().Format(time.RFC3339)}
+	ann := map[string]string{annRun: run, annKept: now.UTC().Format(time.RFC3339), annOf: names.StateSecret(owner)}
 	if id, err := tfstate.ReadIdentity(data); err == nil {
 		ann[annSerial] = strconv.FormatInt(id.Serial, 10)
 		ann[annLineage] = id.Lineage
@@ -188,6 +208,7 @@ func stateOf(b *chunkstore.Blob) *State {
 	st.Identity.Lineage = b.Annotations[annLineage]
 	st.Identity.Serial, _ = strconv.ParseInt(b.Annotations[annSerial], 10, 64)
 	st.Kept, _ = time.Parse(time.RFC3339, b.Annotations[annKept])
+	st.Of = b.Annotations[annOf]
 	return st
 }
 
@@ -225,13 +246,19 @@ type Pushed struct {
 // forgets it once written; nil when none is kept. A lock held by anyone
 // else fails with *statelock.LockedError; a state the backend's may not
 // be replaced with (another lineage, a newer serial) with a
-// *tfstate.RefusedError, unless force.
+// *tfstate.RefusedError, unless force; a state kept for another state
+// Secret than the object's now with an *ElsewhereError, even with force.
 func (s Store) Push(ctx context.Context, owner *v1alpha1.Terraform, b Backend, holder statelock.Holder, force bool) (*Pushed, error) {
 	st, err := s.Read(ctx, owner)
 	if st == nil || err != nil {
 		return nil, err
 	}
 	secret := names.StateSecret(owner)
+	if st.Of != "" && st.Of != secret {
+		// Written there, it would describe resources of another state
+		// (and a seeded new one takes any lineage).
+		return nil, &ElsewhereError{Kept: SecretName(owner), Of: st.Of, Now: secret}
+	}
 	lease := statelock.LeaseName(secret)
 	id, err := statelock.Acquire(ctx, b.Leases, lease, holder, statelock.OperationApply)
 	if err != nil {

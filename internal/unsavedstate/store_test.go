@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -102,6 +103,53 @@ func TestPushKeptState(t *testing.T) {
 	}
 	if info, err := statelock.Read(ctx, backend.Leases, statelock.LeaseName(stateSecret)); info != nil || err != nil {
 		t.Fatalf("the lock outlived the push: %+v, %v", info, err)
+	}
+}
+
+// A state kept for one state Secret is never written into another: the
+// object's workspace changed since, and a new workspace's seeded state
+// would take any lineage. It stays kept, even with force, and the error
+// says where it belongs.
+func TestPushKeptStateOfAnotherWorkspace(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	owner := env.Terraform(t, ns, "app")
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := Backend{Secrets: cs.CoreV1().Secrets(ns), Leases: cs.CoordinationV1().Leases(ns)}
+	store := Store{Client: env.Client}
+	if _, err := store.Keep(ctx, owner, "run-1", stateFile("L", 2), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	kept := names.StateSecret(owner)
+	owner.Spec.Workspace = "other"
+	now := names.StateSecret(owner)
+	if _, err := backend.Secrets.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: now}, Data: map[string][]byte{tfstate.DataKey: tfstate.Compress(stateFile("M", 1))}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, force := range []bool{false, true} {
+		var elsewhere *ElsewhereError
+		_, err := store.Push(ctx, owner, backend, statelock.Holder{Run: "test"}, force)
+		if !errors.As(err, &elsewhere) || elsewhere.Of != kept || elsewhere.Now != now {
+			t.Fatalf("force %v: %v, want the state of %s refused for %s", force, err, kept, now)
+		}
+		for _, w := range []string{"Secret " + kept, "now uses " + now, "spec.workspace"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%q does not say %q", err, w)
+			}
+		}
+	}
+	if st, err := store.Stat(ctx, owner); err != nil || st == nil || st.Of != kept {
+		t.Fatalf("still kept, of %s: %+v, %v", kept, st, err)
+	}
+	s, err := backend.Secrets.Get(ctx, now, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw, _ := tfstate.Decompress(s.Data[tfstate.DataKey]); string(raw) != string(stateFile("M", 1)) {
+		t.Errorf("the other workspace's state was written: %s", raw)
 	}
 }
 
