@@ -14,7 +14,6 @@ import (
 	infrav1 "github.com/landform-dev/landform/api/v1alpha1"
 	"github.com/landform-dev/landform/internal/names"
 	"github.com/landform-dev/landform/internal/statehistory"
-	"github.com/landform-dev/landform/internal/statelock"
 	"github.com/landform-dev/landform/internal/tfstate"
 )
 
@@ -136,14 +135,7 @@ func TestAnApprovalOfALostApplyIsSpent(t *testing.T) {
 	lost := waitPending(t, tf).PendingPlan()
 	approve(g, tf, lost)
 
-	var lock *statelock.LockInfo
-	g.Eventually(func(g Gomega) {
-		g.Expect(creates(path)).To(Equal(1), "the create has begun")
-		lock = stateLock(g, ns, tf.Name)
-		g.Expect(lock).NotTo(BeNil())
-	}, waitTimeout, pollEvery).Should(Succeed())
-	holder, ok := statelock.ParseHolder(*lock)
-	g.Expect(ok).To(BeTrue())
+	_, holder := createUnderWay(g, ns, tf.Name, path)
 	g.Expect(syscall.Kill(holder.Process.PID, syscall.SIGKILL)).To(Succeed())
 
 	obj := waitFor(t, tf, func(g Gomega, obj *infrav1.Terraform) {

@@ -86,6 +86,22 @@ func stateLock(g Gomega, ns, name string) *statelock.LockInfo {
 	return info
 }
 
+// createUnderWay waits until the slow module's create has begun under
+// the state lock of object name, and returns that lock and the runner
+// holding it.
+func createUnderWay(g Gomega, ns, name, path string) (*statelock.LockInfo, *statelock.Holder) {
+	var lock *statelock.LockInfo
+	g.Eventually(func(g Gomega) {
+		g.Expect(creates(path)).To(Equal(1), "the create has begun")
+		lock = stateLock(g, ns, name)
+		g.Expect(lock).NotTo(BeNil())
+	}, waitTimeout, pollEvery).Should(Succeed())
+	holder, ok := statelock.ParseHolder(*lock)
+	g.Expect(ok).To(BeTrue(), "the runner takes the lock under its own identity: %s", lock.Who)
+	g.Expect(holder.Process).NotTo(BeNil())
+	return lock, holder
+}
+
 // stateSerial is the serial of obj's state.
 func stateSerial(g Gomega, ns, name string) int {
 	data := secretData(g, ns, "tfstate-default-"+name)
@@ -104,15 +120,7 @@ func TestRunnerKilledMidApplyReleasesItsLock(t *testing.T) {
 	ns := newNamespace(t)
 	tf, path := newSlowTerraform(t, ns, "killed", 20, 5*time.Second)
 
-	var lock *statelock.LockInfo
-	g.Eventually(func(g Gomega) {
-		g.Expect(creates(path)).To(Equal(1), "the create has begun")
-		lock = stateLock(g, ns, tf.Name)
-		g.Expect(lock).NotTo(BeNil())
-	}, waitTimeout, pollEvery).Should(Succeed())
-	holder, ok := statelock.ParseHolder(*lock)
-	g.Expect(ok).To(BeTrue(), "the runner takes the lock under its own identity: %s", lock.Who)
-	g.Expect(holder.Process).NotTo(BeNil())
+	lock, holder := createUnderWay(g, ns, tf.Name, path)
 	serialBefore := -1
 	if s := (&corev1.Secret{}); k8sClient.Get(context.Background(), keyOf(ns, "tfstate-default-"+tf.Name), s) == nil {
 		serialBefore = stateSerial(g, ns, tf.Name)

@@ -32,6 +32,16 @@ func stateFile(lineage string, serial int) []byte {
 	return []byte(fmt.Sprintf(`{"version":4,"serial":%d,"lineage":%q,"resources":[{"name":"this"}],"outputs":{}}`, serial, lineage))
 }
 
+// backendIn is the kubernetes backend's Secrets and Leases of namespace ns.
+func backendIn(t *testing.T, ns string) Backend {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Backend{Secrets: cs.CoreV1().Secrets(ns), Leases: cs.CoordinationV1().Leases(ns)}
+}
+
 // A kept state is written into the backend's state Secret under the state
 // lock, and forgotten then; one the backend refuses, or one behind a lock
 // held by someone else, stays kept.
@@ -39,11 +49,7 @@ func TestPushKeptState(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	owner := env.Terraform(t, ns, "app")
-	cs, err := kubernetes.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	backend := Backend{Secrets: cs.CoreV1().Secrets(ns), Leases: cs.CoordinationV1().Leases(ns)}
+	backend := backendIn(t, ns)
 	stateSecret := names.StateSecret(owner)
 	if _, err := backend.Secrets.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: stateSecret}, Data: map[string][]byte{tfstate.DataKey: tfstate.Compress(stateFile("L", 3))}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -114,11 +120,7 @@ func TestPushKeptStateOfAnotherWorkspace(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	owner := env.Terraform(t, ns, "app")
-	cs, err := kubernetes.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	backend := Backend{Secrets: cs.CoreV1().Secrets(ns), Leases: cs.CoordinationV1().Leases(ns)}
+	backend := backendIn(t, ns)
 	store := Store{Client: env.Client}
 	if _, err := store.Keep(ctx, owner, "run-1", stateFile("L", 2), time.Now()); err != nil {
 		t.Fatal(err)
