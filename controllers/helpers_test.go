@@ -324,12 +324,12 @@ func countEvents(g Gomega, ns, name, reason string) int {
 	return n
 }
 
-// eventsOf lists the events in ns, reason and message, for failure
-// messages.
+// eventsOf lists the events in ns, reason, count and message, for
+// failure messages.
 func eventsOf(g Gomega, ns string) string {
 	out := ""
 	for _, e := range eventsIn(g, ns) {
-		out += e.Reason + ": " + e.Message + "\n"
+		out += fmt.Sprintf("%s x%d: %s\n", e.Reason, e.Count, e.Message)
 	}
 	return out
 }

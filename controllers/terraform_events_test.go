@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -88,7 +87,7 @@ func TestRetriedFailureIsOneEvent(t *testing.T) {
 		})
 		g.Expect(failed).To(HaveLen(1), "one event for every failed apply")
 		g.Expect(failed[0].Count).To(BeNumerically(">=", 3), "counting three failed applies")
-	}).WithTimeout(waitTimeout).WithPolling(pollEvery).Should(Succeed(), func() string { return eventsWithCounts(g, ns) })
+	}).WithTimeout(waitTimeout).WithPolling(pollEvery).Should(Succeed(), func() string { return eventsOf(g, ns) })
 
 	e := failed[0]
 	g.Expect(e.Annotations).To(HaveKeyWithValue(runAnnotation, HavePrefix("run-")), "the run is named in the metadata")
@@ -96,13 +95,4 @@ func TestRetriedFailureIsOneEvent(t *testing.T) {
 		g.Expect(e.Message).NotTo(ContainSubstring(id))
 	}
 	g.Expect(len(runs)).To(BeNumerically(">=", 2), "the retries were new runs")
-}
-
-// eventsWithCounts lists the events in ns, reason, count and message.
-func eventsWithCounts(g Gomega, ns string) string {
-	out := ""
-	for _, e := range eventsIn(g, ns) {
-		out += fmt.Sprintf("%s x%d: %s\n", e.Reason, e.Count, e.Message)
-	}
-	return out
 }

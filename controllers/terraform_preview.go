@@ -41,7 +41,7 @@ func (rep *reporter) planPreview(obj *infrav1.Terraform, p *planstore.Plan) {
 	if st := obj.Status.Preview; st != nil {
 		s.Target, s.StateSerial, s.TargetAppliedPlan = st.Target, st.StateSerial, st.TargetAppliedPlan
 	}
-	rep.recorder.AnnotatedEventf(obj, eventMetadata(obj, p.ID, p.Revision), corev1.EventTypeNormal, infrav1.PlanPreviewReason, "%s", s.Markdown())
+	rep.PlanEvent(obj, p.ID, p.Revision, corev1.EventTypeNormal, infrav1.PlanPreviewReason, "%s", s.Markdown())
 }
 
 // previewEnding is what a preview's finished event says when the
